@@ -1,0 +1,192 @@
+// Package config reads a repository's review configuration: the .asdd.yml file (with the
+// named-lens policy in its agent_review section) and the YAGA policy files .yaga.toml and
+// pyproject.toml ([tool.yaga]). Every format decodes into the same Policy model, so the same
+// policy gives the same plan digest whichever file it came from.
+package config
+
+// Built-in defaults of .asdd.yml keys. They follow the ASDD adoption template, except Runtime:
+// lensgate's offline reviewer is named "builtin".
+const (
+	DefaultRuntime          = "builtin"
+	DefaultMergePosture     = "advisory"
+	DefaultMaxActionsPerRun = 5
+	DefaultMaxDiffLines     = 2000
+	DefaultTimeoutSeconds   = 45
+	DefaultSpecTool         = "builtin"
+)
+
+// Repo is a decoded .asdd.yml with every default applied. Keys that lensgate accepts but does
+// not act on are still decoded (so a configuration round-trips) and listed in Ignored.
+type Repo struct {
+	// Source is the file name the configuration came from ("" for DefaultRepo).
+	Source string
+
+	StandardVersion  string
+	Runtime          string
+	MergePosture     string // "advisory" or "earned-automerge"
+	MaxActionsPerRun int
+	Models           Models
+	MergeReviewer    MergeReviewer
+	ProtectedPaths   []string
+	// IgnorePaths is lensgate's own key: path globs whose content is excluded from built-in
+	// findings (planted test fixtures, vendored code). It never hides a file from coverage.
+	IgnorePaths          []string
+	Conventions          map[string]any
+	Agents               []string
+	Review               Review
+	SpecTool             string // "builtin" or "openspec"
+	SpecPaths            []string
+	RequireSpec          bool
+	MaxOpenPRsPerAuthor  int
+	Lanes                []string
+	TriageLabels         []string
+	Intake               Intake
+	Identity             Identity
+	Claim                Claim
+	ContributorReview    ContributorReview
+	Insights             Insights
+	Audit                Audit
+	ReviewOverrideOwners []string
+	DevCouncil           map[string]any
+
+	// Policy is the named-lens review policy from agent_review, or DefaultPolicy() when the
+	// section is absent.
+	Policy Policy
+	// PolicyDefaulted is true when the file had no agent_review section.
+	PolicyDefaulted bool
+
+	// Ignored lists, in document order, the dotted keys present in the file that lensgate
+	// accepts for ASDD compatibility but does not act on.
+	Ignored []string
+}
+
+// Models is the per-role model roster. Only Reviewer is used by lensgate.
+type Models struct {
+	Developer     string
+	TestAuthor    string
+	TestRunner    string
+	Reviewer      string
+	Documentation string
+	Interaction   string
+	Tester        string // legacy single tester key
+}
+
+// MergeReviewer is ASDD's independent merge-review agent (not run by lensgate).
+type MergeReviewer struct {
+	Enabled        bool
+	Posture        string // "review-only" or "earned-automerge"
+	AutoMergeClass []string
+}
+
+// Review holds the review cost guards.
+type Review struct {
+	// MaxDiffLines bounds the diff sent to a model; 0 disables the bound.
+	MaxDiffLines int
+	// TimeoutSeconds is the per-call model timeout.
+	TimeoutSeconds int
+}
+
+// Intake is ASDD's spec-driven intake profile.
+type Intake struct {
+	DefinitionOfReady []string
+	CompletenessGate  bool
+	SpecContext       string // "docs" or "codebase"
+}
+
+// Identity is ASDD's contributor identity profile.
+type Identity struct {
+	Authoring string
+	Proposing string
+	Provider  string
+}
+
+// Claim is ASDD's claim protocol.
+type Claim struct {
+	OneActivePerItem     bool
+	MaxActivePerIdentity int
+	TTLHours             int
+}
+
+// ContributorReview is ASDD's advisory contributor-facing reviewer.
+type ContributorReview struct {
+	Enabled bool
+	Posture string
+}
+
+// Insights is ASDD's agent activity log.
+type Insights struct {
+	Enabled     bool
+	ActivityLog string
+}
+
+// Audit is ASDD's audit ledger export.
+type Audit struct {
+	Sink          string // "none", "repo" or "command"
+	SinkRepo      string
+	SinkCommand   string
+	RetentionDays int
+}
+
+// Default list values. Functions, not variables, so callers cannot mutate shared state.
+
+// DefaultProtectedPaths returns the ASDD template's protected path globs.
+func DefaultProtectedPaths() []string {
+	return []string{
+		".github/**", "scripts/**", "STANDARD.md", "GOVERNANCE.md", "**/auth/**", "**/crypto/**",
+		"**/security/**", "**/*requirements*.txt", "**/package.json", "**/pyproject.toml",
+	}
+}
+
+// DefaultLanes returns the contribution lanes used when lanes is absent or empty.
+func DefaultLanes() []string { return []string{"feature", "fix", "docs", "chore"} }
+
+// DefaultTriageLabels returns the labels the triage runtime may apply by default.
+func DefaultTriageLabels() []string {
+	return []string{"bug", "enhancement", "documentation", "security", "good first issue", "needs-triage"}
+}
+
+// DefaultSpecPaths returns the spec globs for a spec tool when spec_paths is absent.
+func DefaultSpecPaths(specTool string) []string {
+	if specTool == "openspec" {
+		return []string{"openspec/changes/*/specs/**/*.md", "openspec/specs/**/*.md"}
+	}
+	return []string{"docs/specs/*.md"}
+}
+
+// DefaultDefinitionOfReady returns ASDD's readiness floor.
+func DefaultDefinitionOfReady() []string {
+	return []string{"outcomes", "scope", "constraints", "verification"}
+}
+
+// DefaultRepo is the configuration used for a repository without .asdd.yml: every ASDD default,
+// the builtin runtime and DefaultPolicy.
+func DefaultRepo() *Repo {
+	return &Repo{
+		StandardVersion:  "0.1",
+		Runtime:          DefaultRuntime,
+		MergePosture:     DefaultMergePosture,
+		MaxActionsPerRun: DefaultMaxActionsPerRun,
+		MergeReviewer:    MergeReviewer{Posture: "review-only", AutoMergeClass: []string{}},
+		ProtectedPaths:   DefaultProtectedPaths(),
+		IgnorePaths:      []string{},
+		Agents:           []string{},
+		Review:           Review{MaxDiffLines: DefaultMaxDiffLines, TimeoutSeconds: DefaultTimeoutSeconds},
+		SpecTool:         DefaultSpecTool,
+		SpecPaths:        DefaultSpecPaths(DefaultSpecTool),
+		Lanes:            DefaultLanes(),
+		TriageLabels:     DefaultTriageLabels(),
+		Intake: Intake{
+			DefinitionOfReady: DefaultDefinitionOfReady(),
+			CompletenessGate:  true,
+			SpecContext:       "docs",
+		},
+		Identity:             Identity{Authoring: "dco", Proposing: "attributable"},
+		Claim:                Claim{OneActivePerItem: true, MaxActivePerIdentity: 1, TTLHours: 168},
+		ContributorReview:    ContributorReview{Enabled: true, Posture: "advisory"},
+		Insights:             Insights{Enabled: true, ActivityLog: ".asdd-work/audit.jsonl"},
+		Audit:                Audit{Sink: "none"},
+		ReviewOverrideOwners: []string{},
+		Policy:               DefaultPolicy(),
+		PolicyDefaulted:      true,
+	}
+}
