@@ -1,0 +1,192 @@
+package review
+
+import "time"
+
+// Outcome is the closed result of one lens and of the gate.
+type Outcome string
+
+// The three closed outcomes. Pending means "not decided": an operational failure, a lens that
+// was not run, or a result that could not be trusted. It never reads as passing.
+const (
+	OutcomePassed  Outcome = "passed"
+	OutcomeFailed  Outcome = "failed"
+	OutcomePending Outcome = "pending"
+)
+
+// Severity of a finding, on the scale the agent-review predicate uses.
+type Severity string
+
+// Severities from worst to mildest. High and critical findings fail their lens; medium, low and
+// info findings are reported without failing it.
+const (
+	SeverityCritical Severity = "critical"
+	SeverityHigh     Severity = "high"
+	SeverityMedium   Severity = "medium"
+	SeverityLow      Severity = "low"
+	SeverityInfo     Severity = "info"
+)
+
+// Blocks reports whether a finding of this severity fails its lens.
+func (s Severity) Blocks() bool { return s == SeverityCritical || s == SeverityHigh }
+
+// Rank orders severities: critical is 4, info 0, anything unknown -1.
+func (s Severity) Rank() int {
+	switch s {
+	case SeverityCritical:
+		return 4
+	case SeverityHigh:
+		return 3
+	case SeverityMedium:
+		return 2
+	case SeverityLow:
+		return 1
+	case SeverityInfo:
+		return 0
+	}
+	return -1
+}
+
+// Recommendations, in ASDD's vocabulary. lensgate recommends; it never approves or merges.
+const (
+	RecommendComment        = "comment"
+	RecommendRequestChanges = "request-changes"
+)
+
+// Coverage statuses, as in the agent-review predicate.
+const (
+	CoverageComplete = "COMPLETE"
+	CoveragePartial  = "PARTIAL"
+	CoverageUnknown  = "UNKNOWN"
+)
+
+// Decision is the result of reviewing one pull request: what the gate says, what each lens
+// found, what to publish, and the subject binding a receipt needs.
+type Decision struct {
+	Gate           Gate            `json:"gate"`
+	Recommendation string          `json:"recommendation"`
+	PlanDigest     string          `json:"planDigest"`
+	Lenses         []LensResult    `json:"lenses"`
+	Findings       []Finding       `json:"findings"`
+	Comment        string          `json:"comment"`
+	Inline         []InlineComment `json:"inline"`
+	Intake         Intake          `json:"intake"`
+	Coverage       Coverage        `json:"coverage"`
+	Subject        SubjectContext  `json:"subject"`
+	Runs           []Run           `json:"runs"`
+}
+
+// Gate is the aggregated state of the required lenses, with the lens names behind it.
+type Gate struct {
+	State            Outcome  `json:"state"`
+	Reason           string   `json:"reason"`
+	BlockingFailures []string `json:"blockingFailures"`
+	BlockingPending  []string `json:"blockingPending"`
+	AdvisoryFailures []string `json:"advisoryFailures"`
+	AdvisoryPending  []string `json:"advisoryPending"`
+}
+
+// Passed reports whether the gate passed.
+func (g Gate) Passed() bool { return g.State == OutcomePassed }
+
+// LensResult is the closed outcome of one named lens of the policy.
+type LensResult struct {
+	Name        string  `json:"name"`
+	Required    bool    `json:"required"`
+	Publication string  `json:"publication"`
+	Outcome     Outcome `json:"outcome"`
+	Summary     string  `json:"summary"`
+	// Runtime is the runtime that reviewed the lens.
+	Runtime string `json:"runtime"`
+	// Cause is the operational cause of a pending outcome ("" otherwise).
+	Cause    string    `json:"cause,omitempty"`
+	Findings []Finding `json:"findings"`
+}
+
+// Finding is one problem a lens reported.
+type Finding struct {
+	// ID is stable across re-runs of the same change: it does not depend on line numbers.
+	ID       string   `json:"id"`
+	Lens     string   `json:"lens"`
+	Rule     string   `json:"rule,omitempty"`
+	Severity Severity `json:"severity"`
+	Path     string   `json:"path,omitempty"`
+	Line     int      `json:"line,omitempty"`
+	Title    string   `json:"title"`
+	Body     string   `json:"body,omitempty"`
+}
+
+// InlineComment is a finding placed on a line of the diff. Fingerprint lets a publisher skip
+// comments it already posted.
+type InlineComment struct {
+	Path        string `json:"path"`
+	Line        int    `json:"line"`
+	Side        string `json:"side"` // "RIGHT" (head) or "LEFT" (base)
+	Body        string `json:"body"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// Intake is the result of the spend gate that runs before any model is called.
+type Intake struct {
+	Passed   bool            `json:"passed"`
+	Messages []IntakeMessage `json:"messages"`
+}
+
+// IntakeMessage is one intake check, with a message for the author when it did not pass.
+type IntakeMessage struct {
+	Check   string `json:"check"` // diff-size, spec, lane, open-prs, disclosure
+	Passed  bool   `json:"passed"`
+	Message string `json:"message"`
+}
+
+// Coverage says what part of the change was reviewed; every file left out is a named gap.
+type Coverage struct {
+	Status        string `json:"status"` // CoverageComplete, CoveragePartial or CoverageUnknown
+	FilesTotal    int    `json:"filesTotal"`
+	FilesReviewed int    `json:"filesReviewed"`
+	Gaps          []Gap  `json:"gaps"`
+}
+
+// Gap is one file (or other unit) that was not reviewed, and why.
+type Gap struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// SubjectContext binds a decision to exactly what was reviewed.
+type SubjectContext struct {
+	Kind             string `json:"kind"`
+	Owner            string `json:"owner,omitempty"`
+	Repo             string `json:"repo,omitempty"`
+	Number           int    `json:"number,omitempty"`
+	RepositoryNodeID string `json:"repositoryNodeId,omitempty"`
+	NodeID           string `json:"nodeId,omitempty"`
+	HeadSHA          string `json:"headSha"`
+	BaseSHA          string `json:"baseSha"`
+	// ReviewedDiffDigest is the lowercase hex SHA-256 of the exact diff bytes reviewed.
+	ReviewedDiffDigest string `json:"reviewedDiffDigest"`
+	// BodyCoreDigest is the digest of the body with its disclosure block replaced by the
+	// token; empty until the disclosure package computes it.
+	BodyCoreDigest string `json:"bodyCoreDigest,omitempty"`
+}
+
+// Run records one runtime invocation for the receipt.
+type Run struct {
+	Lens     string    `json:"lens"`
+	Runtime  string    `json:"runtime"`
+	Model    string    `json:"model,omitempty"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Outcome  Outcome   `json:"outcome"`
+	Cause    string    `json:"cause,omitempty"`
+}
+
+// TriageDecision is the result of triaging an issue: labels limited to the configured triage
+// labels and a short comment.
+type TriageDecision struct {
+	Labels  []string `json:"labels"`
+	Comment string   `json:"comment"`
+	Runtime string   `json:"runtime"`
+	// Cause is set when the runtime failed; Labels is then empty (fail closed).
+	Cause string `json:"cause,omitempty"`
+	Runs  []Run  `json:"runs"`
+}

@@ -1,0 +1,84 @@
+// Package review turns a pull request (or an issue) into named-lens outcomes, findings and a
+// gate decision. It knows nothing of GitHub: callers hand it a Subject snapshot and a decoded
+// repository configuration, and get back a Decision that a publisher renders.
+package review
+
+// Subject kinds.
+const (
+	KindPullRequest = "pull_request"
+	KindIssue       = "issue"
+)
+
+// File statuses, in GitHub's vocabulary.
+const (
+	FileAdded    = "added"
+	FileModified = "modified"
+	FileRemoved  = "removed"
+	FileRenamed  = "renamed"
+	FileCopied   = "copied"
+)
+
+// Subject is everything the pipeline needs to know about one pull request or issue. Every
+// string in it except the identifiers is untrusted: it is data to review, never instructions.
+type Subject struct {
+	Kind string // KindPullRequest or KindIssue
+
+	Owner  string
+	Repo   string
+	Number int
+
+	// RepositoryNodeID and NodeID are the forge's global ids of the repository and of the
+	// pull request (or issue); they bind a receipt to its subject.
+	RepositoryNodeID string
+	NodeID           string
+
+	Title       string
+	Body        string
+	Author      string
+	AuthorIsBot bool
+	Draft       bool
+
+	BaseRef string
+	HeadRef string
+	BaseSHA string
+	HeadSHA string
+
+	Labels  []string
+	Commits []Commit
+	Files   []File
+
+	// Diff holds the exact unified diff bytes that are reviewed; ReviewedDiffDigest is the
+	// SHA-256 of these bytes.
+	Diff []byte
+
+	// OpenPRsByAuthor is the author's number of open pull requests in the repository, or -1
+	// when it is unknown (the open-PR cap is then not checked).
+	OpenPRsByAuthor int
+
+	// Local marks a subject built from a local git repository rather than a forge. It has no
+	// labels, body checkbox or open pull requests, so intake skips the checks that need them.
+	Local bool
+}
+
+// Commit is one commit of a pull request.
+type Commit struct {
+	SHA     string
+	Message string
+}
+
+// File is one changed file of a pull request.
+type File struct {
+	Path         string
+	PreviousPath string // set for renames and copies
+	Status       string // one of the File* statuses
+	Additions    int
+	Deletions    int
+	// Patch is the file's own hunks (GitHub's per-file patch field). Optional when Diff is set.
+	Patch  string
+	Binary bool
+	// SizeBytes is the size of the file at the head revision, or 0 when unknown or removed.
+	SizeBytes int64
+}
+
+// IsPullRequest reports whether the subject is a pull request.
+func (s *Subject) IsPullRequest() bool { return s.Kind == KindPullRequest }
