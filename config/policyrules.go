@@ -174,9 +174,16 @@ func decodePolicy(c *policyCtx, n *node, line, col int) Policy {
 				continue
 			}
 			idx := slices.IndexFunc(p.Lenses, func(l Lens) bool { return l.Name == it.str })
+			names := lensNames(ae.val)
 			switch {
+			case idx < 0 && slices.Contains(names, it.str):
+				// The lens is defined but invalid; that problem is already reported.
 			case idx < 0:
-				c.add(it.line, it.col, key, fmt.Sprintf("%s.required names unknown lens %s%s", pre, it.str, c.sfx), suggestHint(it.str, lensNames(ae.val)))
+				hint := "define it under agents or remove it; defined lenses: " + strings.Join(names, ", ")
+				if s := nearest(it.str, names); s != "" {
+					hint = fmt.Sprintf("did you mean %q?", s)
+				}
+				c.add(it.line, it.col, key, fmt.Sprintf("%s.required names unknown lens %s%s", pre, it.str, c.sfx), hint)
 			case p.Lenses[idx].Outcome != OutcomeReview:
 				c.add(it.line, it.col, key, fmt.Sprintf("%s.required lens %s must have outcome review", pre, it.str), "remove it from required or set its outcome to review")
 			default:
