@@ -1,0 +1,323 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+var (
+	// ErrSuperseded is the cancellation cause of a running job whose subject got a newer head.
+	ErrSuperseded = errors.New("queue: superseded by a newer head")
+	// ErrStopped is the cancellation cause of jobs still running when Stop's deadline passed,
+	// and wraps ErrFull for jobs offered after Stop.
+	ErrStopped = errors.New("queue: stopped")
+)
+
+// PanicError is what a recovered handler panic turns into: the value and the stack.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("queue: job panicked: %v", e.Value) }
+
+// MemoryOptions configure a Memory queue. Zero values take the defaults.
+type MemoryOptions struct {
+	// Capacity bounds the number of queued (not running) subjects. Default 100.
+	Capacity int
+	// Workers is the number of concurrent jobs. Default 2.
+	Workers int
+	// SeenDeliveries is how many delivery ids are remembered for idempotency. Default 10000.
+	SeenDeliveries int
+	// Metrics receives the queue's measurements; nil creates unregistered collectors.
+	Metrics *Metrics
+	// Logger logs job failures and panics; the zero value discards.
+	Logger zerolog.Logger
+	// OnError, if set, is called after a job fails (including a recovered *PanicError).
+	// It is not called for cancellations.
+	OnError func(job Job, err error)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Memory is the in-process Queue: bounded, coalescing per key, idempotent per delivery id.
+// Jobs live only as long as the process; the durable queues keep them across restarts.
+type Memory struct {
+	opts MemoryOptions
+	m    *Metrics
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	pending  map[string]*Job // by key; at most one queued job per key
+	order    []string        // keys of pending in arrival order
+	running  map[string]*run // by key
+	seen     map[string]struct{}
+	seenRing []string
+	seenNext int
+	started  bool
+	stopping bool
+	baseCtx  context.Context
+	cancel   context.CancelCauseFunc
+	wg       sync.WaitGroup
+}
+
+type run struct {
+	job    Job
+	cancel context.CancelCauseFunc
+}
+
+var _ Queue = (*Memory)(nil)
+
+// NewMemory returns an in-memory queue; call Start to run its workers.
+func NewMemory(opts MemoryOptions) *Memory {
+	if opts.Capacity <= 0 {
+		opts.Capacity = 100
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.SeenDeliveries <= 0 {
+		opts.SeenDeliveries = 10000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	m := opts.Metrics
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	q := &Memory{
+		opts:     opts,
+		m:        m,
+		pending:  make(map[string]*Job),
+		running:  make(map[string]*run),
+		seen:     make(map[string]struct{}),
+		seenRing: make([]string, opts.SeenDeliveries),
+	}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// Enqueue implements Queue. A job for a key that is already queued replaces the queued job (the
+// newest event wins and keeps the older job's place in line); a job whose head differs from a
+// running job of the same key cancels that job with ErrSuperseded.
+func (q *Memory) Enqueue(ctx context.Context, job Job) error {
+	if job.Key == "" {
+		return fmt.Errorf("queue: job without a key")
+	}
+	if job.EnqueuedAt.IsZero() {
+		job.EnqueuedAt = q.opts.Now()
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopping {
+		q.m.Dropped.WithLabelValues("stopped").Inc()
+		return fmt.Errorf("%w: %w", ErrFull, ErrStopped)
+	}
+	if job.DeliveryID != "" {
+		if _, ok := q.seen[job.DeliveryID]; ok {
+			q.m.Duplicates.Inc()
+			return ErrDuplicate
+		}
+	}
+	if old, ok := q.pending[job.Key]; ok {
+		// Keep the first arrival time so the age metric shows how long the subject waited.
+		job.EnqueuedAt = old.EnqueuedAt
+		q.pending[job.Key] = &job
+		q.m.Coalesced.Inc()
+	} else {
+		if len(q.pending) >= q.opts.Capacity {
+			q.m.Dropped.WithLabelValues("full").Inc()
+			return ErrFull
+		}
+		q.pending[job.Key] = &job
+		q.order = append(q.order, job.Key)
+		q.m.Depth.Set(float64(len(q.pending)))
+	}
+	q.remember(job.DeliveryID)
+	q.m.Enqueued.Inc()
+	if r, ok := q.running[job.Key]; ok && r.job.HeadSHA != job.HeadSHA {
+		r.cancel(ErrSuperseded)
+		q.m.Superseded.Inc()
+	}
+	q.cond.Signal()
+	return nil
+}
+
+// remember records a delivery id, forgetting the oldest once SeenDeliveries ids are held.
+func (q *Memory) remember(id string) {
+	if id == "" {
+		return
+	}
+	if old := q.seenRing[q.seenNext]; old != "" {
+		delete(q.seen, old)
+	}
+	q.seenRing[q.seenNext] = id
+	q.seen[id] = struct{}{}
+	q.seenNext = (q.seenNext + 1) % len(q.seenRing)
+}
+
+// Start implements Queue. Workers run until ctx is cancelled or Stop returns.
+func (q *Memory) Start(ctx context.Context, h Handler) error {
+	if h == nil {
+		return errors.New("queue: nil handler")
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.started {
+		return errors.New("queue: already started")
+	}
+	q.started = true
+	q.baseCtx, q.cancel = context.WithCancelCause(ctx)
+	for range q.opts.Workers {
+		q.wg.Add(1)
+		go q.work(h)
+	}
+	// Wake the workers when the caller's context ends so they can exit.
+	go func() {
+		<-q.baseCtx.Done()
+		q.mu.Lock()
+		q.stopping = true
+		q.cond.Broadcast()
+		q.mu.Unlock()
+	}()
+	return nil
+}
+
+// Stop implements Queue: it refuses new jobs, lets workers drain the queue until ctx's
+// deadline, then cancels what still runs with ErrStopped and drops what is still queued.
+func (q *Memory) Stop(ctx context.Context) error {
+	q.mu.Lock()
+	q.stopping = true
+	started := q.started
+	q.cond.Broadcast()
+	q.mu.Unlock()
+	if !started {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() { q.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		q.cancel(ErrStopped)
+		return nil
+	case <-ctx.Done():
+	}
+	q.cancel(ErrStopped)
+	<-done
+	q.mu.Lock()
+	left := len(q.pending)
+	for k := range q.pending {
+		delete(q.pending, k)
+	}
+	q.order = nil
+	q.m.Depth.Set(0)
+	q.mu.Unlock()
+	if left > 0 {
+		q.m.Dropped.WithLabelValues("abandoned").Add(float64(left))
+		return fmt.Errorf("queue: stopped with %d queued jobs abandoned: %w", left, ctx.Err())
+	}
+	return nil
+}
+
+// Len returns the number of queued and running jobs.
+func (q *Memory) Len() (queued, running int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending), len(q.running)
+}
+
+// next blocks until a job whose key is not running is queued, or the queue stops draining.
+func (q *Memory) next() (Job, context.Context, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if q.baseCtx.Err() != nil {
+			return Job{}, nil, false
+		}
+		for i, key := range q.order {
+			if _, busy := q.running[key]; busy {
+				continue
+			}
+			job := *q.pending[key]
+			delete(q.pending, key)
+			q.order = append(q.order[:i:i], q.order[i+1:]...)
+			ctx, cancel := context.WithCancelCause(q.baseCtx)
+			q.running[key] = &run{job: job, cancel: cancel}
+			q.m.Depth.Set(float64(len(q.pending)))
+			q.m.Running.Set(float64(len(q.running)))
+			return job, ctx, true
+		}
+		if q.stopping && len(q.pending) == 0 {
+			return Job{}, nil, false
+		}
+		q.cond.Wait()
+	}
+}
+
+func (q *Memory) work(h Handler) {
+	defer q.wg.Done()
+	for {
+		job, ctx, ok := q.next()
+		if !ok {
+			return
+		}
+		q.m.Age.Observe(q.opts.Now().Sub(job.EnqueuedAt).Seconds())
+		err := q.safeRun(ctx, h, job)
+		q.finish(ctx, job, err)
+	}
+}
+
+// safeRun calls h and turns a panic into a *PanicError so one bad job cannot stop a worker.
+func (q *Memory) safeRun(ctx context.Context, h Handler, job Job) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return h(ctx, job)
+}
+
+func (q *Memory) finish(ctx context.Context, job Job, err error) {
+	cancelled := ctx.Err() != nil // read before the run's own cancel below
+	q.mu.Lock()
+	if r, ok := q.running[job.Key]; ok {
+		r.cancel(nil)
+		delete(q.running, job.Key)
+	}
+	q.m.Running.Set(float64(len(q.running)))
+	q.cond.Broadcast()
+	q.mu.Unlock()
+
+	log := q.opts.Logger.With().Str("job_key", job.Key).Str("github_delivery_id", job.DeliveryID).
+		Str("head_sha", job.HeadSHA).Logger()
+	var pe *PanicError
+	switch {
+	case err == nil:
+		q.m.Finished.WithLabelValues("ok").Inc()
+		return
+	case errors.As(err, &pe):
+		q.m.Panics.Inc()
+		q.m.Finished.WithLabelValues("panic").Inc()
+		log.Error().Interface("panic", pe.Value).Bytes("stack", pe.Stack).Msg("review job panicked")
+	case cancelled && errors.Is(err, context.Canceled) || errors.Is(err, ErrSuperseded) || errors.Is(err, ErrStopped):
+		q.m.Finished.WithLabelValues("cancelled").Inc()
+		log.Info().Err(context.Cause(ctx)).Msg("review job cancelled")
+		return
+	case IsPermanent(err):
+		q.m.Finished.WithLabelValues("permanent").Inc()
+		log.Warn().Err(err).Msg("review job failed permanently")
+	default:
+		q.m.Finished.WithLabelValues("error").Inc()
+		log.Error().Err(err).Msg("review job failed")
+	}
+	if q.opts.OnError != nil {
+		q.opts.OnError(job, err)
+	}
+}
