@@ -1,0 +1,118 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/review"
+)
+
+// Publisher is the only code that writes to GitHub. The worker calls Begin once the subject is
+// bound (before the pipeline runs, so a gate check can show in_progress) and Publish with the
+// outcome. Both get the installation client of the job's installation.
+//
+// Publish is always called for a pull request that got as far as a snapshot, including when the
+// configuration is invalid or the pipeline failed: Decision is then a synthesised failing or
+// pending decision, so a publisher never has to invent a gate state. A cancelled job (a newer
+// head arrived) is not published.
+type Publisher interface {
+	Begin(ctx context.Context, client *github.Client, p *Publication) error
+	Publish(ctx context.Context, client *github.Client, p *Publication) error
+}
+
+// Publication is what one run has to say.
+type Publication struct {
+	Job queue.Job
+	// App identifies lensgate's own GitHub App, for finding its own comments and check runs.
+	App AppIdentity
+	// Subject is the bound snapshot that was reviewed (for an issue, Kind is review.KindIssue).
+	Subject *review.Subject
+	// Config says where the policy came from.
+	Config ConfigSource
+	// ConfigProblems lists what is wrong with the trusted configuration; when non-empty the
+	// Decision is a failing gate carrying these problems and no lens ran.
+	ConfigProblems config.Problems
+	// Proposed is set when the pull request changes the configuration file: the new file is
+	// validated and reported, never applied.
+	Proposed *ProposedConfig
+	// Decision is the pull request outcome (nil for issues).
+	Decision *review.Decision
+	// Triage is the issue outcome (nil for pull requests).
+	Triage *review.TriageDecision
+	// Failure is the operational cause when the pipeline could not produce a real decision;
+	// Decision is then pending with Gate.Reason describing it.
+	Failure error
+}
+
+// AppIdentity is the App as GET /app describes it.
+type AppIdentity struct {
+	ID   int64
+	Slug string
+}
+
+// BotLogin is the login the App's comments and reviews are authored by.
+func (a AppIdentity) BotLogin() string {
+	if a.Slug == "" {
+		return ""
+	}
+	return a.Slug + "[bot]"
+}
+
+// ConfigSource says which file a repository's policy came from.
+type ConfigSource struct {
+	// Origin is "repository" (the base branch), "organization" (the owner's .github repository),
+	// "remote" (a remote: reference) or "server" (the server default, no file found).
+	Origin string
+	// Source is "owner/repo@ref" as the loader reports it; empty for the server default.
+	Source string
+	// Path is the file path inside Source.
+	Path string
+}
+
+// ProposedConfig is a configuration file changed by the pull request under review.
+type ProposedConfig struct {
+	Path     string
+	HeadSHA  string
+	Problems config.Problems // empty when the new file is valid
+	// Err is set when the file could not be read at the head (it is then not validated).
+	Err error
+}
+
+// LogPublisher only logs what it would publish. It is the default until a GitHub publisher is
+// configured, and never writes to GitHub.
+type LogPublisher struct{}
+
+// Begin implements Publisher.
+func (LogPublisher) Begin(ctx context.Context, _ *github.Client, p *Publication) error {
+	zerolog.Ctx(ctx).Info().Str("head_sha", p.Subject.HeadSHA).Msg("review started")
+	return nil
+}
+
+// Publish implements Publisher.
+func (LogPublisher) Publish(ctx context.Context, _ *github.Client, p *Publication) error {
+	ev := zerolog.Ctx(ctx).Info().Str("config_origin", p.Config.Origin).
+		Str("config_source", p.Config.Source).Int("config_problems", len(p.ConfigProblems))
+	if p.Subject != nil {
+		ev = ev.Str("head_sha", p.Subject.HeadSHA)
+	}
+	if p.Proposed != nil {
+		ev = ev.Int("proposed_config_problems", len(p.Proposed.Problems))
+	}
+	if p.Failure != nil {
+		ev = ev.AnErr("failure", p.Failure)
+	}
+	switch {
+	case p.Decision != nil:
+		ev.Str("gate", string(p.Decision.Gate.State)).Str("gate_reason", p.Decision.Gate.Reason).
+			Int("findings", len(p.Decision.Findings)).Msg("review decided")
+	case p.Triage != nil:
+		ev.Strs("labels", p.Triage.Labels).Msg("issue triaged")
+	default:
+		ev.Msg("nothing to publish")
+	}
+	return nil
+}
