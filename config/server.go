@@ -1,0 +1,368 @@
+package config
+
+import (
+	"bytes"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Server is the configuration of `lensgate serve`. Every key can also be set from the
+// environment: GitHub settings use go-githubapp's GITHUB_* names, the rest LENSGATE_*. The
+// environment wins over the file, so the App runs with no file at all.
+type Server struct {
+	// Listen is the HTTP listen address. Env LENSGATE_LISTEN. Default ":8080".
+	Listen string `yaml:"listen"`
+	// LogLevel is debug, info, warn or error. Env LENSGATE_LOG_LEVEL. Default info.
+	LogLevel string `yaml:"log_level"`
+	// LogFormat is json or console. Env LENSGATE_LOG_FORMAT. Default json.
+	LogFormat string `yaml:"log_format"`
+	// ShutdownTimeout bounds the graceful shutdown (running jobs finish or are handed back).
+	// Env LENSGATE_SHUTDOWN_TIMEOUT. Default 30s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// SigningKeyFile is the Ed25519 key that signs receipts; its public key is served at
+	// /.well-known/lensgate/keys. Env LENSGATE_SIGNING_KEY_FILE. Optional.
+	SigningKeyFile string `yaml:"signing_key_file"`
+
+	GitHub  ServerGitHub  `yaml:"github"`
+	Review  ServerReview  `yaml:"review"`
+	Runtime ServerRuntime `yaml:"runtimes"`
+	Queue   ServerQueue   `yaml:"queue"`
+}
+
+// ServerGitHub is how lensgate reaches GitHub (or GitHub Enterprise Server).
+type ServerGitHub struct {
+	// WebURL is the web address. Env GITHUB_WEB_URL. Default https://github.com.
+	WebURL string `yaml:"web_url"`
+	// V3APIURL is the REST API base. Env GITHUB_V3_API_URL. Default https://api.github.com/;
+	// GitHub Enterprise Server uses https://HOST/api/v3/.
+	V3APIURL string `yaml:"v3_api_url"`
+	// V4APIURL is the GraphQL endpoint. Env GITHUB_V4_API_URL. Default
+	// https://api.github.com/graphql; GitHub Enterprise Server uses https://HOST/api/graphql.
+	V4APIURL string `yaml:"v4_api_url"`
+	// Timeout bounds each GitHub API request. Env LENSGATE_GITHUB_TIMEOUT. Default 10s.
+	Timeout time.Duration `yaml:"timeout"`
+	App     ServerApp     `yaml:"app"`
+}
+
+// ServerApp identifies the GitHub App.
+type ServerApp struct {
+	// IntegrationID is the App id. Env GITHUB_APP_INTEGRATION_ID. Required.
+	IntegrationID int64 `yaml:"integration_id"`
+	// WebhookSecret validates X-Hub-Signature-256. Env GITHUB_APP_WEBHOOK_SECRET. Required:
+	// with an empty secret unsigned requests would be accepted, so the server refuses to start.
+	WebhookSecret string `yaml:"webhook_secret"`
+	// PrivateKey is the App's PEM private key text. Env GITHUB_APP_PRIVATE_KEY.
+	PrivateKey string `yaml:"private_key"`
+	// PrivateKeyFile is a file holding the PEM key, used when PrivateKey is empty.
+	// Env LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE.
+	PrivateKeyFile string `yaml:"private_key_file"`
+}
+
+// ServerReview says when and how lensgate reviews.
+type ServerReview struct {
+	// ReviewDrafts reviews draft pull requests too. Env LENSGATE_REVIEW_DRAFTS. Default false.
+	ReviewDrafts bool `yaml:"review_drafts"`
+	// OrgConfigRepo is the owner's repository holding the fallback .asdd.yml; empty turns the
+	// fallback off. Env LENSGATE_ORG_CONFIG_REPO. Default ".github".
+	OrgConfigRepo string `yaml:"org_config_repo"`
+	// DefaultConfigFile is an .asdd.yml applied to repositories that have none (and no
+	// organisation fallback); empty means the built-in defaults.
+	// Env LENSGATE_DEFAULT_CONFIG_FILE.
+	DefaultConfigFile string `yaml:"default_config_file"`
+	// Command is the comment that asks for a review. Env LENSGATE_REVIEW_COMMAND.
+	// Default "/lensgate review".
+	Command string `yaml:"command"`
+	// SnapshotAttempts bounds the tries of each GitHub read while taking a snapshot (5xx, 429,
+	// timeouts). Env LENSGATE_SNAPSHOT_ATTEMPTS. Default 4.
+	SnapshotAttempts int `yaml:"snapshot_attempts"`
+	// JobTimeout bounds one review job. Env LENSGATE_JOB_TIMEOUT. Default 10m.
+	JobTimeout time.Duration `yaml:"job_timeout"`
+}
+
+// ServerRuntime configures the review runtimes the operator allows.
+type ServerRuntime struct {
+	// Enabled lists the runtimes repositories may choose (comma-separated in the
+	// environment). Env LENSGATE_RUNTIMES. Default [builtin].
+	Enabled []string `yaml:"enabled"`
+	// AdapterDir holds operator-installed exec adapters. Env LENSGATE_ADAPTER_DIR.
+	AdapterDir string `yaml:"adapter_dir"`
+	// OpenAIBaseURL is the OpenAI-compatible endpoint. Env LENSGATE_OPENAI_BASE_URL.
+	OpenAIBaseURL string `yaml:"openai_base_url"`
+	// OpenAIToken is the model token. Env LENSGATE_OPENAI_TOKEN.
+	OpenAIToken string `yaml:"openai_token"`
+	// OpenAIModel is the default model. Env LENSGATE_OPENAI_MODEL.
+	OpenAIModel string `yaml:"openai_model"`
+}
+
+// ServerQueue sizes the review job queue.
+type ServerQueue struct {
+	// Size bounds the queued subjects; beyond it webhooks answer 503. Env LENSGATE_QUEUE_SIZE.
+	// Default 100.
+	Size int `yaml:"size"`
+	// Workers is the number of concurrent reviews. Env LENSGATE_QUEUE_WORKERS. Default 2.
+	Workers int `yaml:"workers"`
+	// EventQueueSize and EventWorkers size the webhook stage for events that need a GitHub call
+	// before they become a job (comment commands, check re-runs, installations).
+	// Env LENSGATE_EVENT_QUEUE_SIZE (default 100), LENSGATE_EVENT_WORKERS (default 2).
+	EventQueueSize int `yaml:"event_queue_size"`
+	EventWorkers   int `yaml:"event_workers"`
+	// DSN selects a durable queue; empty keeps jobs in memory. Env LENSGATE_QUEUE_DSN.
+	DSN string `yaml:"dsn"`
+}
+
+// ServerEnvVar documents one environment variable of the server configuration.
+type ServerEnvVar struct {
+	Name string
+	Key  string // the YAML key it overrides
+	set  func(s *Server, v string) error
+}
+
+// ServerEnvVars lists every environment variable `lensgate serve` reads, in documentation order.
+func ServerEnvVars() []ServerEnvVar {
+	str := func(p func(*Server) *string) func(*Server, string) error {
+		return func(s *Server, v string) error { *p(s) = v; return nil }
+	}
+	dur := func(p func(*Server) *time.Duration) func(*Server, string) error {
+		return func(s *Server, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return err
+			}
+			*p(s) = d
+			return nil
+		}
+	}
+	num := func(p func(*Server) *int) func(*Server, string) error {
+		return func(s *Server, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return err
+			}
+			*p(s) = n
+			return nil
+		}
+	}
+	return []ServerEnvVar{
+		{"LENSGATE_LISTEN", "listen", str(func(s *Server) *string { return &s.Listen })},
+		{"LENSGATE_LOG_LEVEL", "log_level", str(func(s *Server) *string { return &s.LogLevel })},
+		{"LENSGATE_LOG_FORMAT", "log_format", str(func(s *Server) *string { return &s.LogFormat })},
+		{"LENSGATE_SHUTDOWN_TIMEOUT", "shutdown_timeout", dur(func(s *Server) *time.Duration { return &s.ShutdownTimeout })},
+		{"LENSGATE_SIGNING_KEY_FILE", "signing_key_file", str(func(s *Server) *string { return &s.SigningKeyFile })},
+		{"GITHUB_WEB_URL", "github.web_url", str(func(s *Server) *string { return &s.GitHub.WebURL })},
+		{"GITHUB_V3_API_URL", "github.v3_api_url", str(func(s *Server) *string { return &s.GitHub.V3APIURL })},
+		{"GITHUB_V4_API_URL", "github.v4_api_url", str(func(s *Server) *string { return &s.GitHub.V4APIURL })},
+		{"LENSGATE_GITHUB_TIMEOUT", "github.timeout", dur(func(s *Server) *time.Duration { return &s.GitHub.Timeout })},
+		{"GITHUB_APP_INTEGRATION_ID", "github.app.integration_id", func(s *Server, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return err
+			}
+			s.GitHub.App.IntegrationID = n
+			return nil
+		}},
+		{"GITHUB_APP_WEBHOOK_SECRET", "github.app.webhook_secret", str(func(s *Server) *string { return &s.GitHub.App.WebhookSecret })},
+		{"GITHUB_APP_PRIVATE_KEY", "github.app.private_key", str(func(s *Server) *string { return &s.GitHub.App.PrivateKey })},
+		{"LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE", "github.app.private_key_file", str(func(s *Server) *string { return &s.GitHub.App.PrivateKeyFile })},
+		{"LENSGATE_REVIEW_DRAFTS", "review.review_drafts", func(s *Server, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return err
+			}
+			s.Review.ReviewDrafts = b
+			return nil
+		}},
+		{"LENSGATE_ORG_CONFIG_REPO", "review.org_config_repo", str(func(s *Server) *string { return &s.Review.OrgConfigRepo })},
+		{"LENSGATE_DEFAULT_CONFIG_FILE", "review.default_config_file", str(func(s *Server) *string { return &s.Review.DefaultConfigFile })},
+		{"LENSGATE_REVIEW_COMMAND", "review.command", str(func(s *Server) *string { return &s.Review.Command })},
+		{"LENSGATE_SNAPSHOT_ATTEMPTS", "review.snapshot_attempts", num(func(s *Server) *int { return &s.Review.SnapshotAttempts })},
+		{"LENSGATE_JOB_TIMEOUT", "review.job_timeout", dur(func(s *Server) *time.Duration { return &s.Review.JobTimeout })},
+		{"LENSGATE_RUNTIMES", "runtimes.enabled", func(s *Server, v string) error {
+			s.Runtime.Enabled = nil
+			for _, f := range strings.Split(v, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					s.Runtime.Enabled = append(s.Runtime.Enabled, f)
+				}
+			}
+			return nil
+		}},
+		{"LENSGATE_ADAPTER_DIR", "runtimes.adapter_dir", str(func(s *Server) *string { return &s.Runtime.AdapterDir })},
+		{"LENSGATE_OPENAI_BASE_URL", "runtimes.openai_base_url", str(func(s *Server) *string { return &s.Runtime.OpenAIBaseURL })},
+		{"LENSGATE_OPENAI_TOKEN", "runtimes.openai_token", str(func(s *Server) *string { return &s.Runtime.OpenAIToken })},
+		{"LENSGATE_OPENAI_MODEL", "runtimes.openai_model", str(func(s *Server) *string { return &s.Runtime.OpenAIModel })},
+		{"LENSGATE_QUEUE_SIZE", "queue.size", num(func(s *Server) *int { return &s.Queue.Size })},
+		{"LENSGATE_QUEUE_WORKERS", "queue.workers", num(func(s *Server) *int { return &s.Queue.Workers })},
+		{"LENSGATE_EVENT_QUEUE_SIZE", "queue.event_queue_size", num(func(s *Server) *int { return &s.Queue.EventQueueSize })},
+		{"LENSGATE_EVENT_WORKERS", "queue.event_workers", num(func(s *Server) *int { return &s.Queue.EventWorkers })},
+		{"LENSGATE_QUEUE_DSN", "queue.dsn", str(func(s *Server) *string { return &s.Queue.DSN })},
+	}
+}
+
+// DefaultServer returns the server configuration with every default applied and no GitHub App
+// identity (which has no default).
+func DefaultServer() *Server {
+	return &Server{
+		Listen:          ":8080",
+		LogLevel:        "info",
+		LogFormat:       "json",
+		ShutdownTimeout: 30 * time.Second,
+		GitHub: ServerGitHub{
+			WebURL:   "https://github.com",
+			V3APIURL: "https://api.github.com/",
+			V4APIURL: "https://api.github.com/graphql",
+			Timeout:  10 * time.Second,
+		},
+		Review: ServerReview{
+			OrgConfigRepo:    ".github",
+			Command:          "/lensgate review",
+			SnapshotAttempts: 4,
+			JobTimeout:       10 * time.Minute,
+		},
+		Runtime: ServerRuntime{Enabled: []string{"builtin"}},
+		Queue:   ServerQueue{Size: 100, Workers: 2, EventQueueSize: 100, EventWorkers: 2},
+	}
+}
+
+// LoadServer reads the server configuration: defaults, then the YAML file at path (skipped
+// when path is empty), then the environment as lookup reports it (os.LookupEnv when nil). It
+// reads the private key file and validates the result.
+func LoadServer(path string, lookup func(string) (string, bool)) (*Server, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	s := DefaultServer()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("server config: %w", err)
+		}
+		if err := decodeServerYAML(path, data, s); err != nil {
+			return nil, err
+		}
+	}
+	var problems []string
+	for _, ev := range ServerEnvVars() {
+		v, ok := lookup(ev.Name)
+		if !ok {
+			continue
+		}
+		if err := ev.set(s, v); err != nil {
+			// Never echo the value: it may be a secret.
+			problems = append(problems, fmt.Sprintf("%s: invalid value for %s", ev.Name, ev.Key))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("server config: %s", strings.Join(problems, "; "))
+	}
+	if s.GitHub.App.PrivateKey == "" && s.GitHub.App.PrivateKeyFile != "" {
+		b, err := os.ReadFile(s.GitHub.App.PrivateKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("server config: github.app.private_key_file: %w", err)
+		}
+		s.GitHub.App.PrivateKey = string(b)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func decodeServerYAML(path string, data []byte, s *Server) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(s); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("server config %s:\n  %s", path, strings.Join(te.Errors, "\n  "))
+		}
+		return fmt.Errorf("server config %s: %w", path, err)
+	}
+	return nil
+}
+
+// Validate reports every problem that would stop the server from working safely.
+func (s *Server) Validate() error {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	if s.GitHub.App.IntegrationID <= 0 {
+		add("github.app.integration_id (GITHUB_APP_INTEGRATION_ID) must be the App's numeric id")
+	}
+	if strings.TrimSpace(s.GitHub.App.WebhookSecret) == "" {
+		add("github.app.webhook_secret (GITHUB_APP_WEBHOOK_SECRET) is empty: unsigned webhooks would be accepted")
+	}
+	if s.GitHub.App.PrivateKey == "" {
+		add("github.app.private_key (GITHUB_APP_PRIVATE_KEY) or private_key_file is required")
+	} else if err := ServerCheckPrivateKey([]byte(s.GitHub.App.PrivateKey)); err != nil {
+		add("github.app.private_key: %v", err)
+	}
+	for key, u := range map[string]string{"github.web_url": s.GitHub.WebURL, "github.v3_api_url": s.GitHub.V3APIURL, "github.v4_api_url": s.GitHub.V4APIURL} {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			add("%s: %q is not an http(s) URL", key, u)
+		}
+	}
+	if s.Listen == "" {
+		add("listen is empty")
+	}
+	switch s.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log_level %q: want debug, info, warn or error", s.LogLevel)
+	}
+	switch s.LogFormat {
+	case "json", "console":
+	default:
+		add("log_format %q: want json or console", s.LogFormat)
+	}
+	if s.Queue.Size < 1 || s.Queue.Workers < 1 || s.Queue.EventQueueSize < 1 || s.Queue.EventWorkers < 1 {
+		add("queue sizes and worker counts must be at least 1")
+	}
+	if s.Review.SnapshotAttempts < 1 {
+		add("review.snapshot_attempts must be at least 1")
+	}
+	if s.Review.JobTimeout <= 0 || s.GitHub.Timeout <= 0 || s.ShutdownTimeout <= 0 {
+		add("timeouts must be positive")
+	}
+	if strings.TrimSpace(s.Review.Command) == "" {
+		add("review.command is empty")
+	}
+	if len(s.Runtime.Enabled) == 0 {
+		add("runtimes.enabled is empty: no runtime could review")
+	}
+	if len(p) > 0 {
+		return fmt.Errorf("server config:\n  %s", strings.Join(p, "\n  "))
+	}
+	return nil
+}
+
+// ServerCheckPrivateKey reports whether pemBytes holds an RSA private key GitHub Apps accept
+// (PKCS#1 as GitHub issues it, or PKCS#8).
+func ServerCheckPrivateKey(pemBytes []byte) error {
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		return errors.New("not a PEM block")
+	}
+	if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return k.Validate()
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return errors.New("not an RSA private key (PKCS#1 or PKCS#8)")
+	}
+	rk, ok := k.(*rsa.PrivateKey)
+	if !ok {
+		return errors.New("not an RSA private key")
+	}
+	return rk.Validate()
+}

@@ -1,0 +1,144 @@
+package config
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testRSAKeyPEM(t *testing.T) string {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
+}
+
+func envMap(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadServerFromEnvOnly(t *testing.T) {
+	key := testRSAKeyPEM(t)
+	s, err := LoadServer("", envMap(map[string]string{
+		"GITHUB_APP_INTEGRATION_ID": "42",
+		"GITHUB_APP_WEBHOOK_SECRET": "s3cret",
+		"GITHUB_APP_PRIVATE_KEY":    key,
+		"GITHUB_V3_API_URL":         "https://ghe.example/api/v3/",
+		"LENSGATE_QUEUE_WORKERS":    "7",
+		"LENSGATE_RUNTIMES":         "builtin, exec",
+		"LENSGATE_REVIEW_DRAFTS":    "true",
+		"LENSGATE_JOB_TIMEOUT":      "90s",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.GitHub.App.IntegrationID != 42 || s.GitHub.V3APIURL != "https://ghe.example/api/v3/" ||
+		s.Queue.Workers != 7 || !s.Review.ReviewDrafts || s.Review.JobTimeout != 90*time.Second {
+		t.Fatalf("env not applied: %+v", s)
+	}
+	if strings.Join(s.Runtime.Enabled, ",") != "builtin,exec" {
+		t.Fatalf("runtimes %q", s.Runtime.Enabled)
+	}
+	if s.Listen != ":8080" || s.Queue.Size != 100 || s.Review.OrgConfigRepo != ".github" {
+		t.Fatalf("defaults lost: %+v", s)
+	}
+}
+
+func TestLoadServerFileThenEnv(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "app.pem")
+	if err := os.WriteFile(keyFile, []byte(testRSAKeyPEM(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "server.yml")
+	yml := "listen: 127.0.0.1:9000\ngithub:\n  app:\n    integration_id: 7\n    webhook_secret: fromfile\n    private_key_file: " + keyFile + "\nqueue:\n  size: 5\n"
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadServer(cfg, envMap(map[string]string{"LENSGATE_QUEUE_SIZE": "9"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Listen != "127.0.0.1:9000" || s.GitHub.App.WebhookSecret != "fromfile" || s.Queue.Size != 9 {
+		t.Fatalf("got %+v", s)
+	}
+	if !strings.Contains(s.GitHub.App.PrivateKey, "PRIVATE KEY") {
+		t.Fatal("private key file not read")
+	}
+}
+
+func TestLoadServerRefuses(t *testing.T) {
+	key := testRSAKeyPEM(t)
+	base := map[string]string{
+		"GITHUB_APP_INTEGRATION_ID": "1",
+		"GITHUB_APP_WEBHOOK_SECRET": "x",
+		"GITHUB_APP_PRIVATE_KEY":    key,
+	}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range base {
+			m[a] = b
+		}
+		m[k] = v
+		return m
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"empty secret", with("GITHUB_APP_WEBHOOK_SECRET", ""), "webhook_secret"},
+		{"blank secret", with("GITHUB_APP_WEBHOOK_SECRET", "  "), "webhook_secret"},
+		{"garbage key", with("GITHUB_APP_PRIVATE_KEY", "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n"), "private_key"},
+		{"not pem", with("GITHUB_APP_PRIVATE_KEY", "hello"), "not a PEM block"},
+		{"no app id", with("GITHUB_APP_INTEGRATION_ID", "0"), "integration_id"},
+		{"non-numeric app id", with("GITHUB_APP_INTEGRATION_ID", "abc"), "GITHUB_APP_INTEGRATION_ID"},
+		{"bad url", with("GITHUB_V3_API_URL", "ftp://x"), "v3_api_url"},
+		{"bad duration", with("LENSGATE_JOB_TIMEOUT", "soon"), "LENSGATE_JOB_TIMEOUT"},
+		{"zero workers", with("LENSGATE_QUEUE_WORKERS", "0"), "worker"},
+		{"no runtimes", with("LENSGATE_RUNTIMES", " , "), "runtimes.enabled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadServer("", envMap(tt.env))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), key[40:80]) {
+				t.Fatal("error echoes the private key")
+			}
+		})
+	}
+}
+
+func TestLoadServerUnknownKeyHasLine(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "server.yml")
+	if err := os.WriteFile(cfg, []byte("listen: :1\nqueue:\n  sise: 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadServer(cfg, envMap(nil))
+	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "sise") {
+		t.Fatalf("err = %v, want line 3 and the unknown key", err)
+	}
+}
+
+func TestServerEnvVarsNamesAreUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, ev := range ServerEnvVars() {
+		if seen[ev.Name] {
+			t.Fatalf("duplicate %s", ev.Name)
+		}
+		seen[ev.Name] = true
+		if !strings.HasPrefix(ev.Name, "GITHUB_") && !strings.HasPrefix(ev.Name, "LENSGATE_") {
+			t.Fatalf("%s lacks a GITHUB_ or LENSGATE_ prefix", ev.Name)
+		}
+	}
+}
