@@ -274,7 +274,7 @@ func (d *decoder) section(r *Repo, n *node, prefix string, fields []*field, spec
 			continue // "key:" with no value keeps the default
 		}
 		if f.allIgnored() {
-			r.Ignored = append(r.Ignored, key)
+			r.Ignored = append(r.Ignored, KeyRef{Key: key, Line: e.line})
 		}
 		switch f.kind {
 		case fSection:

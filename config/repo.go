@@ -55,9 +55,15 @@ type Repo struct {
 	// PolicyDefaulted is true when the file had no agent_review section.
 	PolicyDefaulted bool
 
-	// Ignored lists, in document order, the dotted keys present in the file that lensgate
-	// accepts for ASDD compatibility but does not act on.
-	Ignored []string
+	// Ignored lists, in document order, the keys present in the file that lensgate accepts for
+	// ASDD compatibility but does not act on.
+	Ignored []KeyRef
+}
+
+// KeyRef is a dotted key path and the line it is on.
+type KeyRef struct {
+	Key  string
+	Line int
 }
 
 // Models is the per-role model roster. Only Reviewer is used by lensgate.

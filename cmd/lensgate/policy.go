@@ -1,10 +1,134 @@
 package main
 
-import "errors"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
-// policyCmd is not built yet.
-type policyCmd struct{}
+	"github.com/lensgate/lensgate/review/policy"
+)
 
-func (c *policyCmd) Run(e *env) error {
-	return exitWith(exitUsage, errors.New("policy: not available in this build"))
+// policyCmd groups the named-lens policy commands. Their output, error documents and exit codes
+// follow YAGA's "gate agent-review policy" so that adapters written for it work unchanged.
+type policyCmd struct {
+	Check    policyCheckCmd    `cmd:"" help:"Validate a policy file and summarise it."`
+	Plan     policyPlanCmd     `cmd:"" help:"Print the lens plan and its plan_digest."`
+	Template policyTemplateCmd `cmd:"" help:"Print a receipt scaffold with every lens pending."`
+	Evaluate policyEvaluateCmd `cmd:"" help:"Evaluate a receipt against the policy (exit 0 passed, 1 failed or pending)."`
+}
+
+type policyFileFlag struct {
+	File string `required:"" placeholder:"FILE" help:"Policy file: .asdd.yml, .yaga.toml or pyproject.toml."`
+}
+
+type policyCheckCmd struct {
+	policyFileFlag
+	Format string `default:"text" help:"Output format: text or json."`
+}
+
+type policyPlanCmd struct {
+	policyFileFlag
+	Format string `default:"text" help:"Output format: text or json."`
+}
+
+type policyTemplateCmd struct {
+	policyFileFlag
+}
+
+type policyEvaluateCmd struct {
+	policyFileFlag
+	Results string `required:"" placeholder:"FILE" help:"Receipt (results) JSON file."`
+	Format  string `default:"text" help:"Output format: text, json or github."`
+}
+
+// fail writes the error document for format to stderr and exits 2 with nothing on stdout.
+func policyFail(e *env, err error, format string) error {
+	fmt.Fprint(e.stderr, policy.RenderError(err, policy.Format(strings.ToLower(format))))
+	return exitWith(exitUsage, nil)
+}
+
+// resolvePath expands a leading ~ and resolves the path to an absolute one with symlinks
+// followed, as the messages quote it.
+func resolvePath(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
+}
+
+func loadPlan(file string) (policy.Plan, error) {
+	pol, err := policy.ReadPolicyFile(resolvePath(file))
+	if err != nil {
+		return policy.Plan{}, err
+	}
+	return policy.NewPlan(pol)
+}
+
+func (c *policyCheckCmd) Run(e *env) error {
+	plan, err := loadPlan(c.File)
+	if err != nil {
+		return policyFail(e, err, c.Format)
+	}
+	f, err := policy.ParseFormat(c.Format, policy.FormatText, policy.FormatJSON)
+	if err != nil {
+		return policyFail(e, err, c.Format)
+	}
+	fmt.Fprint(e.stdout, policy.RenderCheck(plan, f))
+	return nil
+}
+
+func (c *policyPlanCmd) Run(e *env) error {
+	plan, err := loadPlan(c.File)
+	if err != nil {
+		return policyFail(e, err, c.Format)
+	}
+	f, err := policy.ParseFormat(c.Format, policy.FormatText, policy.FormatJSON)
+	if err != nil {
+		return policyFail(e, err, c.Format)
+	}
+	fmt.Fprint(e.stdout, policy.RenderPlan(plan, f))
+	return nil
+}
+
+func (c *policyTemplateCmd) Run(e *env) error {
+	plan, err := loadPlan(c.File)
+	if err != nil {
+		return policyFail(e, err, string(policy.FormatText))
+	}
+	fmt.Fprint(e.stdout, policy.RenderTemplate(plan))
+	return nil
+}
+
+func (c *policyEvaluateCmd) Run(e *env) error {
+	plan, err := loadPlan(c.File)
+	if err != nil {
+		return policyFail(e, err, c.Format)
+	}
+	receipt, err := policy.ReadReceiptFile(resolvePath(c.Results))
+	if err != nil {
+		return policyFail(e, err, c.Format)
+	}
+	ev, err := policy.Evaluate(plan, receipt)
+	if err != nil {
+		return policyFail(e, err, c.Format)
+	}
+	f, err := policy.ParseFormat(c.Format, policy.FormatText, policy.FormatJSON, policy.FormatGitHub)
+	if err != nil {
+		return policyFail(e, err, c.Format)
+	}
+	fmt.Fprint(e.stdout, policy.RenderEvaluation(ev, f))
+	if !ev.Passed() {
+		return exitWith(exitNegative, nil)
+	}
+	return nil
 }

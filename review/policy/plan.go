@@ -1,0 +1,143 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lensgate/lensgate/config"
+)
+
+// Plan is the ordered list of lenses to run for a policy, with the digest that binds receipts to
+// it. Build it with NewPlan; the zero value is not a valid plan.
+type Plan struct {
+	Version     int
+	Aggregation string
+	Items       []Item
+	// Required names the blocking lenses in the policy's required order.
+	Required []string
+	digest   string
+}
+
+// Item is one lens of a plan.
+type Item struct {
+	Name        string
+	Preset      string
+	Instruction string
+	Required    bool
+	Outcome     string // config.OutcomeReview or config.OutcomeAdvisory
+	Publication string
+}
+
+// Role is "required" or "advisory", as shown in the text plan.
+func (it Item) Role() string {
+	if it.Required {
+		return "required"
+	}
+	return "advisory"
+}
+
+// NewPlan builds the plan of a policy. It re-checks the invariants a parsed policy already
+// satisfies, so a policy built in code cannot yield a plan YAGA would reject.
+func NewPlan(p config.Policy) (Plan, error) {
+	if p.Version != 1 {
+		return Plan{}, configErr("Agent review policy version must be integer 1")
+	}
+	if p.Aggregation != config.AggregationAllRequired && p.Aggregation != config.AggregationAnyRequired {
+		return Plan{}, configErr("Agent review policy aggregation is invalid")
+	}
+	if len(p.Lenses) == 0 || len(p.Lenses) > config.MaxLenses {
+		return Plan{}, configErr(fmt.Sprintf("Agent review policy must have 1 to %d lenses", config.MaxLenses))
+	}
+	if len(p.Required) == 0 || len(p.Required) > config.MaxLenses {
+		return Plan{}, configErr("Agent review policy must name at least one required lens")
+	}
+	pl := Plan{Version: p.Version, Aggregation: p.Aggregation, Required: slices.Clone(p.Required)}
+	seen := map[string]bool{}
+	for _, l := range p.Lenses {
+		if !config.ValidName(l.Name) || !config.ValidName(l.Preset) {
+			return Plan{}, configErr("Agent review policy has an invalid lens or preset name")
+		}
+		if seen[l.Name] {
+			return Plan{}, configErr("duplicate Agent review lens: " + l.Name)
+		}
+		seen[l.Name] = true
+		if config.IsBlank(l.Instruction) || strings.ContainsRune(l.Instruction, 0) || len(l.Instruction) > config.MaxInstructionBytes {
+			return Plan{}, configErr(fmt.Sprintf("agent-review.agents.%s.instruction is oversized or unsafe", l.Name))
+		}
+		req := slices.Contains(p.Required, l.Name)
+		if req && l.Outcome != config.OutcomeReview {
+			return Plan{}, configErr(fmt.Sprintf("agent-review.required lens %s must have outcome review", l.Name))
+		}
+		pl.Items = append(pl.Items, Item{
+			Name: l.Name, Preset: l.Preset, Instruction: l.Instruction,
+			Required: req, Outcome: l.Outcome, Publication: l.Publication,
+		})
+	}
+	for i, r := range p.Required {
+		if !seen[r] || slices.Index(p.Required, r) != i {
+			return Plan{}, configErr("Agent review policy required lenses are unknown or repeated")
+		}
+	}
+	for _, it := range pl.Items {
+		if !slices.Contains([]string{config.OutcomeReview, config.OutcomeAdvisory}, it.Outcome) ||
+			!slices.Contains([]string{config.PublicationComment, config.PublicationInline, config.PublicationReaction, config.PublicationReview, config.PublicationCheck}, it.Publication) {
+			return Plan{}, configErr(fmt.Sprintf("Agent review lens %s has an invalid outcome or publication", it.Name))
+		}
+	}
+	pl.digest = digestOf(pl)
+	return pl, nil
+}
+
+// Digest is the plan_digest: SHA-256 of the canonical plan document, 64 lowercase hex digits.
+func (p Plan) Digest() string { return p.digest }
+
+// CanonicalJSON is the exact byte string the digest is computed over.
+func (p Plan) CanonicalJSON() []byte {
+	var b strings.Builder
+	writeCompact(&b, p.digestDoc())
+	return []byte(b.String())
+}
+
+// Item returns the plan item of a lens.
+func (p Plan) Item(name string) (Item, bool) {
+	for _, it := range p.Items {
+		if it.Name == name {
+			return it, true
+		}
+	}
+	return Item{}, false
+}
+
+func (p Plan) digestDoc() obj {
+	lenses := make([]any, len(p.Items))
+	for i, it := range p.Items {
+		lenses[i] = it.doc()
+	}
+	return obj{{"version", p.Version}, {"aggregation", p.Aggregation}, {"lenses", lenses}}
+}
+
+func (it Item) doc() obj {
+	return obj{
+		{"name", it.Name}, {"preset", it.Preset}, {"instruction", it.Instruction},
+		{"required", it.Required}, {"outcome", it.Outcome}, {"publication", it.Publication},
+	}
+}
+
+func digestOf(p Plan) string {
+	var b strings.Builder
+	writeCompact(&b, p.digestDoc())
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])
+}
+
+// Template is the receipt scaffold of the plan: every lens pending, in plan order.
+func (p Plan) Template() Receipt {
+	r := Receipt{Version: p.Version, PlanDigest: p.digest, Results: make([]Result, len(p.Items))}
+	for i, it := range p.Items {
+		r.Results[i] = Result{Lens: it.Name, Outcome: Pending}
+	}
+	return r
+}
