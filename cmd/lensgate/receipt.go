@@ -1,10 +1,253 @@
 package main
 
-import "errors"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
 
-// receiptCmd is not built yet.
-type receiptCmd struct{}
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/disclosure/conformance"
+)
 
-func (c *receiptCmd) Run(e *env) error {
-	return exitWith(exitUsage, errors.New("receipt: not available in this build"))
+// receiptCmd groups the receipt subcommands.
+type receiptCmd struct {
+	Emit        receiptEmitCmd        `cmd:"" help:"Sign an agent-review predicate into a DSSE envelope."`
+	Verify      receiptVerifyCmd      `cmd:"" help:"Verify a receipt and report every axis separately."`
+	Conformance receiptConformanceCmd `cmd:"" help:"Run agent-review conformance cases."`
+}
+
+type receiptEmitCmd struct {
+	Predicate string `required:"" type:"path" help:"Predicate JSON file."`
+	Key       string `required:"" type:"path" help:"Ed25519 key file (lensgate keygen)."`
+	Version   string `name:"predicate-version" default:"auto" enum:"auto,v0.1,v0.2,v0.3" help:"Predicate version; auto is v0.2, or v0.3 with a verifier block."`
+	Out       string `type:"path" help:"Write the envelope here instead of stdout."`
+}
+
+func (c *receiptEmitCmd) Run(e *env) error {
+	raw, err := readInput(c.Predicate, disclosure.MaxEnvelopeBytes)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	key, err := disclosure.LoadPrivateKey(c.Key)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	v := disclosure.Version(c.Version)
+	if c.Version == "auto" {
+		v = ""
+	}
+	rc, err := disclosure.EmitJSON(raw, v, disclosure.Signer{Key: key})
+	var refused *disclosure.RefusedError
+	if errors.As(err, &refused) {
+		for _, is := range refused.Issues {
+			fmt.Fprintf(e.stderr, "refused: %s\n", is)
+		}
+		return exitWith(exitNegative, nil)
+	}
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if c.Out != "" {
+		if err := os.WriteFile(c.Out, rc.Envelope, 0o644); err != nil {
+			return exitWith(exitUsage, fmt.Errorf("write envelope: %w", err))
+		}
+		fmt.Fprintf(e.stderr, "receipt %s (%s) subject %s\n", rc.ReceiptDigest, rc.Version, rc.SubjectDigest)
+		return nil
+	}
+	_, err = e.stdout.Write(rc.Envelope)
+	return err
+}
+
+type receiptVerifyCmd struct {
+	Envelope      string `required:"" type:"path" help:"DSSE envelope JSON file."`
+	PublicKey     string `required:"" name:"public-key" help:"Trusted public key: 64 hex characters or a file holding them."`
+	SubjectDigest string `name:"subject-digest" help:"Expected subject digest (hex); without it a receipt is never ok."`
+	Body          string `type:"path" help:"Body as the reader sees it; checks the visible block against the signed predicate."`
+	Policy        string `default:"default" help:"default, none, or a policy JSON file."`
+	Format        string `default:"text" enum:"text,json" help:"Output format."`
+}
+
+func (c *receiptVerifyCmd) Run(e *env) error {
+	envelope, err := readInput(c.Envelope, disclosure.MaxEnvelopeBytes)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	pub, err := loadPublicKey(c.PublicKey)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	opts := disclosure.Options{PublicKey: pub, ExpectedSubjectDigest: strings.TrimSpace(c.SubjectDigest)}
+	switch c.Policy {
+	case "default":
+		opts.Policy = disclosure.DefaultPolicy()
+	case "none":
+	default:
+		raw, err := readInput(c.Policy, 1<<20)
+		if err != nil {
+			return exitWith(exitUsage, err)
+		}
+		opts.Policy = disclosure.ParsePolicy(raw)
+	}
+	if c.Body != "" {
+		raw, err := readInput(c.Body, 25<<20)
+		if err != nil {
+			return exitWith(exitUsage, err)
+		}
+		body := string(raw)
+		opts.Body = &body
+	}
+	rep := disclosure.Verify(envelope, opts)
+	if c.Format == "json" {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		writeReportText(e.stdout, rep)
+	}
+	if !rep.OK || rep.VisibleBlockRendering == disclosure.MatchMismatch {
+		return exitWith(exitNegative, nil)
+	}
+	return nil
+}
+
+// loadPublicKey accepts 64 hex characters or a path to a .publickey.hex file.
+func loadPublicKey(arg string) ([]byte, error) {
+	if k, err := disclosure.ParsePublicKey([]byte(arg)); err == nil {
+		return k, nil
+	}
+	raw, err := readInput(arg, 4096)
+	if err != nil {
+		return nil, fmt.Errorf("public key: not 64 hex characters and not a readable file: %w", err)
+	}
+	k, err := disclosure.ParsePublicKey(raw)
+	if err != nil {
+		return nil, fmt.Errorf("public key %s: %w", arg, err)
+	}
+	return k, nil
+}
+
+func readInput(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return b, nil
+}
+
+func tri(b *bool) string {
+	if b == nil {
+		return "not evaluated"
+	}
+	if *b {
+		return "yes"
+	}
+	return "NO"
+}
+
+func orNull(s *string) string {
+	if s == nil {
+		return "none"
+	}
+	return *s
+}
+
+func writeReportText(w io.Writer, r *disclosure.Report) {
+	verdict := "NOT OK"
+	if r.OK {
+		verdict = "ok"
+	}
+	fmt.Fprintf(w, "receipt:               %s\n", verdict)
+	fmt.Fprintf(w, "predicate:             %s (%s)\n", r.PredicateType, r.PredicateVersionStatus)
+	if r.ReceiptDigest != "" {
+		fmt.Fprintf(w, "receipt digest:        %s\n", r.ReceiptDigest)
+	}
+	if r.SubjectName != "" {
+		fmt.Fprintf(w, "subject:               %s sha256:%s\n", r.SubjectName, r.SubjectDigest)
+	}
+	fmt.Fprintf(w, "signature:             %s\n", tri(r.CryptoOK))
+	fmt.Fprintf(w, "structure:             %s\n", tri(r.StructureOK))
+	fmt.Fprintf(w, "subject binding:       %s (expectation %s, %s)\n", tri(r.SubjectBindingOK), r.SubjectExpectation, r.ExpectedSubjectMatch)
+	fmt.Fprintf(w, "findings root:         %s\n", tri(r.FindingsRootOK))
+	fmt.Fprintf(w, "assurance:             %s\n", tri(r.AssuranceOK))
+	fmt.Fprintf(w, "body core digest:      %s\n", r.BodyCoreDigestMatch)
+	fmt.Fprintf(w, "disclosure core:       %s\n", r.DisclosureCoreDigestMatch)
+	if r.VisibleBlockRendering != "" {
+		fmt.Fprintf(w, "visible block:         %s\n", r.VisibleBlockRendering)
+	}
+	if r.EventTimeStatus != "" {
+		fmt.Fprintf(w, "time (event/observation/signature/external): %s / %s / %s / %s\n",
+			r.EventTimeStatus, r.ObservationTimeStatus, r.SignatureTimeStatus, r.ExternalTimeStatus)
+	}
+	fmt.Fprintf(w, "policy decision:       %s", orNull(r.PolicyDecision))
+	if r.PolicyName != nil {
+		fmt.Fprintf(w, " (%s %s)", *r.PolicyName, orNull(r.PolicyDigest))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "currentness:           %s\n", r.Currentness)
+	fmt.Fprintf(w, "reason codes:          %s\n", strings.Join(r.ReasonCodes, ", "))
+	fmt.Fprintf(w, "advisory codes:        %s\n", strings.Join(r.AdvisoryCodes, ", "))
+	if r.Automation != nil {
+		fmt.Fprintf(w, "safe for automation:   %t %s\n", r.Automation.SafeForAutomation, strings.Join(r.Automation.AutomationBlockers, ", "))
+	}
+	for _, m := range r.Errors {
+		fmt.Fprintf(w, "error:   %s\n", m)
+	}
+	for _, m := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", m)
+	}
+}
+
+type receiptConformanceCmd struct {
+	Dir    string `required:"" type:"path" help:"Directory of case directories in the upstream case format."`
+	Format string `default:"text" enum:"text,json" help:"Output format."`
+}
+
+func (c *receiptConformanceCmd) Run(e *env) error {
+	results, err := conformance.Run(e.ctx, c.Dir)
+	if results == nil && err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if c.Format == "json" {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(results); err != nil {
+			return err
+		}
+	} else {
+		passed := 0
+		for _, r := range results {
+			mark := "FAIL"
+			if r.Passed {
+				mark, passed = "ok  ", passed+1
+			}
+			fmt.Fprintf(e.stdout, "%s %s", mark, r.CaseID)
+			if r.Detail != "" {
+				fmt.Fprintf(e.stdout, " (%s)", r.Detail)
+			}
+			fmt.Fprintln(e.stdout)
+		}
+		fmt.Fprintf(e.stdout, "%d/%d cases passed\n", passed, len(results))
+	}
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	for _, r := range results {
+		if !r.Passed {
+			return exitWith(exitNegative, nil)
+		}
+	}
+	return nil
 }

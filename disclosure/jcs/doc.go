@@ -1,0 +1,7 @@
+// Package jcs parses JSON strictly and writes it in the RFC 8785 canonical form (JCS).
+//
+// The parser refuses what a signed payload must never contain: duplicate object keys, nesting
+// deeper than MaxDepth, more than MaxNodes values, invalid UTF-8, lone surrogates, NaN and
+// Infinity tokens and oversized integers. Numbers keep their literal so that an integer token
+// stays exact and distinct from a float token, which the predicate rules depend on.
+package jcs

@@ -1,0 +1,364 @@
+package jcs
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Limits of the strict parser. They match the reference verifier's input budget.
+const (
+	MaxDepth = 64      // nested objects and arrays; the outermost container is level 1
+	MaxNodes = 200_000 // values of any kind in one document
+	// maxIntDigits bounds an integer literal to about 8192 bits.
+	maxIntDigits = 2467
+)
+
+// Number is a JSON number kept as its literal token.
+type Number string
+
+// IsInt reports whether the token is an integer token (no fraction, no exponent).
+func (n Number) IsInt() bool {
+	for i := 0; i < len(n); i++ {
+		switch n[i] {
+		case '.', 'e', 'E':
+			return false
+		}
+	}
+	return true
+}
+
+// Int64 returns the value of an integer token that fits in an int64.
+func (n Number) Int64() (int64, bool) {
+	if !n.IsInt() {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(n), 10, 64)
+	return v, err == nil
+}
+
+// SyntaxError describes where strict parsing failed.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("json: %s at offset %d", e.Msg, e.Offset) }
+
+// ErrDuplicateKey is wrapped by the error for an object that repeats a key.
+var ErrDuplicateKey = errors.New("duplicate object key")
+
+// Parse decodes one JSON document strictly. Objects become map[string]any, arrays []any,
+// strings string, numbers Number, and true/false/null bool and nil.
+func Parse(data []byte) (any, error) {
+	if !utf8.Valid(data) {
+		return nil, &SyntaxError{0, "input is not valid UTF-8"}
+	}
+	p := parser{data: data}
+	p.skipSpace()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	p.skipSpace()
+	if p.pos != len(p.data) {
+		return nil, p.fail("trailing data after the document")
+	}
+	return v, nil
+}
+
+type parser struct {
+	data  []byte
+	pos   int
+	nodes int
+}
+
+func (p *parser) fail(msg string) error { return &SyntaxError{p.pos, msg} }
+
+func (p *parser) skipSpace() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value(depth int) (any, error) {
+	p.nodes++
+	if p.nodes > MaxNodes {
+		return nil, p.fail("too many JSON values")
+	}
+	if p.pos >= len(p.data) {
+		return nil, p.fail("unexpected end of input")
+	}
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		return p.object(depth + 1)
+	case c == '[':
+		return p.array(depth + 1)
+	case c == '"':
+		return p.str()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	default:
+		return p.literal()
+	}
+}
+
+func (p *parser) literal() (any, error) {
+	rest := p.data[p.pos:]
+	for _, l := range []struct {
+		text string
+		val  any
+	}{{"true", true}, {"false", false}, {"null", nil}} {
+		if len(rest) >= len(l.text) && string(rest[:len(l.text)]) == l.text {
+			p.pos += len(l.text)
+			return l.val, nil
+		}
+	}
+	return nil, p.fail("invalid value")
+}
+
+func (p *parser) object(depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, p.fail("nesting deeper than 64")
+	}
+	p.pos++ // {
+	m := make(map[string]any)
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		return m, nil
+	}
+	for {
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return nil, p.fail("expected object key")
+		}
+		keyAt := p.pos
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := m[k]; dup {
+			return nil, &SyntaxError{keyAt, fmt.Sprintf("%v %q", ErrDuplicateKey, k)}
+		}
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return nil, p.fail("expected ':'")
+		}
+		p.pos++
+		p.skipSpace()
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = v
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return nil, p.fail("unexpected end of object")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			return m, nil
+		default:
+			return nil, p.fail("expected ',' or '}'")
+		}
+	}
+}
+
+func (p *parser) array(depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, p.fail("nesting deeper than 64")
+	}
+	p.pos++ // [
+	a := make([]any, 0, 4)
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+		p.pos++
+		return a, nil
+	}
+	for {
+		p.skipSpace()
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, v)
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return nil, p.fail("unexpected end of array")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			return a, nil
+		default:
+			return nil, p.fail("expected ',' or ']'")
+		}
+	}
+}
+
+func (p *parser) number() (any, error) {
+	start := p.pos
+	d := p.data
+	if p.pos < len(d) && d[p.pos] == '-' {
+		p.pos++
+	}
+	digits := p.pos
+	switch {
+	case p.pos < len(d) && d[p.pos] == '0':
+		p.pos++
+	case p.pos < len(d) && d[p.pos] >= '1' && d[p.pos] <= '9':
+		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
+			p.pos++
+		}
+	default:
+		return nil, p.fail("invalid number")
+	}
+	intDigits := p.pos - digits
+	isInt := true
+	if p.pos < len(d) && d[p.pos] == '.' {
+		isInt = false
+		p.pos++
+		if !p.digits() {
+			return nil, p.fail("invalid number fraction")
+		}
+	}
+	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
+		isInt = false
+		p.pos++
+		if p.pos < len(d) && (d[p.pos] == '+' || d[p.pos] == '-') {
+			p.pos++
+		}
+		if !p.digits() {
+			return nil, p.fail("invalid number exponent")
+		}
+	}
+	if isInt && intDigits > maxIntDigits {
+		return nil, &SyntaxError{start, "integer literal too large"}
+	}
+	return Number(d[start:p.pos]), nil
+}
+
+func (p *parser) digits() bool {
+	start := p.pos
+	for p.pos < len(p.data) && p.data[p.pos] >= '0' && p.data[p.pos] <= '9' {
+		p.pos++
+	}
+	return p.pos > start
+}
+
+func (p *parser) str() (string, error) {
+	p.pos++ // opening quote
+	start := p.pos
+	// Fast path: no escapes.
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		if c == '"' {
+			s := string(p.data[start:p.pos])
+			p.pos++
+			return s, nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", p.fail("control character in string")
+		}
+		p.pos++
+	}
+	buf := make([]byte, 0, p.pos-start+16)
+	buf = append(buf, p.data[start:p.pos]...)
+	for {
+		if p.pos >= len(p.data) {
+			return "", p.fail("unterminated string")
+		}
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return string(buf), nil
+		case c < 0x20:
+			return "", p.fail("control character in string")
+		case c != '\\':
+			buf = append(buf, c)
+			p.pos++
+			continue
+		}
+		p.pos++ // backslash
+		if p.pos >= len(p.data) {
+			return "", p.fail("unterminated escape")
+		}
+		e := p.data[p.pos]
+		p.pos++
+		switch e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, err := p.hex4()
+			if err != nil {
+				return "", err
+			}
+			if utf16.IsSurrogate(r) {
+				if r >= 0xdc00 || p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
+					return "", p.fail("lone surrogate in string")
+				}
+				p.pos += 2
+				r2, err := p.hex4()
+				if err != nil {
+					return "", err
+				}
+				if r2 < 0xdc00 || r2 > 0xdfff {
+					return "", p.fail("lone surrogate in string")
+				}
+				r = utf16.DecodeRune(r, r2)
+			}
+			buf = utf8.AppendRune(buf, r)
+		default:
+			return "", p.fail("invalid escape")
+		}
+	}
+}
+
+func (p *parser) hex4() (rune, error) {
+	if p.pos+4 > len(p.data) {
+		return 0, p.fail("short \\u escape")
+	}
+	var r rune
+	for _, c := range p.data[p.pos : p.pos+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			r |= rune(c-'A') + 10
+		default:
+			return 0, p.fail("invalid \\u escape")
+		}
+	}
+	p.pos += 4
+	return r, nil
+}

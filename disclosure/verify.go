@@ -1,0 +1,421 @@
+package disclosure
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/disclosure/dsse"
+	"github.com/lensgate/lensgate/disclosure/jcs"
+)
+
+// MaxEnvelopeBytes bounds the envelope JSON a verifier reads: an 8 MiB payload in base64 plus
+// room for 512 signatures.
+const MaxEnvelopeBytes = 16 << 20
+
+// Options are the relying party's inputs to a verification.
+type Options struct {
+	// PublicKey is the trusted Ed25519 key (32 bytes). Nothing in the envelope chooses it.
+	PublicKey ed25519.PublicKey
+	// ExpectedSubjectDigest is the subject digest the relying party expects (lowercase hex).
+	// Without it a receipt is never ok: a valid signature over another PR proves nothing here.
+	ExpectedSubjectDigest string
+	// Body is the pull request or issue body as the reader sees it; nil skips the visible
+	// block checks.
+	Body *string
+	// Policy decides v0.2/v0.3 receipts; nil leaves the decision null (POLICY_NOT_EVALUATED).
+	Policy *Policy
+}
+
+// Verify is the dispatcher: it reads the predicate type, routes to the verifier of that version
+// and reports predicateVersionStatus. It never panics.
+func Verify(envelope []byte, opts Options) (r *Report) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = internalError(V01, p)
+			r.PredicateVersionStatus = VersionUnknown
+		}
+	}()
+	unreadable := func(msg string) *Report {
+		r := newReport(V01)
+		r.reason(CodeEnvelopeUnreadable)
+		r.Errors = append(r.Errors, "envelope unreadable: "+msg)
+		r.PredicateVersionStatus = VersionUnknown
+		r.finish()
+		return r
+	}
+	if len(envelope) > MaxEnvelopeBytes {
+		return unreadable("envelope exceeds the input budget")
+	}
+	env, err := jcs.Parse(envelope)
+	if err != nil {
+		return unreadable(err.Error())
+	}
+	st, _, err := readStatement(env)
+	if err != nil {
+		return unreadable(err.Error())
+	}
+	pt, _ := st["predicateType"].(string)
+	v, known := versionOfType(pt)
+	if !known {
+		r := newReport(V01)
+		r.PredicateTypeOK = ptr(false)
+		r.reason(CodePredicateTypeUnknown)
+		r.Errors = append(r.Errors, fmt.Sprintf("unknown predicateType: '%v'", st["predicateType"]))
+		r.PredicateVersionStatus = VersionUnknown
+		r.finish()
+		return r
+	}
+	if v == V01 {
+		dropped := opts.Policy != nil
+		opts.Policy = nil
+		r = verifyTree(V01, env, opts)
+		r.advise(AdvisoryLegacyV01)
+		if dropped {
+			r.Warnings = append(r.Warnings, "policy is not applicable to agent-review v0.1 and was ignored")
+			r.advise(AdvisoryArgumentDropped)
+			r.advise(AdvisoryPolicyNotEvaluated)
+			r.PolicyDecision = nil
+		}
+		r.PredicateVersionStatus = VersionLegacy
+		return r
+	}
+	r = verifyTree(v, env, opts)
+	r.PredicateVersionStatus = VersionCurrent
+	return r
+}
+
+// VerifyVersion runs the verifier of one predicate version directly, without the dispatcher.
+// A receipt of another version fails its predicate-type axis.
+func VerifyVersion(v Version, envelope []byte, opts Options) (r *Report) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = internalError(v, p)
+		}
+	}()
+	if len(envelope) > MaxEnvelopeBytes {
+		r = newReport(v)
+		failClosed(r, errors.New("envelope exceeds the input budget"))
+		return r
+	}
+	env, err := jcs.Parse(envelope)
+	if err != nil {
+		r = newReport(v)
+		failClosed(r, err)
+		return r
+	}
+	return verifyTree(v, env, opts)
+}
+
+func internalError(v Version, p any) *Report {
+	r := newReport(v)
+	r.StructureOK = ptr(false)
+	r.reason(CodeInternalError)
+	r.Errors = append(r.Errors, fmt.Sprintf("internal error: %v", p))
+	r.computeAutomation(false)
+	r.finish()
+	return r
+}
+
+// readStatement decodes and strictly parses the payload of an envelope tree.
+func readStatement(env any) (map[string]any, []byte, error) {
+	m, ok := asObj(env)
+	if !ok {
+		return nil, nil, errors.New("envelope is not a JSON object")
+	}
+	p64, ok := m["payload"].(string)
+	if !ok {
+		return nil, nil, errors.New("payload is missing or not a string")
+	}
+	if dsse.DecodedLenBound(len(p64)) > dsse.MaxPayload+2 {
+		return nil, nil, errors.New("payload exceeds the input budget")
+	}
+	payload, _, err := dsse.DecodeBase64(p64)
+	if err != nil {
+		return nil, nil, fmt.Errorf("payload: %w", err)
+	}
+	st, err := jcs.Parse(payload)
+	if err != nil {
+		return nil, nil, err
+	}
+	sm, ok := asObj(st)
+	if !ok {
+		return nil, nil, errors.New("statement is not a JSON object")
+	}
+	return sm, payload, nil
+}
+
+func failClosed(r *Report, err error) {
+	r.StructureOK = ptr(false)
+	r.OK = false
+	r.Errors = append(r.Errors, "DSSE payload is not a well-formed in-toto Statement: "+err.Error())
+	r.computeAutomation(false)
+	r.finish()
+}
+
+// verifyTree is the per-version verifier over a parsed envelope.
+func verifyTree(v Version, env any, opts Options) *Report {
+	r := newReport(v)
+	v2 := v != V01
+	o, err := dsse.Open(env)
+	if err != nil {
+		failClosed(r, err)
+		return r
+	}
+	if o.Alphabet == dsse.Standard {
+		r.ReceiptDigest = sha256Hex(o.Payload)
+	}
+	crypto := false
+	if kerr := dsse.CheckPublicKey(opts.PublicKey); kerr != nil {
+		r.Errors = append(r.Errors, "public key refused: "+kerr.Error())
+	} else if o.PayloadType != dsse.PayloadType {
+		r.Errors = append(r.Errors, "payloadType is not "+dsse.PayloadType)
+	} else if crypto = o.Verify(opts.PublicKey); !crypto {
+		r.Errors = append(r.Errors, "no signature verifies under the supplied public key")
+	}
+	r.CryptoOK = ptr(crypto)
+	stv, err := jcs.Parse(o.Payload)
+	if err != nil {
+		failClosed(r, err)
+		return r
+	}
+
+	// Predicate type.
+	st, stObj := asObj(stv)
+	pt, _ := st["predicateType"].(string)
+	r.PredicateType = pt
+	typeOK := stObj && pt == v.PredicateType()
+	r.PredicateTypeOK = ptr(typeOK)
+	if !typeOK {
+		if sib, known := versionOfType(pt); known && (v2 || sib == V02) {
+			r.reason(CodeUnknownPredicateVersion)
+			r.Errors = append(r.Errors, fmt.Sprintf("predicateType is %s, this verifier reads %s", sib, v))
+		} else {
+			r.Errors = append(r.Errors, fmt.Sprintf("unknown predicateType: '%v'", st["predicateType"]))
+		}
+	}
+
+	// Statement shape and predicate rules.
+	shape := shapeCheck(stv)
+	r.StatementShapeOK = ptr(len(shape) == 0)
+	for _, is := range shape {
+		if is.Code != "" {
+			r.reason(is.Code)
+		}
+		r.Errors = append(r.Errors, is.Text)
+	}
+	pred, predObj := asObj(st["predicate"])
+	var vissues []Issue
+	if stObj {
+		vissues = ValidatePredicate(st["predicate"], v)
+	}
+	for _, is := range vissues {
+		if is.Code != "" {
+			r.reason(is.Code)
+		}
+		r.Errors = append(r.Errors, "predicate: "+is.Text)
+	}
+
+	// Hash binding: the signed bytes must be the canonical form of what they say.
+	canonicalOK := false
+	if canon, err := jcs.Canonical(stv); err != nil {
+		r.reason(CodeStatementNotCanonicalizable)
+		r.Errors = append(r.Errors, "statement cannot be canonicalized: "+err.Error())
+	} else if canonicalOK = string(canon) == string(o.Payload); !canonicalOK {
+		r.Errors = append(r.Errors, "payload is not RFC-8785 canonical (hash_binding fail-closed)")
+	}
+	r.StructureOK = ptr(len(vissues) == 0 && len(shape) == 0 && typeOK && canonicalOK)
+
+	if subj, ok := subjectEntry(st); ok {
+		if d, ok := asObj(subj["digest"]); ok {
+			r.SubjectDigest, _ = d["sha256"].(string)
+		}
+		r.SubjectName, _ = subj["name"].(string)
+	}
+
+	// Semantic axes need a trusted, well-shaped statement.
+	if predObj && crypto && len(shape) == 0 && (!v2 || typeOK) {
+		if v2 {
+			ax := timeAxes(pred)
+			r.EventTimeStatus, r.ObservationTimeStatus = ax.Event, ax.Observation
+			r.SignatureTimeStatus, r.ExternalTimeStatus = ax.Signature, ax.External
+			if cov, ok := asObj(pred["coverage"]); ok && !hasCap1(cov) {
+				r.advise(AdvisoryCoverageLegacy)
+			}
+			consistent := ax.Event != TimeConflict && ax.Observation != TimeConflict
+			r.TimeConsistencyOK = ptr(consistent)
+			if !consistent {
+				r.reason(CodeTimeClaimsConflict)
+				r.Errors = append(r.Errors, "time claims conflict")
+			}
+		}
+		bindSubject(r, st, pred, opts.ExpectedSubjectDigest)
+		checkFindingsAndAssurance(r, pred)
+	}
+
+	if v == V01 && predObj && typeOK {
+		r.TimeSemantics = ptr("LEGACY_V0_1")
+		times, _ := asObj(pred["times"])
+		if times["observedAt"] != nil {
+			r.ObservedTimeAssurance = ptr("SELF_DECLARED_OR_UNKNOWN")
+			r.advise(AdvisoryLegacyObservedAt)
+		} else {
+			r.ObservedTimeAssurance = ptr(TimeAbsent)
+		}
+	}
+	if v2 && typeOK {
+		r.TimeSemantics = ptr("V0_2")
+	}
+	if v == V03 && predObj {
+		r.VerifierBlock = verifierBlockReport(pred)
+	}
+
+	if opts.Body != nil {
+		checkBody(r, st["predicate"], *opts.Body)
+	}
+
+	if v2 {
+		evaluatePolicy(r, pred, predObj, opts.Policy)
+	}
+
+	r.InternalConsistencyOK = ptr(crypto && isTrue(r.StructureOK) && typeOK &&
+		!isFalse(r.SubjectBindingOK) && !isFalse(r.FindingsRootOK) && !isFalse(r.AssuranceOK) &&
+		notBad(r.BodyCoreDigestMatch) && notBad(r.DisclosureCoreDigestMatch))
+	r.OK = *r.InternalConsistencyOK && r.SubjectExpectation == "checked"
+	if v2 {
+		d := strOr(r.PolicyDecision)
+		r.OK = r.OK && (d == "" || d == DecisionAccept) && !isFalse(r.TimeConsistencyOK)
+	}
+	if *r.InternalConsistencyOK && r.SubjectExpectation != "checked" {
+		r.Errors = append(r.Errors, "ok=false because no expected subject digest was supplied: a signature alone does not say which pull request or issue this receipt is about")
+	}
+	r.computeAutomation(v2)
+	r.finish()
+	return r
+}
+
+func subjectEntry(st map[string]any) (map[string]any, bool) {
+	list, _ := asArr(st["subject"])
+	if len(list) != 1 {
+		return nil, false
+	}
+	return asObj(list[0])
+}
+
+func bindSubject(r *Report, st, pred map[string]any, expected string) {
+	derived, err := SubjectDigest(pred["subjectContext"])
+	subj, _ := subjectEntry(st)
+	d, _ := asObj(subj["digest"])
+	claimed, _ := d["sha256"].(string)
+	internal := err == nil && derived == claimed
+	r.InternalSubjectConsistencyOK = ptr(internal)
+	if !internal {
+		r.Errors = append(r.Errors, "subject digest does not match the signed subjectContext")
+	}
+	if expected == "" {
+		r.ExpectedSubjectMatch = MatchNotEvaluated
+		if !internal {
+			r.SubjectBindingOK = ptr(false)
+		}
+		r.Warnings = append(r.Warnings, "no expected_subject_digest supplied: the receipt is not bound to the subject you are looking at")
+		return
+	}
+	r.SubjectExpectation = "checked"
+	if err != nil || derived != expected {
+		r.ExpectedSubjectMatch = MatchMismatch
+		r.SubjectBindingOK = ptr(false)
+		r.Errors = append(r.Errors, "the receipt is about a different subject than the expected one")
+		return
+	}
+	r.ExpectedSubjectMatch = MatchMatch
+	r.SubjectBindingOK = ptr(internal)
+}
+
+func checkFindingsAndAssurance(r *Report, pred map[string]any) {
+	d, ok := asObj(pred["declaration"])
+	if !ok {
+		r.FindingsRootOK, r.AssuranceOK = ptr(false), ptr(false)
+		return
+	}
+	if root, ok := d["findingsRoot"].(string); ok {
+		list, isList := asArr(d["findings"])
+		if _, present := d["findings"]; !present {
+			isList = true
+		}
+		got, err := FindingsRoot(list)
+		rootOK := isList && err == nil && got == root
+		r.FindingsRootOK = ptr(rootOK)
+		if !rootOK {
+			r.Errors = append(r.Errors, "findingsRoot does not cover the listed findings")
+		}
+	}
+	assured := true
+	for _, a := range assuranceValues(pred) {
+		if a != nil && a != SelfDeclared {
+			assured = false
+		}
+	}
+	r.AssuranceOK = ptr(assured)
+	if !assured {
+		r.Errors = append(r.Errors, "an assurance above selfDeclared is claimed without a witness")
+	}
+}
+
+// checkBody compares the signed body digests with the body the reader sees (§ visible block).
+func checkBody(r *Report, predV any, body string) {
+	pred, ok := asObj(predV)
+	sc, scOK := asObj(pred["subjectContext"])
+	if !ok || !scOK {
+		r.BodyCoreDigestMatch, r.DisclosureCoreDigestMatch = MatchNotMeasurable, MatchNotMeasurable
+		return
+	}
+	compare := func(name string, signed any, compute func(string) (string, error)) string {
+		want, isStr := signed.(string)
+		if !isStr {
+			return MatchAbsentInReceipt
+		}
+		got, err := compute(body)
+		if err != nil {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s cannot be measured on the body: %v", name, err))
+			return MatchNotMeasurable
+		}
+		if got != want {
+			r.Errors = append(r.Errors, fmt.Sprintf("%s of the body differs from the signed value", name))
+			return MatchMismatch
+		}
+		return MatchMatch
+	}
+	r.BodyCoreDigestMatch = compare("bodyCoreDigest", sc["bodyCoreDigest"], block.BodyCoreDigest)
+	r.DisclosureCoreDigestMatch = compare("disclosureCoreDigest", sc["disclosureCoreDigest"], block.DisclosureCoreDigest)
+	r.VisibleBlockRendering = visibleBlockRendering(pred, body)
+	if r.VisibleBlockRendering == MatchMismatch {
+		r.Warnings = append(r.Warnings, "the visible disclosure block does not say what the signed predicate says")
+	}
+}
+
+func evaluatePolicy(r *Report, pred map[string]any, predObj bool, p *Policy) {
+	if p == nil {
+		r.advise(AdvisoryPolicyNotEvaluated)
+		return
+	}
+	r.PolicyName, r.PolicyDigest = ptr(p.Name), ptr(p.Digest)
+	if !predObj {
+		r.PolicyDecision = ptr(DecisionInsufficientEvidence)
+		r.PolicyOK = ptr(false)
+		return
+	}
+	ax := TimeAxes{Event: r.EventTimeStatus, Observation: r.ObservationTimeStatus,
+		Signature: r.SignatureTimeStatus, External: r.ExternalTimeStatus}
+	decision, reason, err := p.decide(pred, ax)
+	if err != nil {
+		r.reason(CodePolicyNotEvaluable)
+		r.Errors = append(r.Errors, "policy not evaluable: "+err.Error())
+	}
+	r.PolicyDecision = ptr(decision)
+	r.PolicyReason = reason
+	if reason != nil && reason.Time != nil {
+		r.TimePolicyDecision = ptr(reason.Time.Decision)
+	}
+	r.PolicyOK = ptr(decision == DecisionAccept)
+}
