@@ -1,0 +1,321 @@
+package githubfake
+
+import (
+	"crypto/rsa"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Defaults of the fake App. Tests that need other values pass Options to New.
+const (
+	DefaultAppID          int64 = 4242
+	DefaultAppSlug              = "lensgate"
+	DefaultInstallationID int64 = 1
+	DefaultWebhookSecret        = "fake-webhook-secret"
+)
+
+const tokenRoute = "POST /app/installations/{id}/access_tokens"
+
+// apiPrefix is where the REST API is mounted, matching a GitHub Enterprise style V3APIURL.
+const apiPrefix = "/api/v3"
+
+// sharedKey is generated once per test binary: RSA generation is slow and the key is never
+// mutated, so every fake App in a test run signs with the same key.
+var sharedKey = sync.OnceValues(GenerateKey)
+
+// Server is the fake GitHub. All exported methods are safe for concurrent use.
+type Server struct {
+	t   testing.TB
+	srv *httptest.Server
+	key *rsa.PrivateKey
+
+	appID          int64
+	appSlug        string
+	installationID int64
+	webhookSecret  string
+	checkAuth      bool
+	now            func() time.Time
+
+	mu        sync.Mutex
+	nextID    int64
+	repos     map[string]*repoState // "owner/name"
+	tokens    map[string]int64      // installation token -> installation id
+	calls     map[string]int        // "METHOD /route/{pattern}" -> count
+	writes    int
+	log       []Call
+	unhandled []string
+	faults    map[string][]*Fault
+	hooks     map[string][]func(*http.Request)
+
+	deliveries   []*HookDelivery
+	redeliveries []int64
+	rerequests   []Rerequest
+}
+
+// Call is one request the fake answered.
+type Call struct {
+	Method string
+	Route  string // the route pattern, e.g. "GET /repos/{owner}/{repo}/pulls/{number}"
+	Path   string
+	Status int
+}
+
+// Rerequest records a check run or check suite re-run request.
+type Rerequest struct {
+	Kind string // "check_run" or "check_suite"
+	ID   int64
+}
+
+// Option configures New.
+type Option func(*Server)
+
+// WithAppSlug sets the App's slug; the bot login is slug + "[bot]".
+func WithAppSlug(slug string) Option { return func(s *Server) { s.appSlug = slug } }
+
+// WithAppID sets the App id expected as the JWT issuer.
+func WithAppID(id int64) Option { return func(s *Server) { s.appID = id } }
+
+// WithoutAuth lets requests through without an App JWT or installation token, for tests that
+// use a bare go-github client.
+func WithoutAuth() Option { return func(s *Server) { s.checkAuth = false } }
+
+// WithClock sets the clock used for timestamps.
+func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// New starts a fake GitHub and closes it when the test ends.
+func New(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	key, err := sharedKey()
+	if err != nil {
+		t.Fatalf("githubfake: %v", err)
+	}
+	s := &Server{
+		t:              t,
+		key:            key,
+		appID:          DefaultAppID,
+		appSlug:        DefaultAppSlug,
+		installationID: DefaultInstallationID,
+		webhookSecret:  DefaultWebhookSecret,
+		checkAuth:      true,
+		now:            time.Now,
+		nextID:         1000,
+		repos:          map[string]*repoState{},
+		tokens:         map[string]int64{},
+		calls:          map[string]int{},
+		faults:         map[string][]*Fault{},
+		hooks:          map[string][]func(*http.Request){},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	mux := http.NewServeMux()
+	s.routes(mux)
+	mux.HandleFunc("/", s.notFound)
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// URL is the server's root URL (no trailing slash).
+func (s *Server) URL() string { return s.srv.URL }
+
+// APIURL is the V3 API base URL with a trailing slash, as go-githubapp's V3APIURL expects.
+func (s *Server) APIURL() string { return s.srv.URL + apiPrefix + "/" }
+
+// BotLogin is the login GitHub shows for the App's own writes.
+func (s *Server) BotLogin() string { return s.appSlug + "[bot]" }
+
+// AppID is the App id.
+func (s *Server) AppID() int64 { return s.appID }
+
+// InstallationID is the id of the App's single installation.
+func (s *Server) InstallationID() int64 { return s.installationID }
+
+// WebhookSecret is the secret webhooks are signed with in AppConfig.
+func (s *Server) WebhookSecret() string { return s.webhookSecret }
+
+func (s *Server) id() int64 {
+	s.nextID++
+	return s.nextID
+}
+
+// handle registers a route under the API prefix. pattern is "METHOD /path/{wildcards}"; the
+// handler runs with s.mu held after faults, hooks and counters were applied.
+func (s *Server) handle(mux *http.ServeMux, pattern string, auth authKind, fn func(w http.ResponseWriter, r *http.Request)) {
+	method, path, _ := strings.Cut(pattern, " ")
+	mux.HandleFunc(method+" "+apiPrefix+path, func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		s.serve(rec, r, pattern, auth, fn)
+		s.mu.Lock()
+		s.log = append(s.log, Call{Method: r.Method, Route: pattern, Path: r.URL.Path, Status: rec.status})
+		s.mu.Unlock()
+	})
+}
+
+func (s *Server) serve(w *statusRecorder, r *http.Request, route string, auth authKind, fn func(http.ResponseWriter, *http.Request)) {
+	s.mu.Lock()
+	s.calls[route]++
+	// Token creation is authentication, not a write to GitHub's state.
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && route != tokenRoute {
+		s.writes++
+	}
+	fault := s.takeFault(route)
+	hooks := s.hooks[route]
+	delete(s.hooks, route)
+	s.mu.Unlock()
+
+	for _, h := range hooks {
+		h(r)
+	}
+	if fault != nil && fault.apply(w, r) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.authorize(w, r, auth) {
+		return
+	}
+	fn(w, r)
+}
+
+// statusRecorder remembers the status written, for the call log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.unhandled = append(s.unhandled, r.Method+" "+r.URL.Path)
+	s.mu.Unlock()
+	writeError(w, http.StatusNotFound, "Not Found")
+}
+
+// Calls returns a copy of the per-route call counts, keyed "METHOD /route/{pattern}".
+func (s *Server) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.calls))
+	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// CallCount returns how often one route was called.
+func (s *Server) CallCount(route string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[route]
+}
+
+// TotalCalls is the number of requests to implemented routes.
+func (s *Server) TotalCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, v := range s.calls {
+		n += v
+	}
+	return n
+}
+
+// Writes is the number of non-GET requests to implemented routes, failed ones included and
+// installation token creation excluded.
+func (s *Server) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+// Log returns every answered request in order.
+func (s *Server) Log() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.log...)
+}
+
+// Unhandled lists requests to routes the fake does not implement ("METHOD /path").
+func (s *Server) Unhandled() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.unhandled...)
+}
+
+// ResetCalls clears counters and the call log (state is kept), to measure one phase of a test.
+func (s *Server) ResetCalls() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = map[string]int{}
+	s.writes = 0
+	s.log = nil
+	s.unhandled = nil
+}
+
+// CallSummary renders the counts sorted by route, for test logs.
+func (s *Server) CallSummary() string {
+	c := s.Calls()
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%4d %s\n", c[k], k)
+	}
+	return b.String()
+}
+
+// OnNext runs fn once, before the next request to route is handled (outside the state lock, so
+// fn may call the Server's helpers). Tests use it to simulate concurrent edits.
+func (s *Server) OnNext(route string, fn func(*http.Request)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hooks[route] = append(s.hooks[route], fn)
+}
+
+// ghError is GitHub's error body.
+type ghError struct {
+	Message          string   `json:"message"`
+	Errors           []string `json:"errors,omitempty"`
+	DocumentationURL string   `json:"documentation_url,omitempty"`
+	Status           string   `json:"status,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string, errs ...string) {
+	writeJSON(w, status, ghError{
+		Message:          msg,
+		Errors:           errs,
+		DocumentationURL: "https://docs.github.com/rest",
+		Status:           strconv.Itoa(status),
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 25<<20))
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "Problems parsing JSON", err.Error())
+		return false
+	}
+	return true
+}
