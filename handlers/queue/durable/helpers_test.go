@@ -1,0 +1,170 @@
+package durable
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/lensgate/lensgate/handlers/queue"
+)
+
+// postgresEnv names the variable holding the DSN of a throw-away PostgreSQL cluster (set by
+// .ci/run). Tests create and drop their own databases in it.
+const postgresEnv = "LENSGATE_TEST_POSTGRES_DSN"
+
+// backend is one database a test suite runs against.
+type backend struct {
+	name string
+	dsn  func(t testing.TB) string
+}
+
+// backends returns SQLite always and PostgreSQL when postgresEnv is set.
+func backends(t testing.TB) []backend {
+	out := []backend{{name: "sqlite", dsn: sqliteDSN}}
+	if os.Getenv(postgresEnv) != "" {
+		out = append(out, backend{name: "postgres", dsn: postgresDSN})
+	} else {
+		t.Logf("%s not set: PostgreSQL cases not run (.ci/run sets it)", postgresEnv)
+	}
+	return out
+}
+
+func sqliteDSN(t testing.TB) string {
+	return "sqlite://" + filepath.Join(t.TempDir(), "queue.db")
+}
+
+// postgresDSN creates a fresh database in the test cluster and returns its DSN; the database is
+// dropped when the test ends.
+func postgresDSN(t testing.TB) string {
+	admin := os.Getenv(postgresEnv)
+	if admin == "" {
+		t.Skipf("%s not set: this case needs PostgreSQL (.ci/run starts a throw-away cluster and sets it)", postgresEnv)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", postgresEnv, err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "lensgate_test_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			return
+		}
+		defer c.Close(ctx)
+		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("parse %s: %v", postgresEnv, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// testOptions are short timings so that retries and polling do not slow the suite down.
+func testOptions() Options {
+	return Options{
+		Workers:           4,
+		JobTimeout:        5 * time.Second,
+		MaxAttempts:       5,
+		RetryBase:         20 * time.Millisecond,
+		RetryMax:          100 * time.Millisecond,
+		FetchPollInterval: 50 * time.Millisecond,
+	}
+}
+
+func open(t testing.TB, dsn string, opts Options) queue.Queue {
+	t.Helper()
+	q, err := Open(context.Background(), dsn, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = q.Stop(context.Background()) })
+	return q
+}
+
+// jobInfo is one review job row as the tests see it.
+type jobInfo struct {
+	ID      int64
+	State   string
+	Attempt int
+	Key     string
+	Head    string
+}
+
+// inspector lets tests read River's job table through the queue's own connection.
+type inspector interface {
+	reviewJobs(ctx context.Context) ([]jobInfo, error)
+}
+
+func (q *riverQueue[TTx]) reviewJobs(ctx context.Context) ([]jobInfo, error) {
+	res, err := q.client.JobList(ctx, river.NewJobListParams().Kinds(reviewArgs{}.Kind()).First(10000))
+	if err != nil {
+		return nil, err
+	}
+	var out []jobInfo
+	for _, row := range res.Jobs {
+		var a reviewArgs
+		if err := json.Unmarshal(row.EncodedArgs, &a); err != nil {
+			return nil, fmt.Errorf("decode args: %w", err)
+		}
+		out = append(out, jobInfo{ID: row.ID, State: string(row.State), Attempt: row.Attempt, Key: a.Key, Head: a.Head})
+	}
+	return out, nil
+}
+
+func jobsOf(t testing.TB, q queue.Queue) []jobInfo {
+	t.Helper()
+	jobs, err := q.(inspector).reviewJobs(context.Background())
+	if err != nil {
+		t.Fatalf("list jobs: %v", err)
+	}
+	return jobs
+}
+
+// waitFor polls cond until it holds; the deadline only guards against a hung test.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// settled reports whether no review job is waiting or running.
+func settled(jobs []jobInfo) bool {
+	for _, j := range jobs {
+		switch j.State {
+		case "available", "pending", "running", "retryable", "scheduled":
+			return false
+		}
+	}
+	return true
+}
+
+func prJob(key, head, delivery string) queue.Job {
+	return queue.Job{
+		Key: key, DeliveryID: delivery, Kind: queue.KindPullRequest, InstallationID: 1,
+		Owner: "o", Repo: "r", Number: 1, HeadSHA: head, Reason: "pull_request.synchronize",
+	}
+}
