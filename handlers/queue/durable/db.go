@@ -50,7 +50,7 @@ func withTx[TTx any](ctx context.Context, db database[TTx], fn func(tx TTx) erro
 // pgxDB serves PostgreSQL through a pgx pool.
 type pgxDB struct{ pool *pgxpool.Pool }
 
-func (d pgxDB) begin(ctx context.Context) (pgx.Tx, error) { return d.pool.Begin(ctx) }
+func (d pgxDB) begin(ctx context.Context) (pgx.Tx, error)   { return d.pool.Begin(ctx) }
 func (d pgxDB) commit(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) }
 func (d pgxDB) rollback(ctx context.Context, tx pgx.Tx) {
 	_ = tx.Rollback(context.WithoutCancel(ctx))
@@ -94,8 +94,8 @@ var dollarParam = regexp.MustCompile(`\$\d+`)
 func sqliteQuery(q string) string { return dollarParam.ReplaceAllString(q, "?") }
 
 func (d sqliteDB) begin(ctx context.Context) (*sql.Tx, error) { return d.db.BeginTx(ctx, nil) }
-func (d sqliteDB) commit(_ context.Context, tx *sql.Tx) error  { return tx.Commit() }
-func (d sqliteDB) rollback(_ context.Context, tx *sql.Tx)      { _ = tx.Rollback() }
+func (d sqliteDB) commit(_ context.Context, tx *sql.Tx) error { return tx.Commit() }
+func (d sqliteDB) rollback(_ context.Context, tx *sql.Tx)     { _ = tx.Rollback() }
 func (d sqliteDB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
 	res, err := tx.ExecContext(ctx, sqliteQuery(query), args...)
 	if err != nil {
