@@ -1,0 +1,305 @@
+package deploy
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/lensgate/lensgate/config"
+)
+
+// envNames is every environment variable the server reads.
+func envNames(t *testing.T) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for _, ev := range config.ServerEnvVars() {
+		m[ev.Name] = ev.Key
+	}
+	return m
+}
+
+// writeAppKey writes a fresh RSA key in PEM and returns its path.
+func writeAppKey(t *testing.T) string {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "app.pem")
+	b := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// yamlKeys lists the dotted paths of every scalar or sequence leaf in a YAML mapping.
+func yamlKeys(n *yaml.Node, prefix string, out *[]string) {
+	if n.Kind == yaml.DocumentNode {
+		for _, c := range n.Content {
+			yamlKeys(c, prefix, out)
+		}
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		*out = append(*out, prefix)
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		if prefix != "" {
+			k = prefix + "." + k
+		}
+		yamlKeys(n.Content[i+1], k, out)
+	}
+}
+
+func TestExampleConfigDocumentsEveryKey(t *testing.T) {
+	data, err := os.ReadFile("lensgate.example.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for name, key := range envNames(t) {
+		if !strings.Contains(text, "env: "+name) {
+			t.Errorf("example config does not name env %s (key %s)", name, key)
+		}
+	}
+	// Every key the server knows appears as a key (or a commented-out key) of the example.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	yamlKeys(&doc, "", &keys)
+	for name, key := range envNames(t) {
+		if slices.Contains(keys, key) {
+			continue
+		}
+		leaf := key[strings.LastIndex(key, ".")+1:]
+		if !strings.Contains(text, "# "+leaf+":") {
+			t.Errorf("example config lacks key %s (env %s)", key, name)
+		}
+	}
+	// And the example names no variable the server does not read.
+	for _, m := range regexp.MustCompile(`env: ([A-Z0-9_]+)`).FindAllStringSubmatch(text, -1) {
+		if _, ok := envNames(t)[m[1]]; !ok {
+			t.Errorf("example config names env %s, which the server does not read", m[1])
+		}
+	}
+}
+
+func TestExampleConfigLoads(t *testing.T) {
+	key := writeAppKey(t)
+	env := map[string]string{"LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE": key}
+	s, err := config.LoadServer("lensgate.example.yml", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("example config does not load: %v", err)
+	}
+	if s.Listen != ":8080" || s.GitHub.App.IntegrationID != 123456 {
+		t.Errorf("unexpected values: listen %q id %d", s.Listen, s.GitHub.App.IntegrationID)
+	}
+}
+
+// k8s reads one manifest into a generic map.
+func k8s(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+// dig walks a generic YAML value by map keys and slice indexes.
+func dig(t *testing.T, v any, path ...any) any {
+	t.Helper()
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				t.Fatalf("at %v: not a mapping", p)
+			}
+			v = m[k]
+		case int:
+			s, ok := v.([]any)
+			if !ok || k >= len(s) {
+				t.Fatalf("at %v: not a long enough sequence", p)
+			}
+			v = s[k]
+		}
+	}
+	return v
+}
+
+func TestKubernetesBase(t *testing.T) {
+	cm := k8s(t, "kubernetes/base/configmap.yaml")
+	cfgText, _ := dig(t, cm, "data", "lensgate.yml").(string)
+	cfgPath := filepath.Join(t.TempDir(), "lensgate.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"GITHUB_APP_INTEGRATION_ID":            "1",
+		"GITHUB_APP_WEBHOOK_SECRET":            "s",
+		"LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE": writeAppKey(t),
+	}
+	srv, err := config.LoadServer(cfgPath, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("configmap lensgate.yml does not load: %v", err)
+	}
+
+	dep := k8s(t, "kubernetes/base/deployment.yaml")
+	spec := dig(t, dep, "spec", "template", "spec")
+	c := dig(t, spec, "containers", 0)
+	if got := dig(t, c, "readinessProbe", "httpGet", "path"); got != "/readyz" {
+		t.Errorf("readiness probe path %v", got)
+	}
+	if got := dig(t, c, "livenessProbe", "httpGet", "path"); got != "/healthz" {
+		t.Errorf("liveness probe path %v", got)
+	}
+	port := dig(t, c, "ports", 0, "containerPort")
+	if fmt.Sprintf(":%v", port) != srv.Listen {
+		t.Errorf("container port %v does not match listen %q", port, srv.Listen)
+	}
+	if dig(t, c, "securityContext", "readOnlyRootFilesystem") != true {
+		t.Error("root filesystem is not read-only")
+	}
+	if dig(t, spec, "securityContext", "runAsNonRoot") != true {
+		t.Error("pod may run as root")
+	}
+	if dig(t, c, "resources", "requests") == nil {
+		t.Error("no resource requests")
+	}
+	names := envNames(t)
+	for _, e := range dig(t, c, "env").([]any) {
+		n := dig(t, e, "name").(string)
+		if _, ok := names[n]; !ok {
+			t.Errorf("deployment sets env %s, which the server does not read", n)
+		}
+	}
+	// The args point at the mounted config, and the secret files are where the config expects.
+	args := dig(t, c, "args").([]any)
+	mounts := map[string]string{}
+	for _, m := range dig(t, c, "volumeMounts").([]any) {
+		mounts[dig(t, m, "name").(string)] = dig(t, m, "mountPath").(string)
+	}
+	if want := filepath.Join(mounts["config"], "lensgate.yml"); args[len(args)-1] != want {
+		t.Errorf("serve reads %v, config is mounted at %s", args[len(args)-1], want)
+	}
+	var secretFiles []string
+	for _, v := range dig(t, spec, "volumes").([]any) {
+		if dig(t, v, "name") == "secrets" {
+			for _, it := range dig(t, v, "secret", "items").([]any) {
+				secretFiles = append(secretFiles, filepath.Join(mounts["secrets"], dig(t, it, "path").(string)))
+			}
+		}
+	}
+	if !slices.Contains(secretFiles, srv.SigningKeyFile) {
+		t.Errorf("signing key %s is not among the mounted secret files %v", srv.SigningKeyFile, secretFiles)
+	}
+	cfgKeyFile := regexp.MustCompile(`private_key_file: (\S+)`).FindStringSubmatch(cfgText)
+	if cfgKeyFile == nil || !slices.Contains(secretFiles, cfgKeyFile[1]) {
+		t.Errorf("App key file %v is not among the mounted secret files %v", cfgKeyFile, secretFiles)
+	}
+
+	svc := k8s(t, "kubernetes/base/service.yaml")
+	if dig(t, svc, "spec", "ports", 0, "targetPort") != dig(t, c, "ports", 0, "name") {
+		t.Error("service does not target the container's http port")
+	}
+	kus := k8s(t, "kubernetes/base/kustomization.yaml")
+	for _, r := range dig(t, kus, "resources").([]any) {
+		if _, err := os.Stat(filepath.Join("kubernetes/base", r.(string))); err != nil {
+			t.Errorf("kustomization resource: %v", err)
+		}
+	}
+}
+
+func TestKubernetesOverlay(t *testing.T) {
+	kus := k8s(t, "kubernetes/overlays/example/kustomization.yaml")
+	for _, r := range dig(t, kus, "resources").([]any) {
+		if _, err := os.Stat(filepath.Join("kubernetes/overlays/example", r.(string))); err != nil {
+			t.Errorf("overlay resource: %v", err)
+		}
+	}
+	patch := k8s(t, "kubernetes/overlays/example/deployment-patch.yaml")
+	names := envNames(t)
+	for _, e := range dig(t, patch, "spec", "template", "spec", "containers", 0, "env").([]any) {
+		if n := dig(t, e, "name").(string); names[n] == "" {
+			t.Errorf("overlay sets env %s, which the server does not read", n)
+		}
+	}
+}
+
+func TestSystemdUnit(t *testing.T) {
+	unit, err := os.ReadFile("systemd/lensgate.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := envNames(t)
+	text := string(unit)
+	for _, m := range regexp.MustCompile(`(?m)^Environment=([A-Z0-9_]+)=`).FindAllStringSubmatch(text, -1) {
+		if names[m[1]] == "" {
+			t.Errorf("unit sets env %s, which the server does not read", m[1])
+		}
+	}
+	for _, want := range []string{"ExecStart=/usr/local/bin/lensgate serve --config /etc/lensgate/lensgate.yml", "NoNewPrivileges=yes", "ProtectSystem=strict", "EnvironmentFile=/etc/lensgate/lensgate.env"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("unit lacks %q", want)
+		}
+	}
+	envFile, err := os.ReadFile("systemd/lensgate.env.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^#? ?([A-Z][A-Z0-9_]+)=`).FindAllStringSubmatch(string(envFile), -1) {
+		if names[m[1]] == "" {
+			t.Errorf("env file sets %s, which the server does not read", m[1])
+		}
+	}
+}
+
+func TestDockerfile(t *testing.T) {
+	data, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	if regexp.MustCompile(`(?m)^HEALTHCHECK`).MatchString(text) {
+		t.Error("the image must leave probes to the orchestrator")
+	}
+	if !strings.Contains(text, "RUN deploy/build.sh ") {
+		t.Error("the image must build with deploy/build.sh, the build the tests run")
+	}
+	if !regexp.MustCompile(`(?m)^USER [1-9][0-9]*`).MatchString(text) {
+		t.Error("the image must run as a non-root numeric user")
+	}
+	def := config.DefaultServer()
+	if !strings.Contains(text, "EXPOSE "+strings.TrimPrefix(def.Listen, ":")) {
+		t.Errorf("EXPOSE does not match the default listen address %s", def.Listen)
+	}
+	build, err := os.ReadFile("build.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-X main.version="} {
+		if !strings.Contains(string(build), want) {
+			t.Errorf("build.sh lacks %q", want)
+		}
+	}
+}
