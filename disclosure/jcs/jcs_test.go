@@ -1,0 +1,121 @@
+package jcs
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCanonicalForm(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"sorts keys and drops whitespace", `{ "b": 1, "a": [true, false, null] }`, `{"a":[true,false,null],"b":1}`},
+		{"sorts by UTF-16 code units", `{"\ud83d\ude00":1,"\ufb01":2,"a":3}`, "{\"a\":3,\"\U0001F600\":1,\"\ufb01\":2}"},
+		{"escapes only what RFC 8785 escapes", `"<>&\u2028\u2029\u00e9\"\\\/\b\f\n\r\t\u0001\u001f\u007f"`, "\"<>&\u2028\u2029\u00e9\\\"\\\\/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\""},
+		{"integers stay exact", `[0,-0,9007199254740991,-9007199254740991]`, `[0,0,9007199254740991,-9007199254740991]`},
+		{"floats use ECMAScript form", `[1.0,1e2,1.5e-7,0.000001,1e21,1.2345678901234568e20,-0.0,5e-324]`, `[1,100,1.5e-7,0.000001,1e+21,123456789012345680000,0,5e-324]`},
+		{"nested", `{"z":{"y":[{"b":"x","a":{}}]},"a":[]}`, `{"a":[],"z":{"y":[{"a":{},"b":"x"}]}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Transform([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStrictParseRefuses(t *testing.T) {
+	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
+	tests := []struct{ name, in string }{
+		{"duplicate key", `{"a":1,"a":1}`},
+		{"duplicate key after escape", `{"a":1,"\u0061":2}`},
+		{"nesting deeper than 64", deep},
+		{"lone high surrogate", `"\ud800"`},
+		{"lone low surrogate", `"\udc00x"`},
+		{"invalid UTF-8", "\"\xff\""},
+		{"NaN", `NaN`},
+		{"Infinity", `[Infinity]`},
+		{"leading zero", `01`},
+		{"trailing comma", `[1,]`},
+		{"trailing data", `{} {}`},
+		{"raw control character", "\"a\tb\""},
+		{"bad escape", `"\x"`},
+		{"empty", ``},
+		{"huge integer", strings.Repeat("9", 2468)},
+		{"byte order mark", "\ufeff{}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if v, err := Parse([]byte(tt.in)); err == nil {
+				t.Errorf("accepted %q as %#v", tt.in, v)
+			}
+		})
+	}
+	if _, err := Parse([]byte(`{"a":1,"a":2}`)); err == nil || !strings.Contains(err.Error(), ErrDuplicateKey.Error()) {
+		t.Errorf("duplicate key error does not say so: %v", err)
+	}
+}
+
+func TestDepthLimitIsInclusive(t *testing.T) {
+	ok := strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth)
+	if _, err := Parse([]byte(ok)); err != nil {
+		t.Fatalf("depth %d refused: %v", MaxDepth, err)
+	}
+}
+
+func TestNodeLimit(t *testing.T) {
+	in := "[" + strings.Repeat("0,", MaxNodes) + "0]"
+	if _, err := Parse([]byte(in)); err == nil {
+		t.Fatal("more than MaxNodes values accepted")
+	}
+}
+
+func TestCanonicalRefusesUnsafeNumbers(t *testing.T) {
+	for _, in := range []string{`9007199254740992`, `-9007199254740992`, `1e400`, `123456789012345678901234567890`} {
+		v, err := Parse([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: parse: %v", in, err)
+		}
+		if got, err := Canonical(v); err == nil {
+			t.Errorf("%s canonicalized to %s", in, got)
+		}
+	}
+}
+
+func TestNumberKinds(t *testing.T) {
+	for in, isInt := range map[Number]bool{"1": true, "-3": true, "1.0": false, "1e2": false, "2E-1": false} {
+		if in.IsInt() != isInt {
+			t.Errorf("%s IsInt = %v", in, !isInt)
+		}
+	}
+}
+
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5,"x\u0000"],"b":{"c":null}}`, `"\ud83d\ude00"`, `[1e400]`, `{"a":1,"a":2}`, `-0.0`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Parse(data)
+		if err != nil {
+			return
+		}
+		c, err := Canonical(v)
+		if err != nil {
+			return
+		}
+		// Canonical output parses and is a fixed point.
+		v2, err := Parse(c)
+		if err != nil {
+			t.Fatalf("canonical output does not parse: %v\n%s", err, c)
+		}
+		c2, err := Canonical(v2)
+		if err != nil || string(c2) != string(c) {
+			t.Fatalf("canonical form is not stable:\n%s\n%s", c, c2)
+		}
+	})
+}
