@@ -69,14 +69,17 @@ func tomlErrText(err error) string {
 // keyOrder maps each table's key path to its child keys in document order.
 func keyOrder(keys []toml.Key) map[string][]string {
 	order := map[string][]string{}
+	seen := map[string]bool{}
+	// Dotted keys (agents.zeta.preset) do not list their implicit tables, so every prefix of a
+	// key registers its table at first sight.
 	for _, k := range keys {
-		if len(k) == 0 {
-			continue
-		}
-		parent := strings.Join(k[:len(k)-1], "\x00")
-		child := k[len(k)-1]
-		if !slices.Contains(order[parent], child) {
-			order[parent] = append(order[parent], child)
+		for i := 1; i <= len(k); i++ {
+			parent := strings.Join(k[:i-1], "\x00")
+			child := k[i-1]
+			if id := parent + "\x01" + child; !seen[id] {
+				seen[id] = true
+				order[parent] = append(order[parent], child)
+			}
 		}
 	}
 	return order

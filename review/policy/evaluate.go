@@ -54,9 +54,13 @@ func Evaluate(p Plan, r Receipt) (Evaluation, error) {
 		}
 		got[res.Lens] = res
 	}
+	inPlan := make(map[string]bool, len(p.Items))
+	for _, it := range p.Items {
+		inPlan[it.Name] = true
+	}
 	var unknown []string
 	for name := range got {
-		if _, ok := p.Item(name); !ok {
+		if !inPlan[name] {
 			unknown = append(unknown, name)
 		}
 	}

@@ -128,6 +128,11 @@ func (it Item) doc() obj {
 
 func digestOf(p Plan) string {
 	var b strings.Builder
+	size := 64
+	for _, it := range p.Items {
+		size += 128 + len(it.Name) + len(it.Preset) + len(it.Instruction) + len(it.Publication)
+	}
+	b.Grow(size)
 	writeCompact(&b, p.digestDoc())
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:])
