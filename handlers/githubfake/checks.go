@@ -184,6 +184,10 @@ func (s *Server) updateCheckRun(w http.ResponseWriter, r *http.Request) {
 	}
 	if status != "" {
 		c.Status = status
+		if status != "completed" {
+			// Re-opening a run (a re-run) clears its previous result.
+			c.Conclusion, c.CompletedAt = "", time.Time{}
+		}
 	}
 	if conclusion != "" {
 		c.Conclusion = conclusion

@@ -429,6 +429,15 @@ func TestFaultsAndCounters(t *testing.T) {
 		t.Errorf("writes = %d pending = %d", f.s.Writes(), f.s.PendingFaults(route))
 	}
 
+	// A write that lands although the client sees a 502.
+	f.s.Inject(route, Fault{Status: http.StatusBadGateway, AfterWrite: true})
+	if _, resp, _ := f.gh.Issues.CreateComment(ctx, "acme", "widgets", 1, &github.IssueComment{Body: github.String("lost answer")}); status(resp) != 502 {
+		t.Fatalf("after-write status %d", status(resp))
+	}
+	if cs := f.s.Comments(f.repo, 1); len(cs) != 2 || cs[1].Body != "lost answer" {
+		t.Fatalf("after-write comment not stored: %+v", cs)
+	}
+
 	// A delay longer than the caller's deadline times the call out.
 	f.s.DelayNext("GET /repos/{owner}/{repo}/pulls/{number}", time.Minute, 1)
 	tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)

@@ -20,6 +20,9 @@ type Fault struct {
 	Delay time.Duration
 	// Message overrides the error message.
 	Message string
+	// AfterWrite performs the request first and then answers with Status, as GitHub does when
+	// a write lands but the response is lost (a 502 from a proxy, a timeout).
+	AfterWrite bool
 }
 
 // Inject queues a fault for route ("METHOD /route/{pattern}", as in Calls).
@@ -79,8 +82,8 @@ func (s *Server) takeFault(route string) *Fault {
 	return &f
 }
 
-// apply performs the fault; it reports true when the response was written (or abandoned).
-func (f *Fault) apply(w http.ResponseWriter, r *http.Request) bool {
+// delay holds the request; it reports true when the client gave up meanwhile.
+func (f *Fault) delay(r *http.Request) bool {
 	if f.Delay > 0 {
 		t := time.NewTimer(f.Delay)
 		defer t.Stop()
@@ -90,6 +93,11 @@ func (f *Fault) apply(w http.ResponseWriter, r *http.Request) bool {
 		case <-t.C:
 		}
 	}
+	return false
+}
+
+// fail writes the injected error response; it reports false when there is none to write.
+func (f *Fault) fail(w http.ResponseWriter) bool {
 	if f.Status == 0 {
 		return false
 	}

@@ -175,7 +175,10 @@ func (s *Server) serve(w *statusRecorder, r *http.Request, route string, auth au
 	for _, h := range hooks {
 		h(r)
 	}
-	if fault != nil && fault.apply(w, r) {
+	if fault != nil && fault.delay(r) {
+		return
+	}
+	if fault != nil && !fault.AfterWrite && fault.fail(w) {
 		return
 	}
 	s.mu.Lock()
@@ -183,8 +186,21 @@ func (s *Server) serve(w *statusRecorder, r *http.Request, route string, auth au
 	if !s.authorize(w, r, auth) {
 		return
 	}
+	if fault != nil && fault.AfterWrite {
+		// The write happens; the answer the client sees is the injected failure.
+		fn(discardWriter{header: http.Header{}}, r)
+		fault.fail(w)
+		return
+	}
 	fn(w, r)
 }
+
+// discardWriter swallows a response.
+type discardWriter struct{ header http.Header }
+
+func (d discardWriter) Header() http.Header         { return d.header }
+func (d discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d discardWriter) WriteHeader(int)             {}
 
 // statusRecorder remembers the status written, for the call log.
 type statusRecorder struct {
