@@ -10,9 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kong"
 )
+
+// defaultHTTPTimeout bounds one-shot HTTP calls made by command-line tools.
+const defaultHTTPTimeout = 30 * time.Second
 
 // version is stamped at build time with -ldflags "-X main.version=...".
 var version = "dev"
@@ -35,6 +39,7 @@ type cli struct {
 	Disclosure disclosureCmd `cmd:"" help:"Work with the disclosure block of a pull request or issue body."`
 	Keygen     keygenCmd     `cmd:"" help:"Create an Ed25519 signing key for receipts."`
 	Doctor     doctorCmd     `cmd:"" help:"Validate an .asdd.yml and explain every problem."`
+	Setup      setupCmd      `cmd:"" help:"Create the GitHub App from app.yml and write its server config."`
 }
 
 // env is what every subcommand's Run receives: where to write, and the process context.
