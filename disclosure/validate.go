@@ -2,6 +2,7 @@ package disclosure
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -36,15 +37,8 @@ func ValidatePredicate(pred any, v Version) []Issue {
 	}
 	v2 := v != V01
 
-	allowed := map[string]bool{
-		"schemaVersion": true, "reviewId": true, "subjectContext": true, "declaration": true,
-		"coverage": true, "times": true, "limitations": true, "limitationCodes": true,
-		"producer": true, "observations": true, "supersession": true, "planRef": true,
-	}
-	for _, k := range sortedKeys(p) {
-		if !allowed[k] {
-			is.add("", "unknown top-level field %q", k)
-		}
+	for _, k := range unknownKeys(p, topLevelKeys) {
+		is.add("", "unknown top-level field %q", k)
 	}
 	for _, k := range []string{"schemaVersion", "reviewId", "subjectContext", "declaration", "coverage", "times", "limitations"} {
 		if !has(p, k) {
@@ -126,6 +120,25 @@ func ValidatePredicate(pred any, v Version) []Issue {
 	return is
 }
 
+// Closed key sets (read-only tables).
+var (
+	topLevelKeys = set("schemaVersion", "reviewId", "subjectContext", "declaration", "coverage", "times",
+		"limitations", "limitationCodes", "producer", "observations", "supersession", "planRef")
+	declarationKeysV01 = set("authoring", "reviewRuns", "findings", "findingsTotal", "findingsRoot", "nonClaims")
+	declarationKeysV02 = set("authoring", "reviewRuns", "findings", "findingsTotal", "findingsRoot", "nonClaims", "timeClaims")
+	coverageKeysV01    = set(legacyCoverageKeys...)
+	coverageKeysV02    = set(append(slices.Clone(legacyCoverageKeys), cap1CoverageKeys...)...)
+	timesKeys          = set("declaredAt", "observedAt", "signedAt", "anchoredAt")
+)
+
+func set(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
+
 func sortedKeys(m map[string]any) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
@@ -196,10 +209,8 @@ func validateSubjectContext(is *issues, v any, _ bool) {
 		is.add("", "subjectContext: kind must be githubPullRequest or githubIssue")
 		return
 	}
-	for _, k := range sortedKeys(sc) {
-		if !keys[k] {
-			is.add("", "subjectContext: unknown field %q", k)
-		}
+	for _, k := range unknownKeys(sc, keys) {
+		is.add("", "subjectContext: unknown field %q", k)
 	}
 	for _, k := range required {
 		if !has(sc, k) {
@@ -232,15 +243,12 @@ func validateDeclaration(is *issues, v any, v2 bool) {
 		is.add(CodeDeclarationNotObject, "declaration must be an object")
 		return
 	}
-	allowed := map[string]bool{"authoring": true, "reviewRuns": true, "findings": true,
-		"findingsTotal": true, "findingsRoot": true, "nonClaims": true}
+	allowed := declarationKeysV01
 	if v2 {
-		allowed["timeClaims"] = true
+		allowed = declarationKeysV02
 	}
-	for _, k := range sortedKeys(d) {
-		if !allowed[k] {
-			is.add("", "declaration: unknown field %q", k)
-		}
+	for _, k := range unknownKeys(d, allowed) {
+		is.add("", "declaration: unknown field %q", k)
 	}
 	for _, k := range []string{"authoring", "reviewRuns", "findings", "findingsTotal", "nonClaims"} {
 		if !has(d, k) {
@@ -336,10 +344,8 @@ func validateFinding(is *issues, i int, f any, seen map[string]bool) {
 		is.add(CodeFindingsEntryNotObject, "declaration: findings[%d] must be an object", i)
 		return
 	}
-	for _, k := range sortedKeys(m) {
-		if !findingKeys[k] {
-			is.add("", "declaration: findings[%d]: unknown field %q", i, k)
-		}
+	for _, k := range unknownKeys(m, findingKeys) {
+		is.add("", "declaration: findings[%d]: unknown field %q", i, k)
 	}
 	if id, ok := m["id"].(string); !ok || id == "" {
 		is.add("", "declaration: findings[%d]: id must be a non-empty string", i)
@@ -385,10 +391,8 @@ func validateTimeClaims(is *issues, v any) {
 			is.add("", "declaration: timeClaims[%d] must be an object", i)
 			continue
 		}
-		for _, k := range sortedKeys(m) {
-			if !timeClaimKeys[k] {
-				is.add("", "declaration: timeClaims[%d]: unknown field %q", i, k)
-			}
+		for _, k := range unknownKeys(m, timeClaimKeys) {
+			is.add("", "declaration: timeClaims[%d]: unknown field %q", i, k)
 		}
 		if !oneOf(m["kind"], TimeClaimKinds...) {
 			is.add("", "declaration: timeClaims[%d]: unknown kind", i)
@@ -438,19 +442,12 @@ func validateCoverage(is *issues, v any, v2 bool) {
 		is.add(CodeCoverageNotObject, "coverage must be an object")
 		return
 	}
-	allowed := map[string]bool{}
-	for _, k := range legacyCoverageKeys {
-		allowed[k] = true
-	}
+	allowed := coverageKeysV01
 	if v2 {
-		for _, k := range cap1CoverageKeys {
-			allowed[k] = true
-		}
+		allowed = coverageKeysV02
 	}
-	for _, k := range sortedKeys(c) {
-		if !allowed[k] {
-			is.add("", "coverage: unknown field %q", k)
-		}
+	for _, k := range unknownKeys(c, allowed) {
+		is.add("", "coverage: unknown field %q", k)
 	}
 	status, _ := c["status"].(string)
 	validStatus := oneOf(status, CoverageComplete, CoveragePartial, CoverageUnknown)
@@ -518,11 +515,8 @@ func validateTimes(is *issues, v any, v2 bool) {
 		is.add(CodeTimesNotObject, "times must be an object")
 		return
 	}
-	allowed := map[string]bool{"declaredAt": true, "observedAt": true, "signedAt": true, "anchoredAt": true}
-	for _, k := range sortedKeys(t) {
-		if !allowed[k] {
-			is.add("", "times: unknown field %q", k)
-		}
+	for _, k := range unknownKeys(t, timesKeys) {
+		is.add("", "times: unknown field %q", k)
 	}
 	if !has(t, "declaredAt") {
 		is.add("", "times: missing declaredAt")

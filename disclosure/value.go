@@ -2,6 +2,7 @@ package disclosure
 
 import (
 	"regexp"
+	"slices"
 
 	"github.com/lensgate/lensgate/disclosure/jcs"
 )
@@ -73,7 +74,27 @@ func truthy(v any) bool {
 
 func isHex(re *regexp.Regexp, v any) bool {
 	s, ok := v.(string)
-	return ok && re.MatchString(s)
+	if !ok {
+		return false
+	}
+	// The fixed-length forms are checked by hand: they sit on the verification hot path.
+	switch re {
+	case reHex40:
+		return len(s) == 40 && lowerHex(s)
+	case reHex64:
+		return len(s) == 64 && lowerHex(s)
+	}
+	return re.MatchString(s)
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // digestObject: an object whose sha256 member is 64 lowercase hex (other members allowed).
@@ -90,7 +111,43 @@ func strictDigest(v any) bool {
 
 func isTimestamp(v any) bool {
 	s, ok := v.(string)
-	return ok && reTimestamp.MatchString(s)
+	if !ok {
+		return false
+	}
+	if asciiTimestamp(s) {
+		return true
+	}
+	return reTimestamp.MatchString(s)
+}
+
+// asciiTimestamp is the common ASCII case of reTimestamp, checked without the regexp engine.
+func asciiTimestamp(s string) bool {
+	const layout = "dddd-dd-ddTdd:dd:dd"
+	if len(s) < len(layout)+1 || s[len(s)-1] != 'Z' {
+		return false
+	}
+	for i := 0; i < len(layout); i++ {
+		if layout[i] == 'd' {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		} else if s[i] != layout[i] {
+			return false
+		}
+	}
+	rest := s[len(layout) : len(s)-1]
+	if rest == "" {
+		return true
+	}
+	if rest[0] != '.' || len(rest) < 2 {
+		return false
+	}
+	for i := 1; i < len(rest); i++ {
+		if rest[i] < '0' || rest[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func oneOf(v any, allowed ...string) bool {
@@ -104,6 +161,21 @@ func oneOf(v any, allowed ...string) bool {
 		}
 	}
 	return false
+}
+
+// unknownKeys returns, sorted, the keys of m that allowed does not hold; it allocates only
+// when there are some.
+func unknownKeys(m map[string]any, allowed map[string]bool) []string {
+	var out []string
+	for k := range m {
+		if !allowed[k] {
+			out = append(out, k)
+		}
+	}
+	if len(out) > 1 {
+		slices.Sort(out)
+	}
+	return out
 }
 
 func has(m map[string]any, k string) bool {

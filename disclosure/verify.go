@@ -52,10 +52,11 @@ func Verify(envelope []byte, opts Options) (r *Report) {
 	if err != nil {
 		return unreadable(err.Error())
 	}
-	st, _, err := readStatement(env)
+	st, payload, err := readStatement(env)
 	if err != nil {
 		return unreadable(err.Error())
 	}
+	pre := &parsed{statement: st, payload: payload}
 	pt, _ := st["predicateType"].(string)
 	v, known := versionOfType(pt)
 	if !known {
@@ -70,7 +71,7 @@ func Verify(envelope []byte, opts Options) (r *Report) {
 	if v == V01 {
 		dropped := opts.Policy != nil
 		opts.Policy = nil
-		r = verifyTree(V01, env, opts)
+		r = verifyTree(V01, env, opts, pre)
 		r.advise(AdvisoryLegacyV01)
 		if dropped {
 			r.Warnings = append(r.Warnings, "policy is not applicable to agent-review v0.1 and was ignored")
@@ -81,7 +82,7 @@ func Verify(envelope []byte, opts Options) (r *Report) {
 		r.PredicateVersionStatus = VersionLegacy
 		return r
 	}
-	r = verifyTree(v, env, opts)
+	r = verifyTree(v, env, opts, pre)
 	r.PredicateVersionStatus = VersionCurrent
 	return r
 }
@@ -105,7 +106,7 @@ func VerifyVersion(v Version, envelope []byte, opts Options) (r *Report) {
 		failClosed(r, err)
 		return r
 	}
-	return verifyTree(v, env, opts)
+	return verifyTree(v, env, opts, nil)
 }
 
 func internalError(v Version, p any) *Report {
@@ -154,8 +155,14 @@ func failClosed(r *Report, err error) {
 	r.finish()
 }
 
+// parsed carries a statement the dispatcher already decoded, so it is not parsed twice.
+type parsed struct {
+	statement map[string]any
+	payload   []byte
+}
+
 // verifyTree is the per-version verifier over a parsed envelope.
-func verifyTree(v Version, env any, opts Options) *Report {
+func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 	r := newReport(v)
 	v2 := v != V01
 	o, err := dsse.Open(env)
@@ -175,8 +182,10 @@ func verifyTree(v Version, env any, opts Options) *Report {
 		r.Errors = append(r.Errors, "no signature verifies under the supplied public key")
 	}
 	r.CryptoOK = ptr(crypto)
-	stv, err := jcs.Parse(o.Payload)
-	if err != nil {
+	var stv any
+	if pre != nil && string(pre.payload) == string(o.Payload) {
+		stv = pre.statement
+	} else if stv, err = jcs.Parse(o.Payload); err != nil {
 		failClosed(r, err)
 		return r
 	}

@@ -216,3 +216,22 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkOpenVerify is the signature floor of a receipt verification: opening a typical
+// 2 KiB envelope and one Ed25519 verification over its PAE.
+func BenchmarkOpenVerify(b *testing.B) {
+	priv := testKey()
+	pub := priv.Public().(ed25519.PublicKey)
+	env, _ := Sign(PayloadType, bytes.Repeat([]byte("x"), 2048), priv, KeyID(pub))
+	var v any
+	if err := json.Unmarshal(env, &v); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		o, err := Open(v)
+		if err != nil || !o.Verify(pub) {
+			b.Fatal("does not verify")
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 
 	gojcs "github.com/gowebpki/jcs"
@@ -167,10 +168,17 @@ func AppendString(dst []byte, s string) []byte {
 // SortedKeys returns the keys of m in RFC 8785 order (UTF-16 code units).
 func SortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
+	bmp := true
 	for k := range m {
 		keys = append(keys, k)
+		bmp = bmp && isBMPOnly(k)
 	}
-	slices.SortFunc(keys, CompareKeys)
+	if bmp {
+		// Without supplementary characters, byte order is UTF-16 order.
+		slices.Sort(keys)
+	} else {
+		slices.SortFunc(keys, CompareKeys)
+	}
 	return keys
 }
 
@@ -179,13 +187,7 @@ func CompareKeys(a, b string) int {
 	// UTF-8 byte order equals code point order; it differs from UTF-16 order only when a
 	// supplementary character meets one in U+E000..U+FFFF, so compare by code units then.
 	if isBMPOnly(a) && isBMPOnly(b) {
-		switch {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
+		return strings.Compare(a, b)
 	}
 	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
 }

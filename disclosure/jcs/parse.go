@@ -141,7 +141,7 @@ func (p *parser) object(depth int) (any, error) {
 			return nil, p.fail("expected object key")
 		}
 		keyAt := p.pos
-		k, err := p.str()
+		k, err := p.key()
 		if err != nil {
 			return nil, err
 		}
@@ -208,6 +208,51 @@ func (p *parser) array(depth int) (any, error) {
 		}
 	}
 }
+
+// key reads an object key, reusing a shared string for common member names so that parsing a
+// receipt does not allocate one string per key.
+func (p *parser) key() (string, error) {
+	start := p.pos + 1
+	if end := indexQuoteOrEscape(p.data[start:]); end >= 0 && p.data[start+end] == '"' {
+		if k, ok := internedKeys[string(p.data[start:start+end])]; ok {
+			p.pos = start + end + 1
+			return k, nil
+		}
+	}
+	return p.str()
+}
+
+func indexQuoteOrEscape(b []byte) int {
+	for i, c := range b {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return -1
+}
+
+// internedKeys holds member names of envelopes, statements and agent-review predicates
+// (a read-only table).
+var internedKeys = func() map[string]string {
+	names := []string{"payload", "payloadType", "signatures", "keyid", "sig", "_type", "subject",
+		"predicateType", "predicate", "digest", "sha256", "name", "schemaVersion", "reviewId",
+		"subjectContext", "declaration", "coverage", "times", "limitations", "limitationCodes",
+		"producer", "observations", "supersession", "planRef", "kind", "forge", "repositoryId",
+		"pullRequestNodeId", "issueNodeId", "commentNodeId", "headSha", "baseSha",
+		"reviewedDiffDigest", "bodyCoreDigest", "disclosureCoreDigest", "renderedDisclosureDigest",
+		"revisedAt", "humanRef", "authoring", "reviewRuns", "findings", "findingsTotal",
+		"findingsRoot", "nonClaims", "timeClaims", "assurance", "assertedBy", "observedBy",
+		"evidenceRef", "id", "severity", "title", "disposition", "fixCommit", "reason", "value",
+		"status", "window", "sources", "observedRuns", "expectedRuns", "knownGaps",
+		"collectionMethod", "strata", "integrity", "absenceAssertions", "declaredAt", "observedAt",
+		"signedAt", "anchoredAt", "keyId", "verifier", "supersedes", "corrects", "withdraws",
+		"priorDigest"}
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = n
+	}
+	return m
+}()
 
 func (p *parser) number() (any, error) {
 	start := p.pos
