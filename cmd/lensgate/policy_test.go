@@ -79,3 +79,24 @@ func TestPolicyUsageErrors(t *testing.T) {
 		t.Errorf("%d %q %q", code, out, errOut)
 	}
 }
+
+// Bad input always exits 2 with a message naming the file, whatever the format.
+func TestPolicyBadInputNamesFile(t *testing.T) {
+	dir := t.TempDir()
+	inputs := map[string]string{
+		"big.asdd.yml":  "# " + strings.Repeat("x", 1<<20),
+		"utf.asdd.yml":  "runtime: \xff\n",
+		"syn.asdd.yml":  "lanes: [a\n",
+		"big.yaga.toml": "# " + strings.Repeat("x", 1<<20),
+		"syn.yaga.toml": "[agent-review\n",
+	}
+	for name, body := range inputs {
+		path := writeTestFile(t, dir, name, body)
+		for _, format := range []string{"text", "json"} {
+			code, out, errOut := runPolicyCLI(t, "policy", "check", "--file", path, "--format", format)
+			if code != exitUsage || out != "" || !strings.Contains(errOut, path) {
+				t.Errorf("%s/%s: exit %d, stdout %q, stderr %q", name, format, code, out, errOut)
+			}
+		}
+	}
+}

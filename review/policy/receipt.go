@@ -102,11 +102,11 @@ func ReadPolicyFile(path string) (config.Policy, error) {
 func oneLine(ps config.Problems) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
-		s := p.Message
 		if p.Line > 0 {
-			s = fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message)
+			parts[i] = fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message)
+		} else {
+			parts[i] = fmt.Sprintf("%s: %s", p.File, p.Message)
 		}
-		parts[i] = s
 	}
 	return strings.Join(parts, "; ")
 }
