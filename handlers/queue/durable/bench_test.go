@@ -1,0 +1,96 @@
+package durable
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lensgate/lensgate/handlers/queue"
+)
+
+// BenchmarkEnqueue measures the webhook's cost of accepting a job (one transaction: delivery id,
+// subject lock, River insert). Reports p50 and p99 besides the mean.
+//
+//	go test -run '^$' -bench Enqueue -benchtime 500x ./handlers/queue/durable/
+func BenchmarkEnqueue(b *testing.B) {
+	for _, be := range backends(b) {
+		b.Run(be.name, func(b *testing.B) {
+			opts := testOptions()
+			opts.InsertOnly = true
+			q := open(b, be.dsn(b), opts)
+			ctx := context.Background()
+			took := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				if err := q.Enqueue(ctx, prJob(fmt.Sprintf("o/r#%d", i), "h", fmt.Sprintf("d%d", i))); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
+
+// BenchmarkThroughput measures jobs per second through the queue with a no-op review: b.N jobs
+// are queued first, then replicas × workers drain them. SQLite runs one replica (one machine).
+//
+//	go test -run '^$' -bench Throughput -benchtime 1000x ./handlers/queue/durable/
+func BenchmarkThroughput(b *testing.B) {
+	for _, be := range backends(b) {
+		for _, replicas := range []int{1, 2} {
+			if be.name == "sqlite" && replicas > 1 {
+				continue
+			}
+			for _, workers := range []int{1, 4} {
+				name := fmt.Sprintf("%s/replicas=%d/workers=%d", be.name, replicas, workers)
+				b.Run(name, func(b *testing.B) { benchThroughput(b, be.dsn(b), replicas, workers) })
+			}
+		}
+	}
+}
+
+func benchThroughput(b *testing.B, dsn string, replicas, workers int) {
+	ctx := context.Background()
+	opts := testOptions()
+	opts.Workers = workers
+	opts.FetchPollInterval = 5 * time.Millisecond
+	qs := make([]queue.Queue, replicas)
+	for i := range qs {
+		qs[i] = open(b, dsn, opts)
+	}
+	for i := 0; i < b.N; i++ {
+		if err := qs[0].Enqueue(ctx, prJob(fmt.Sprintf("o/r#%d", i), "h", fmt.Sprintf("d%d", i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var done atomic.Int64
+	all := make(chan struct{})
+	h := func(context.Context, queue.Job) error {
+		if done.Add(1) == int64(b.N) {
+			close(all)
+		}
+		return nil
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for _, q := range qs {
+		if err := q.Start(ctx, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-all:
+	case <-time.After(10 * time.Minute):
+		b.Fatalf("only %d of %d jobs ran", done.Load(), b.N)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+}
