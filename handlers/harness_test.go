@@ -1,0 +1,230 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/review"
+)
+
+// Facts of the octokit pull_request fixtures.
+const (
+	fixtureRepo = "Codertocat/Hello-World"
+	fixturePR   = 2
+	fixtureHead = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+	fixtureBase = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"
+	fixtureRef  = "master"
+)
+
+const readmeDiff = "diff --git a/README.md b/README.md\n" +
+	"index 1111111..2222222 100644\n" +
+	"--- a/README.md\n" +
+	"+++ b/README.md\n" +
+	"@@ -1 +1,2 @@\n" +
+	" # Hello-World\n" +
+	"+A friendly line.\n"
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "webhooks", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// recordingPublisher keeps every publication.
+type recordingPublisher struct {
+	mu     sync.Mutex
+	begun  []*handlers.Publication
+	pubs   []*handlers.Publication
+	notify chan *handlers.Publication
+}
+
+func newRecordingPublisher() *recordingPublisher {
+	return &recordingPublisher{notify: make(chan *handlers.Publication, 1000)}
+}
+
+func (p *recordingPublisher) Begin(_ context.Context, _ *github.Client, pub *handlers.Publication) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.begun = append(p.begun, pub)
+	return nil
+}
+
+func (p *recordingPublisher) Publish(_ context.Context, _ *github.Client, pub *handlers.Publication) error {
+	p.mu.Lock()
+	p.pubs = append(p.pubs, pub)
+	p.mu.Unlock()
+	p.notify <- pub
+	return nil
+}
+
+func (p *recordingPublisher) all() []*handlers.Publication {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*handlers.Publication(nil), p.pubs...)
+}
+
+// countingReviewer wraps a reviewer, recording the configurations it was given.
+type countingReviewer struct {
+	next handlers.Reviewer
+	mu   sync.Mutex
+	cfgs []*config.Repo
+	subj []*review.Subject
+	// gate, when set, holds every review until closed (or the job is cancelled).
+	gate chan struct{}
+}
+
+func (r *countingReviewer) Review(ctx context.Context, s *review.Subject, c *config.Repo) (*review.Decision, error) {
+	r.mu.Lock()
+	r.cfgs = append(r.cfgs, c)
+	r.subj = append(r.subj, s)
+	gate := r.gate
+	r.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return r.next.Review(ctx, s, c)
+}
+
+func (r *countingReviewer) calls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.cfgs)
+}
+
+// env is the whole App against the fake GitHub.
+type env struct {
+	t        *testing.T
+	gh       *githubfake.Server
+	app      *handlers.Server
+	http     *httptest.Server
+	pub      *recordingPublisher
+	reviewer *countingReviewer
+	logs     *bytes.Buffer
+	stopped  bool
+}
+
+type envOption func(*config.Server, *handlers.Options)
+
+func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	gh := githubfake.New(t)
+	ac := gh.AppConfig()
+	cfg := config.DefaultServer()
+	cfg.GitHub.WebURL, cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL = ac.WebURL, ac.V3APIURL, ac.V4APIURL
+	cfg.GitHub.App.IntegrationID = ac.App.IntegrationID
+	cfg.GitHub.App.WebhookSecret = ac.App.WebhookSecret
+	cfg.GitHub.App.PrivateKey = ac.App.PrivateKey
+	cfg.GitHub.Timeout = 2 * time.Second
+	cfg.Review.SnapshotAttempts = 3
+	e := &env{t: t, gh: gh, pub: newRecordingPublisher(), logs: &bytes.Buffer{}}
+	e.reviewer = &countingReviewer{next: newPipeline(t)}
+	o := handlers.Options{
+		Config:         cfg,
+		Logger:         zerolog.New(&lockedWriter{w: e.logs}),
+		Reviewer:       e.reviewer,
+		Triager:        newTriager(t),
+		Publisher:      e.pub,
+		InitialBackoff: time.Millisecond,
+		MaxBackoff:     5 * time.Millisecond,
+		Version:        "test",
+	}
+	for _, opt := range opts {
+		opt(cfg, &o)
+	}
+	app, err := handlers.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.app = app
+	e.http = httptest.NewServer(app.Handler())
+	t.Cleanup(func() {
+		e.http.Close()
+		e.drain()
+	})
+	return e
+}
+
+// drain stops the queue after every accepted job has run.
+func (e *env) drain() {
+	e.t.Helper()
+	if e.stopped {
+		return
+	}
+	e.stopped = true
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.app.Shutdown(ctx); err != nil {
+		e.t.Errorf("shutdown: %v", err)
+	}
+}
+
+// addFixturePR stores the pull request the octokit fixtures describe, with diff.
+func (e *env) addFixturePR(diff string) {
+	e.t.Helper()
+	if _, _, err := e.gh.AddFromPullRequestEvent(fixture(e.t, "pull_request.opened.payload.json"), []byte(diff)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// send posts a signed webhook and returns the status and body.
+func (e *env) send(event, delivery string, body []byte) (int, string) {
+	e.t.Helper()
+	req, err := githubfake.WebhookRequest(e.http.URL+handlers.RouteHook, event, delivery, e.gh.WebhookSecret(), body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.do(req)
+}
+
+func (e *env) do(req *http.Request) (int, string) {
+	e.t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b))
+}
+
+func (e *env) get(path string) (int, string) {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, e.http.URL+path, nil)
+	return e.do(req)
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

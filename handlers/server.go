@@ -1,0 +1,303 @@
+// Package handlers is lensgate's GitHub App: the webhook endpoint (go-githubapp's dispatcher),
+// the event handlers that turn events into review jobs, the worker that reads the trusted
+// configuration and a snapshot from GitHub and runs the pipeline, and the publisher interface
+// through which the outcome reaches GitHub.
+package handlers
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metrics "github.com/rcrowley/go-metrics"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/queue"
+)
+
+// Routes served by the App.
+const (
+	RouteHook    = githubapp.DefaultWebhookRoute // "/api/github/hook"
+	RouteHealth  = "/healthz"
+	RouteReady   = "/readyz"
+	RouteMetrics = "/metrics"
+	RouteKeys    = "/.well-known/lensgate/keys"
+)
+
+// Options assemble a Server. Config is required; everything else has a default.
+type Options struct {
+	Config *config.Server
+	Logger zerolog.Logger
+	// Reviewer and Triager run the pipelines. A nil Reviewer refuses to start.
+	Reviewer Reviewer
+	Triager  Triager
+	// Publisher writes outcomes to GitHub; nil logs them only.
+	Publisher Publisher
+	// Queue holds review jobs; nil builds the in-memory queue sized by Config.Queue.
+	Queue queue.Queue
+	// DefaultRepo is the server default configuration (config.DefaultRepo() when nil).
+	DefaultRepo *config.Repo
+	// SigningKeys are the receipt public keys served at RouteKeys.
+	SigningKeys []ed25519.PublicKey
+	// ClientOptions are appended to the GitHub client options (tests pass WithTransport).
+	ClientOptions []githubapp.ClientOption
+	// Registry receives every metric; nil creates one with the Go and process collectors.
+	Registry *prometheus.Registry
+	// Backoff overrides the retry delays of GitHub reads (tests shorten them).
+	InitialBackoff, MaxBackoff time.Duration
+	// Version is reported in the User-Agent and /healthz.
+	Version string
+}
+
+// Server is the assembled App.
+type Server struct {
+	cfg      *config.Server
+	log      zerolog.Logger
+	clients  githubapp.ClientCreator
+	queue    queue.Queue
+	worker   *Worker
+	registry *prometheus.Registry
+	handler  http.Handler
+	keys     []ed25519.PublicKey
+	version  string
+	ready    atomic.Bool
+	started  atomic.Bool
+}
+
+// New assembles the App without contacting GitHub; Start does that.
+func New(opts Options) (*Server, error) {
+	cfg := opts.Config
+	if cfg == nil {
+		return nil, errors.New("handlers: no server configuration")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Reviewer == nil {
+		return nil, errors.New("handlers: no reviewer")
+	}
+	if opts.Publisher == nil {
+		opts.Publisher = LogPublisher{}
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	// go-githubapp records into go-metrics; one registry per server, bridged at scrape time.
+	gm := metrics.NewRegistry()
+	reg.MustRegister(goMetricsCollector{reg: gm})
+
+	ghc := githubapp.Config{WebURL: cfg.GitHub.WebURL, V3APIURL: cfg.GitHub.V3APIURL, V4APIURL: cfg.GitHub.V4APIURL}
+	ghc.App.IntegrationID = cfg.GitHub.App.IntegrationID
+	ghc.App.WebhookSecret = cfg.GitHub.App.WebhookSecret
+	ghc.App.PrivateKey = cfg.GitHub.App.PrivateKey
+	copts := append([]githubapp.ClientOption{
+		githubapp.WithClientUserAgent("lensgate/" + opts.Version),
+		githubapp.WithClientTimeout(cfg.GitHub.Timeout),
+		githubapp.WithClientMiddleware(githubapp.ClientMetrics(gm), githubapp.ClientLogging(zerolog.DebugLevel)),
+	}, opts.ClientOptions...)
+	cc, err := githubapp.NewDefaultCachingClientCreator(ghc, copts...)
+	if err != nil {
+		return nil, fmt.Errorf("github client creator: %w", err)
+	}
+
+	q := opts.Queue
+	if q == nil {
+		q = queue.NewMemory(queue.MemoryOptions{
+			Capacity: cfg.Queue.Size,
+			Workers:  cfg.Queue.Workers,
+			Metrics:  queue.NewMetrics(reg),
+			Logger:   opts.Logger,
+		})
+	}
+	fetch := Fetcher{Attempts: cfg.Review.SnapshotAttempts, InitialBackoff: opts.InitialBackoff, MaxBackoff: opts.MaxBackoff}
+	s := &Server{
+		cfg:      cfg,
+		log:      opts.Logger,
+		clients:  cc,
+		queue:    q,
+		registry: reg,
+		keys:     opts.SigningKeys,
+		version:  opts.Version,
+		worker: &Worker{
+			Clients:    cc,
+			Configs:    NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo),
+			Fetch:      fetch,
+			Reviewer:   opts.Reviewer,
+			Triager:    opts.Triager,
+			Publisher:  opts.Publisher,
+			JobTimeout: cfg.Review.JobTimeout,
+			Logger:     opts.Logger,
+			Metrics:    NewWorkerMetrics(reg),
+		},
+	}
+
+	em := newEventMetrics(reg)
+	h := &hooks{queue: q, clients: cc, fetch: fetch, reviewDrafts: cfg.Review.ReviewDrafts,
+		command: cfg.Review.Command, now: time.Now, events: em}
+	async := githubapp.QueueAsyncScheduler(cfg.Queue.EventQueueSize, cfg.Queue.EventWorkers,
+		githubapp.WithSchedulingMetrics(gm),
+		githubapp.WithAsyncErrorCallback(func(ctx context.Context, d githubapp.Dispatch, err error) {
+			var pe githubapp.HandlerPanicError
+			if errors.As(err, &pe) {
+				zerolog.Ctx(ctx).Error().Str("panic", fmt.Sprint(pe.Value())).Msgf("event handler panicked: %+v", pe)
+			}
+			githubapp.MetricsAsyncErrorCallback(gm)(ctx, d, err)
+		}))
+	dispatcher := githubapp.NewEventDispatcher(
+		[]githubapp.EventHandler{pullRequestHandler{h}, issuesHandler{h}, issueCommentHandler{h}, checkHandler{h}, installationHandler{h}},
+		cfg.GitHub.App.WebhookSecret,
+		githubapp.WithScheduler(hookScheduler{async: async}),
+		githubapp.WithErrorCallback(hookErrorCallback(em, githubapp.MetricsErrorCallback(gm))),
+	)
+
+	mux := http.NewServeMux()
+	mux.Handle(RouteHook, recoverer(hookHandler(dispatcher, em, opts.Logger), opts.Logger))
+	mux.HandleFunc("GET "+RouteHealth, s.health)
+	mux.HandleFunc("GET "+RouteReady, s.readiness)
+	mux.Handle("GET "+RouteMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET "+RouteKeys, s.serveKeys)
+	s.handler = mux
+	return s, nil
+}
+
+// Handler is the App's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Queue is the job queue the handlers feed.
+func (s *Server) Queue() queue.Queue { return s.queue }
+
+// App is lensgate's App identity as GitHub reported it at Start.
+func (s *Server) App() AppIdentity { return s.worker.App }
+
+// Start fails fast on a wrong App id or key by calling GET /app, then starts the workers. The
+// queue's workers stop when ctx ends or Shutdown is called.
+func (s *Server) Start(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("handlers: already started")
+	}
+	app, err := CheckApp(ctx, s.clients, s.cfg.GitHub.App.IntegrationID)
+	if err != nil {
+		return err
+	}
+	s.worker.App = app
+	if err := s.queue.Start(ctx, s.worker.Handle); err != nil {
+		return fmt.Errorf("start queue: %w", err)
+	}
+	s.ready.Store(true)
+	s.log.Info().Int64("app_id", app.ID).Str("app_slug", app.Slug).Msg("GitHub App ready")
+	return nil
+}
+
+// CheckApp authenticates as the App and reads GET /app, so a wrong id, key or API URL stops the
+// server at start instead of at the first webhook.
+func CheckApp(ctx context.Context, cc githubapp.ClientCreator, wantID int64) (AppIdentity, error) {
+	client, err := cc.NewAppClient()
+	if err != nil {
+		return AppIdentity{}, fmt.Errorf("github app client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	app, _, err := client.Apps.Get(ctx, "")
+	if err != nil {
+		return AppIdentity{}, fmt.Errorf("github app check (GET /app) failed; check the App id, private key and API URL: %w", err)
+	}
+	if app.GetID() != wantID {
+		return AppIdentity{}, fmt.Errorf("github app check: GitHub reports App id %d, configured %d", app.GetID(), wantID)
+	}
+	return AppIdentity{ID: app.GetID(), Slug: app.GetSlug()}, nil
+}
+
+// Shutdown marks the server not ready and stops the queue: running jobs finish until ctx's
+// deadline, then are cancelled (and handed back by durable queues).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.ready.Store(false)
+	if !s.started.Load() {
+		return nil
+	}
+	return s.queue.Stop(ctx)
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.version})
+}
+
+func (s *Server) readiness(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// KeySet is the document served at RouteKeys: the receipt signing public keys, as a JWK set
+// with the hex form `lensgate receipt verify --public-key` takes.
+type KeySet struct {
+	Keys []PublicKey `json:"keys"`
+}
+
+// PublicKey is one Ed25519 public key.
+type PublicKey struct {
+	Kty string `json:"kty"` // "OKP"
+	Crv string `json:"crv"` // "Ed25519"
+	Alg string `json:"alg"` // "EdDSA"
+	Use string `json:"use"` // "sig"
+	Kid string `json:"kid"` // hex SHA-256 of the raw key
+	X   string `json:"x"`   // base64url raw key
+	Hex string `json:"hex"` // hex raw key
+}
+
+// NewKeySet describes keys.
+func NewKeySet(keys []ed25519.PublicKey) KeySet {
+	ks := KeySet{Keys: []PublicKey{}}
+	for _, k := range keys {
+		sum := sha256.Sum256(k)
+		ks.Keys = append(ks.Keys, PublicKey{Kty: "OKP", Crv: "Ed25519", Alg: "EdDSA", Use: "sig",
+			Kid: hex.EncodeToString(sum[:]), X: base64.RawURLEncoding.EncodeToString(k), Hex: hex.EncodeToString(k)})
+	}
+	return ks
+}
+
+func (s *Server) serveKeys(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	writeJSON(w, http.StatusOK, NewKeySet(s.keys))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// recoverer turns a panic in request handling into a 500 and a log line.
+func recoverer(next http.Handler, log zerolog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				log.Error().Str("panic", fmt.Sprint(v)).Msg("webhook handler panicked")
+				http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

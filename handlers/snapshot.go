@@ -1,0 +1,350 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/review"
+)
+
+// Bounds on what a snapshot reads, following GitHub's own caps.
+const (
+	maxFilePages   = 30 // 3000 files, the list-files API limit
+	maxCommitPages = 3  // 250 commits, the list-commits API limit
+	maxOpenPRPages = 10
+	perPage        = 100
+)
+
+// OperationalError is a GitHub read that kept failing (5xx, 429, rate limits, timeouts) after
+// every retry. It is an outage, not a verdict: the review is reported as pending.
+type OperationalError struct {
+	Op       string
+	Attempts int
+	Err      error
+}
+
+func (e *OperationalError) Error() string {
+	return fmt.Sprintf("github unavailable: %s failed after %d attempt(s): %v", e.Op, e.Attempts, e.Err)
+}
+
+func (e *OperationalError) Unwrap() error { return e.Err }
+
+// Fetcher reads from GitHub with retries: 5xx, 429, primary and secondary rate limits and
+// timeouts are retried with exponential backoff (honouring Retry-After); other 4xx are not.
+type Fetcher struct {
+	// Attempts is the number of tries per read (at least 1).
+	Attempts int
+	// InitialBackoff and MaxBackoff shape the exponential backoff; zero takes 500ms and 10s.
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+}
+
+// do runs op until it succeeds, fails permanently, or runs out of attempts.
+func (f Fetcher) do(ctx context.Context, what string, op func(context.Context) error) error {
+	attempts := max(f.Attempts, 1)
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = f.InitialBackoff
+	if b.InitialInterval <= 0 {
+		b.InitialInterval = 500 * time.Millisecond
+	}
+	b.MaxInterval = f.MaxBackoff
+	if b.MaxInterval <= 0 {
+		b.MaxInterval = 10 * time.Second
+	}
+	tries := 0
+	var last error
+	permanent := false
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		tries++
+		err := op(ctx)
+		if err == nil {
+			return struct{}{}, nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			permanent = true
+			return struct{}{}, backoff.Permanent(err)
+		}
+		c := classify(err, b.MaxInterval)
+		var pe *backoff.PermanentError
+		permanent = errors.As(c, &pe)
+		return struct{}{}, c
+	}, backoff.WithBackOff(b), backoff.WithMaxTries(uint(attempts)), backoff.WithMaxElapsedTime(0),
+		backoff.WithNotify(func(err error, d time.Duration) {
+			zerolog.Ctx(ctx).Warn().Err(last).Str("op", what).Dur("retry_in", d).Msg("github read failed, retrying")
+		}))
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", what, context.Cause(ctx))
+	case permanent:
+		return fmt.Errorf("%s: %w", what, last)
+	}
+	return &OperationalError{Op: what, Attempts: tries, Err: last}
+}
+
+// classify marks err as permanent, as retryable, or as retryable after a server-given delay.
+func classify(err error, maxWait time.Duration) error {
+	var abuse *github.AbuseRateLimitError
+	if errors.As(err, &abuse) {
+		if d := abuse.GetRetryAfter(); d > 0 && d <= maxWait {
+			return backoff.RetryAfter(int(d.Seconds() + 0.999))
+		}
+		return err
+	}
+	var rl *github.RateLimitError
+	if errors.As(err, &rl) {
+		if d := time.Until(rl.Rate.Reset.Time); d > 0 && d <= maxWait {
+			return backoff.RetryAfter(int(d.Seconds() + 0.999))
+		}
+		return err
+	}
+	if retryable(err) {
+		var er *github.ErrorResponse
+		if errors.As(err, &er) && er.Response != nil {
+			if s := er.Response.Header.Get("Retry-After"); s != "" {
+				var secs int
+				if _, perr := fmt.Sscanf(s, "%d", &secs); perr == nil && secs > 0 && time.Duration(secs)*time.Second <= maxWait {
+					return backoff.RetryAfter(secs)
+				}
+			}
+		}
+		return err
+	}
+	return backoff.Permanent(err)
+}
+
+// retryable reports whether err is a transient GitHub or network failure.
+func retryable(err error) bool {
+	var abuse *github.AbuseRateLimitError
+	var rl *github.RateLimitError
+	if errors.As(err, &abuse) || errors.As(err, &rl) {
+		return true
+	}
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		s := er.Response.StatusCode
+		return s >= 500 || s == http.StatusTooManyRequests || s == http.StatusRequestTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, http.ErrHandlerTimeout) ||
+		strings.Contains(err.Error(), "unexpected EOF") || strings.Contains(err.Error(), "connection reset")
+}
+
+// isNotFound reports a 404 from GitHub.
+func isNotFound(err error) bool {
+	var er *github.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound
+}
+
+// PullSnapshot is what one review reads from GitHub about a pull request.
+type PullSnapshot struct {
+	PR      *github.PullRequest
+	Diff    []byte
+	Files   []*github.CommitFile
+	Commits []*github.RepositoryCommit
+	// OpenPRsByAuthor is -1 when not counted.
+	OpenPRsByAuthor int
+	// FilesTruncated is set when the file list hit GitHub's 3000-file cap.
+	FilesTruncated bool
+}
+
+// GetPull reads a pull request.
+func (f Fetcher) GetPull(ctx context.Context, c *github.Client, owner, repo string, number int) (*github.PullRequest, error) {
+	var pr *github.PullRequest
+	err := f.do(ctx, fmt.Sprintf("get pull request %s/%s#%d", owner, repo, number), func(ctx context.Context) error {
+		var err error
+		pr, _, err = c.PullRequests.Get(ctx, owner, repo, number)
+		return err
+	})
+	return pr, err
+}
+
+// GetIssue reads an issue.
+func (f Fetcher) GetIssue(ctx context.Context, c *github.Client, owner, repo string, number int) (*github.Issue, error) {
+	var is *github.Issue
+	err := f.do(ctx, fmt.Sprintf("get issue %s/%s#%d", owner, repo, number), func(ctx context.Context) error {
+		var err error
+		is, _, err = c.Issues.Get(ctx, owner, repo, number)
+		return err
+	})
+	return is, err
+}
+
+// PullSnapshot reads the diff (exact bytes of the diff media type), files and commits of pr,
+// and counts the author's open pull requests when countOpen is set.
+func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.PullRequest, countOpen bool) (*PullSnapshot, error) {
+	owner, repo, n := pr.GetBase().GetRepo().GetOwner().GetLogin(), pr.GetBase().GetRepo().GetName(), pr.GetNumber()
+	s := &PullSnapshot{PR: pr, OpenPRsByAuthor: -1}
+	err := f.do(ctx, fmt.Sprintf("get diff of %s/%s#%d", owner, repo, n), func(ctx context.Context) error {
+		raw, _, err := c.PullRequests.GetRaw(ctx, owner, repo, n, github.RawOptions{Type: github.Diff})
+		s.Diff = []byte(raw)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for page := 1; page != 0 && page <= maxFilePages; {
+		var files []*github.CommitFile
+		var resp *github.Response
+		err := f.do(ctx, fmt.Sprintf("list files of %s/%s#%d page %d", owner, repo, n, page), func(ctx context.Context) error {
+			var err error
+			files, resp, err = c.PullRequests.ListFiles(ctx, owner, repo, n, &github.ListOptions{Page: page, PerPage: perPage})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.Files = append(s.Files, files...)
+		page = resp.NextPage
+		if page > maxFilePages {
+			s.FilesTruncated = true
+		}
+	}
+	for page := 1; page != 0 && page <= maxCommitPages; {
+		var commits []*github.RepositoryCommit
+		var resp *github.Response
+		err := f.do(ctx, fmt.Sprintf("list commits of %s/%s#%d page %d", owner, repo, n, page), func(ctx context.Context) error {
+			var err error
+			commits, resp, err = c.PullRequests.ListCommits(ctx, owner, repo, n, &github.ListOptions{Page: page, PerPage: perPage})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.Commits = append(s.Commits, commits...)
+		page = resp.NextPage
+	}
+	if countOpen {
+		author := pr.GetUser().GetLogin()
+		count := 0
+		for page := 1; page != 0 && page <= maxOpenPRPages; {
+			var prs []*github.PullRequest
+			var resp *github.Response
+			err := f.do(ctx, fmt.Sprintf("list open pull requests of %s/%s", owner, repo), func(ctx context.Context) error {
+				var err error
+				prs, resp, err = c.PullRequests.List(ctx, owner, repo, &github.PullRequestListOptions{
+					State: "open", ListOptions: github.ListOptions{Page: page, PerPage: perPage}})
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range prs {
+				if strings.EqualFold(p.GetUser().GetLogin(), author) {
+					count++
+				}
+			}
+			page = resp.NextPage
+		}
+		s.OpenPRsByAuthor = count
+	}
+	return s, nil
+}
+
+// FileAt reads a file at ref; found is false for a 404.
+func (f Fetcher) FileAt(ctx context.Context, c *github.Client, owner, repo, path, ref string) (data []byte, found bool, err error) {
+	err = f.do(ctx, fmt.Sprintf("read %s at %s", path, ref), func(ctx context.Context) error {
+		fc, _, _, err := c.Repositories.GetContents(ctx, owner, repo, path, &github.RepositoryContentGetOptions{Ref: ref})
+		if isNotFound(err) {
+			found = false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fc == nil {
+			found = false
+			return nil
+		}
+		s, err := fc.GetContent()
+		if err != nil {
+			return backoff.Permanent(err)
+		}
+		data, found = []byte(s), true
+		return nil
+	})
+	return data, found, err
+}
+
+// BindPull turns a snapshot into the review subject: identifiers and SHAs from the fresh pull
+// request, the exact diff bytes, files, commits and labels.
+func BindPull(s *PullSnapshot) *review.Subject {
+	pr := s.PR
+	subj := &review.Subject{
+		Kind:             review.KindPullRequest,
+		Owner:            pr.GetBase().GetRepo().GetOwner().GetLogin(),
+		Repo:             pr.GetBase().GetRepo().GetName(),
+		Number:           pr.GetNumber(),
+		RepositoryNodeID: pr.GetBase().GetRepo().GetNodeID(),
+		NodeID:           pr.GetNodeID(),
+		Title:            pr.GetTitle(),
+		Body:             pr.GetBody(),
+		Author:           pr.GetUser().GetLogin(),
+		AuthorIsBot:      isBot(pr.GetUser()),
+		Draft:            pr.GetDraft(),
+		BaseRef:          pr.GetBase().GetRef(),
+		HeadRef:          pr.GetHead().GetRef(),
+		BaseSHA:          pr.GetBase().GetSHA(),
+		HeadSHA:          pr.GetHead().GetSHA(),
+		Diff:             s.Diff,
+		OpenPRsByAuthor:  s.OpenPRsByAuthor,
+	}
+	for _, l := range pr.Labels {
+		subj.Labels = append(subj.Labels, l.GetName())
+	}
+	for _, c := range s.Commits {
+		subj.Commits = append(subj.Commits, review.Commit{SHA: c.GetSHA(), Message: c.GetCommit().GetMessage()})
+	}
+	for _, f := range s.Files {
+		subj.Files = append(subj.Files, review.File{
+			Path:         f.GetFilename(),
+			PreviousPath: f.GetPreviousFilename(),
+			Status:       f.GetStatus(),
+			Additions:    f.GetAdditions(),
+			Deletions:    f.GetDeletions(),
+			Patch:        f.GetPatch(),
+			// GitHub omits the patch of binary files (and of very large ones).
+			Binary: f.Patch == nil && f.GetChanges() == 0 && f.GetStatus() != review.FileRemoved,
+		})
+	}
+	return subj
+}
+
+// BindIssue turns an issue into the triage subject.
+func BindIssue(owner, repo, repoNodeID string, is *github.Issue) *review.Subject {
+	subj := &review.Subject{
+		Kind:             review.KindIssue,
+		Owner:            owner,
+		Repo:             repo,
+		Number:           is.GetNumber(),
+		RepositoryNodeID: repoNodeID,
+		NodeID:           is.GetNodeID(),
+		Title:            is.GetTitle(),
+		Body:             is.GetBody(),
+		Author:           is.GetUser().GetLogin(),
+		AuthorIsBot:      isBot(is.GetUser()),
+		OpenPRsByAuthor:  -1,
+	}
+	for _, l := range is.Labels {
+		subj.Labels = append(subj.Labels, l.GetName())
+	}
+	return subj
+}
+
+func isBot(u *github.User) bool {
+	return u.GetType() == "Bot" || strings.HasSuffix(u.GetLogin(), "[bot]")
+}

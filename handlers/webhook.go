@@ -1,0 +1,146 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/handlers/queue"
+)
+
+// MaxWebhookBytes is GitHub's cap on webhook payloads (25 MiB); larger bodies get 413.
+const MaxWebhookBytes = 25 << 20
+
+// asyncEvents need GitHub calls before they become a job, so they run in go-githubapp's bounded
+// queue scheduler instead of inside the request.
+var asyncEvents = map[string]bool{
+	"issue_comment":             true,
+	"check_run":                 true,
+	"check_suite":               true,
+	"installation":              true,
+	"installation_repositories": true,
+}
+
+// hookScheduler runs cheap events (parse, filter, enqueue) inside the request, so a full job
+// queue or a malformed payload is answered to GitHub, and hands events that need GitHub calls
+// to an asynchronous scheduler after checking that they parse.
+type hookScheduler struct {
+	async githubapp.Scheduler
+}
+
+func (s hookScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) error {
+	if !json.Valid(d.Payload) {
+		return badPayload(errors.New("body is not JSON"))
+	}
+	if asyncEvents[d.EventType] {
+		if _, err := github.ParseWebHook(d.EventType, d.Payload); err != nil {
+			return badPayload(err)
+		}
+		return s.async.Schedule(ctx, d)
+	}
+	return d.Execute(ctx)
+}
+
+// eventMetrics count webhook deliveries and what became of them.
+type eventMetrics struct {
+	rejected *prometheus.CounterVec // by reason
+	outcomes *prometheus.CounterVec // by event.action and outcome
+}
+
+func newEventMetrics(reg prometheus.Registerer) *eventMetrics {
+	m := &eventMetrics{
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lensgate_webhook_rejected_total",
+			Help: "Webhook requests refused, by reason (signature, payload, too-large, method, queue-full, error).",
+		}, []string{"reason"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lensgate_webhook_events_total",
+			Help: "Webhook events handled, by event.action and outcome (queued, duplicate, ignored, refused, logged).",
+		}, []string{"event", "outcome"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.rejected, m.outcomes)
+	}
+	return m
+}
+
+func (m *eventMetrics) outcome(event, outcome string) {
+	if m != nil {
+		m.outcomes.WithLabelValues(event, outcome).Inc()
+	}
+}
+
+func (m *eventMetrics) reject(reason string) {
+	if m != nil {
+		m.rejected.WithLabelValues(reason).Inc()
+	}
+}
+
+// hookErrorCallback maps errors to answers: 413 for a body over the limit, 400 for bad
+// signatures and malformed payloads, 503 when the queue or the event stage is full, 500 else.
+func hookErrorCallback(m *eventMetrics, fallback githubapp.ErrorCallback) githubapp.ErrorCallback {
+	return func(w http.ResponseWriter, r *http.Request, err error) {
+		log := zerolog.Ctx(r.Context())
+		var ve githubapp.ValidationError
+		var mbe *http.MaxBytesError
+		// ValidationError does not unwrap, so look into its cause for the size limit.
+		if errors.As(err, &ve) && ve.Cause != nil {
+			errors.As(ve.Cause, &mbe)
+		} else {
+			errors.As(err, &mbe)
+		}
+		switch {
+		case mbe != nil:
+			m.reject("too-large")
+			log.Warn().Int64("limit", mbe.Limit).Msg("webhook body over the size limit")
+			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+		case errors.As(err, &ve):
+			m.reject("signature")
+			log.Warn().Err(ve.Cause).Msg("webhook refused: invalid signature or headers")
+			http.Error(w, "invalid webhook signature or headers", http.StatusBadRequest)
+		case errors.Is(err, errBadPayload):
+			m.reject("payload")
+			log.Warn().Err(err).Msg("webhook refused: malformed payload")
+			http.Error(w, "malformed payload", http.StatusBadRequest)
+		case errors.Is(err, queue.ErrFull), errors.Is(err, githubapp.ErrCapacityExceeded):
+			m.reject("queue-full")
+			log.Warn().Err(err).Msg("webhook refused: no capacity")
+			http.Error(w, "no capacity, redeliver later", http.StatusServiceUnavailable)
+		default:
+			m.reject("error")
+			fallback(w, r, err)
+		}
+	}
+}
+
+// hookHandler wraps go-githubapp's dispatcher with what it leaves out: POST only, a size limit,
+// a required SHA-256 signature (the library would fall back to SHA-1), and the request logger.
+func hookHandler(d http.Handler, m *eventMetrics, logger zerolog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			m.reject("method")
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if r.ContentLength > MaxWebhookBytes {
+			m.reject("too-large")
+			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		if !strings.HasPrefix(r.Header.Get(github.SHA256SignatureHeader), "sha256=") {
+			m.reject("signature")
+			http.Error(w, "missing X-Hub-Signature-256", http.StatusBadRequest)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxWebhookBytes)
+		d.ServeHTTP(w, r.WithContext(logger.WithContext(r.Context())))
+	})
+}

@@ -1,0 +1,346 @@
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/review"
+)
+
+// Reviewer runs the review pipeline on a pull request subject. *review.Pipeline implements it.
+type Reviewer interface {
+	Review(ctx context.Context, subj *review.Subject, cfg *config.Repo) (*review.Decision, error)
+}
+
+// Triager runs the triage pipeline on an issue subject.
+type Triager interface {
+	Triage(ctx context.Context, subj *review.Subject, cfg *config.Repo) (*review.TriageDecision, error)
+}
+
+// Worker runs review jobs: it reads the trusted configuration and a fresh snapshot from GitHub,
+// runs the pipeline and hands the outcome to the publisher.
+type Worker struct {
+	Clients   githubapp.ClientCreator
+	Configs   *ConfigLoader
+	Fetch     Fetcher
+	Reviewer  Reviewer
+	Triager   Triager
+	Publisher Publisher
+	// App is lensgate's own App, filled in at start-up.
+	App AppIdentity
+	// JobTimeout bounds one job; zero means no bound beyond the queue's.
+	JobTimeout time.Duration
+	Logger     zerolog.Logger
+	Metrics    *WorkerMetrics
+}
+
+// WorkerMetrics count review outcomes.
+type WorkerMetrics struct {
+	Reviews *prometheus.CounterVec // by kind and result
+}
+
+// NewWorkerMetrics creates the worker's collectors and registers them when reg is not nil.
+func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
+	m := &WorkerMetrics{Reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lensgate_reviews_total",
+		Help: "Review and triage runs by kind and result (passed, failed, pending, invalid-config, stale, operational-failure, error).",
+	}, []string{"kind", "result"})}
+	if reg != nil {
+		reg.MustRegister(m.Reviews)
+	}
+	return m
+}
+
+func (w *Worker) count(kind, result string) {
+	if w.Metrics != nil {
+		w.Metrics.Reviews.WithLabelValues(kind, result).Inc()
+	}
+}
+
+// Handle is the queue.Handler.
+func (w *Worker) Handle(ctx context.Context, job queue.Job) error {
+	if w.JobTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.JobTimeout)
+		defer cancel()
+	}
+	log := w.Logger.With().Str(githubapp.LogKeyDeliveryID, job.DeliveryID).
+		Int64(githubapp.LogKeyInstallationID, job.InstallationID).
+		Str(githubapp.LogKeyRepositoryOwner, job.Owner).Str(githubapp.LogKeyRepositoryName, job.Repo).
+		Int(githubapp.LogKeyPRNum, job.Number).Str("reason", job.Reason).Logger()
+	ctx = log.WithContext(ctx)
+	client, err := w.Clients.NewInstallationClient(job.InstallationID)
+	if err != nil {
+		return fmt.Errorf("installation client for %d: %w", job.InstallationID, err)
+	}
+	switch job.Kind {
+	case queue.KindPullRequest:
+		return w.reviewPull(ctx, client, job)
+	case queue.KindIssue:
+		return w.triageIssue(ctx, client, job)
+	}
+	return queue.Permanent(fmt.Errorf("unknown job kind %q", job.Kind))
+}
+
+func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queue.Job) error {
+	log := zerolog.Ctx(ctx)
+	pr, err := w.Fetch.GetPull(ctx, client, job.Owner, job.Repo, job.Number)
+	if err != nil {
+		return w.operational(ctx, client, job, nil, err)
+	}
+	switch {
+	case pr.GetState() == "closed":
+		log.Info().Msg("pull request closed before its review started")
+		w.count("pull_request", "stale")
+		return nil
+	case job.HeadSHA != "" && pr.GetHead().GetSHA() != job.HeadSHA:
+		// A newer push exists; its own event reviews it, so this job's head is never reviewed.
+		log.Info().Str("job_head", job.HeadSHA).Str("current_head", pr.GetHead().GetSHA()).Msg("head moved on; stale job skipped")
+		w.count("pull_request", "stale")
+		return nil
+	}
+
+	trusted, err := w.loadConfig(ctx, client, job.Owner, job.Repo, pr.GetBase().GetRef())
+	if err != nil {
+		return w.operational(ctx, client, job, bindPartial(pr), err)
+	}
+	countOpen := trusted.Repo != nil && trusted.Repo.MaxOpenPRsPerAuthor > 0
+	snap, err := w.Fetch.PullSnapshot(ctx, client, pr, countOpen)
+	if err != nil {
+		return w.operational(ctx, client, job, bindPartial(pr), err)
+	}
+	subj := BindPull(snap)
+	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, ConfigProblems: trusted.Problems}
+	pub.Proposed = w.proposedConfig(ctx, client, subj)
+	if pub.Proposed != nil {
+		ev := log.Info().Str("path", pub.Proposed.Path).Int("problems", len(pub.Proposed.Problems))
+		if pub.Proposed.Err != nil {
+			ev = ev.AnErr("read_error", pub.Proposed.Err)
+		}
+		ev.Msg("pull request changes the configuration: validated, not applied")
+	}
+
+	if err := w.Publisher.Begin(ctx, client, pub); err != nil {
+		log.Warn().Err(err).Msg("publisher could not mark the review as started")
+	}
+	if len(trusted.Problems) > 0 {
+		pub.Decision = invalidConfigDecision(subj, trusted)
+		log.Warn().Str("config_source", trusted.Source.Source).Str("problems", trusted.Problems.Error()).Msg("invalid configuration: failing gate")
+		w.count("pull_request", "invalid-config")
+		return w.publish(ctx, client, pub)
+	}
+	d, err := w.Reviewer.Review(ctx, subj, trusted.Repo)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		pub.Failure = err
+		pub.Decision = pendingDecision(subj, "review pipeline failed: "+err.Error())
+		w.count("pull_request", "error")
+		if perr := w.publish(ctx, client, pub); perr != nil {
+			return errors.Join(err, perr)
+		}
+		return fmt.Errorf("review %s: %w", job.Key, err)
+	}
+	if d.Subject.HeadSHA == "" {
+		d.Subject = SubjectContext(subj)
+	}
+	pub.Decision = d
+	w.count("pull_request", string(d.Gate.State))
+	return w.publish(ctx, client, pub)
+}
+
+func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job queue.Job) error {
+	x := parseJobExtra(job.Extra)
+	is, err := w.Fetch.GetIssue(ctx, client, job.Owner, job.Repo, job.Number)
+	if err != nil {
+		w.count("issue", "operational-failure")
+		return err
+	}
+	if is.GetState() == "closed" || is.IsPullRequest() {
+		w.count("issue", "stale")
+		return nil
+	}
+	trusted, err := w.loadConfig(ctx, client, job.Owner, job.Repo, x.DefaultBranch)
+	if err != nil {
+		w.count("issue", "operational-failure")
+		return err
+	}
+	subj := BindIssue(job.Owner, job.Repo, x.RepositoryNodeID, is)
+	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, ConfigProblems: trusted.Problems}
+	if len(trusted.Problems) > 0 || w.Triager == nil {
+		if len(trusted.Problems) > 0 {
+			w.count("issue", "invalid-config")
+		}
+		pub.Triage = &review.TriageDecision{Cause: "triage not run: invalid or missing configuration"}
+		return w.publish(ctx, client, pub)
+	}
+	t, err := w.Triager.Triage(ctx, subj, trusted.Repo)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		t = &review.TriageDecision{Cause: err.Error()}
+		pub.Failure = err
+	}
+	pub.Triage = t
+	w.count("issue", "triaged")
+	return w.publish(ctx, client, pub)
+}
+
+// loadConfig reads the trusted configuration with retries on GitHub failures.
+func (w *Worker) loadConfig(ctx context.Context, client *github.Client, owner, repo, ref string) (TrustedConfig, error) {
+	var tc TrustedConfig
+	err := w.Fetch.do(ctx, "load "+ConfigPath+" of "+owner+"/"+repo+"@"+ref, func(ctx context.Context) error {
+		var err error
+		tc, err = w.Configs.Load(ctx, client, owner, repo, ref)
+		return err
+	})
+	return tc, err
+}
+
+// proposedConfig validates the configuration file as the pull request's head has it, when the
+// pull request changes it.
+func (w *Worker) proposedConfig(ctx context.Context, client *github.Client, subj *review.Subject) *ProposedConfig {
+	for _, f := range subj.Files {
+		if f.Path != ConfigPath && f.PreviousPath != ConfigPath {
+			continue
+		}
+		p := &ProposedConfig{Path: ConfigPath, HeadSHA: subj.HeadSHA}
+		if f.Path != ConfigPath || f.Status == review.FileRemoved {
+			p.Problems = config.Problems{{File: ConfigPath, Message: "the pull request removes " + ConfigPath + "; after merge the organisation or server default applies"}}
+			return p
+		}
+		// Read it from the head repository: a fork's head commit is not in the base repository.
+		data, found, err := w.Fetch.FileAt(ctx, client, subj.Owner, subj.Repo, ConfigPath, subj.HeadSHA)
+		switch {
+		case err != nil:
+			p.Err = err
+		case !found:
+			p.Err = errors.New(ConfigPath + " not found at the head commit")
+		default:
+			p.Problems = ValidateProposed(ConfigPath, data)
+		}
+		return p
+	}
+	return nil
+}
+
+// publish hands the publication to the publisher unless the job was superseded meanwhile.
+func (w *Worker) publish(ctx context.Context, client *github.Client, pub *Publication) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("not published: %w", context.Cause(ctx))
+	}
+	if err := w.Publisher.Publish(ctx, client, pub); err != nil {
+		return fmt.Errorf("publish %s: %w", pub.Job.Key, err)
+	}
+	return nil
+}
+
+// operational reports a GitHub outage as a pending review (never a pass, never silence) and
+// returns the error so the queue records the failure.
+func (w *Worker) operational(ctx context.Context, client *github.Client, job queue.Job, subj *review.Subject, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	w.count("pull_request", "operational-failure")
+	zerolog.Ctx(ctx).Error().Err(err).Msg("review not possible: GitHub read failed")
+	if subj == nil {
+		subj = &review.Subject{Kind: review.KindPullRequest, Owner: job.Owner, Repo: job.Repo, Number: job.Number, HeadSHA: job.HeadSHA}
+	}
+	pub := &Publication{Job: job, App: w.App, Subject: subj, Failure: err,
+		Decision: pendingDecision(subj, "review not possible: "+err.Error())}
+	if perr := w.Publisher.Publish(ctx, client, pub); perr != nil {
+		zerolog.Ctx(ctx).Warn().Err(perr).Msg("could not report the failure either")
+	}
+	return err
+}
+
+// bindPartial is the subject as far as the pull request alone tells (no diff yet).
+func bindPartial(pr *github.PullRequest) *review.Subject {
+	return BindPull(&PullSnapshot{PR: pr, OpenPRsByAuthor: -1})
+}
+
+// SubjectContext binds a decision to exactly what was reviewed: ids, SHAs, the SHA-256 of the
+// exact diff bytes, and the body core digest.
+func SubjectContext(s *review.Subject) review.SubjectContext {
+	sum := sha256.Sum256(s.Diff)
+	sc := review.SubjectContext{
+		Kind:               s.Kind,
+		Owner:              s.Owner,
+		Repo:               s.Repo,
+		Number:             s.Number,
+		RepositoryNodeID:   s.RepositoryNodeID,
+		NodeID:             s.NodeID,
+		HeadSHA:            s.HeadSHA,
+		BaseSHA:            s.BaseSHA,
+		ReviewedDiffDigest: hex.EncodeToString(sum[:]),
+	}
+	if d, err := disclosure.BodyCoreDigest(s.Body); err == nil {
+		sc.BodyCoreDigest = d
+	}
+	return sc
+}
+
+// invalidConfigDecision is a failing gate that carries every configuration problem with its
+// file, line and message, instead of a review with defaults.
+func invalidConfigDecision(subj *review.Subject, tc TrustedConfig) *review.Decision {
+	lines := make([]string, 0, len(tc.Problems))
+	d := &review.Decision{
+		Recommendation: review.RecommendRequestChanges,
+		Subject:        SubjectContext(subj),
+		Coverage:       review.Coverage{Status: review.CoverageUnknown},
+	}
+	for _, p := range tc.Problems {
+		lines = append(lines, p.String())
+		d.Findings = append(d.Findings, review.Finding{
+			ID:       "config:" + p.Key + ":" + p.Message,
+			Lens:     "configuration",
+			Rule:     "invalid-config",
+			Severity: review.SeverityHigh,
+			Path:     p.File,
+			Line:     p.Line,
+			Title:    p.Message,
+			Body:     p.Hint,
+		})
+	}
+	where := tc.Source.Source
+	if tc.Source.Path != "" {
+		where += ":" + tc.Source.Path
+	}
+	d.Gate = review.Gate{
+		State:            review.OutcomeFailed,
+		Reason:           "invalid configuration in " + where + ":\n" + strings.Join(lines, "\n"),
+		BlockingFailures: []string{"configuration"},
+	}
+	d.Comment = "lensgate could not read its configuration, so no lens ran.\n\n" + d.Gate.Reason
+	return d
+}
+
+// pendingDecision is the fail-closed outcome of a run that could not decide.
+func pendingDecision(subj *review.Subject, reason string) *review.Decision {
+	return &review.Decision{
+		Gate: review.Gate{
+			State:           review.OutcomePending,
+			Reason:          reason,
+			BlockingPending: []string{"review"},
+		},
+		Recommendation: review.RecommendComment,
+		Subject:        SubjectContext(subj),
+		Coverage:       review.Coverage{Status: review.CoverageUnknown},
+		Comment:        "lensgate could not complete this review: " + reason,
+	}
+}
