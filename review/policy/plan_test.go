@@ -217,3 +217,23 @@ func TestTemplateEvaluatesPending(t *testing.T) {
 		t.Error("template must not carry summaries")
 	}
 }
+
+// The default policy's digest is part of every receipt made without a configuration; changing
+// the default policy invalidates them. The value was computed independently with Python's json
+// and hashlib from the same lenses.
+func TestDefaultPolicyDigest(t *testing.T) {
+	p, err := NewPlan(config.DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Digest() != "fa50ae8e62a7a2afce82e0d642ee5bf6e927e67a55fff4de552c576238ea2696" {
+		t.Errorf("default policy digest changed: %s", p.Digest())
+	}
+	names := []string{}
+	for _, it := range p.Items {
+		names = append(names, it.Name+"/"+it.Role()+"/"+it.Publication)
+	}
+	if strings.Join(names, ",") != "security/required/review,correctness/required/inline,tests/advisory/comment" {
+		t.Errorf("%v", names)
+	}
+}
