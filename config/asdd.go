@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"slices"
@@ -84,7 +85,24 @@ func (d *decoder) parse(data []byte) (*node, bool) {
 		return nil, false
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	err := dec.Decode(&doc)
+	if errors.Is(err, io.EOF) {
+		return &node{kind: kNull}, true
+	}
+	if err == nil {
+		// A second document would be silently ignored by a lenient reader; refuse it.
+		var extra yaml.Node
+		if e2 := dec.Decode(&extra); !errors.Is(e2, io.EOF) {
+			line := 0
+			if e2 == nil {
+				line = extra.Line
+			}
+			d.add(line, 0, "", "the file holds more than one YAML document", "keep one document; remove the second '---' and what follows")
+			return nil, false
+		}
+	}
+	if err != nil {
 		line := 0
 		msg := err.Error()
 		var te *yaml.TypeError

@@ -308,3 +308,14 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRepoSingleDocument(t *testing.T) {
+	_, err := ParseRepo("c.yml", []byte("runtime: builtin\n---\nruntime: other\n"))
+	probs, ok := err.(Problems)
+	if !ok || len(probs) != 1 || !strings.Contains(probs[0].Message, "more than one YAML document") || probs[0].Line != 2 {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := ParseRepo("c.yml", []byte("---\nruntime: builtin\n...\n")); err != nil {
+		t.Fatalf("one explicit document: %v", err)
+	}
+}
