@@ -1,0 +1,277 @@
+package publish
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-github/v62/github"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/pdp"
+)
+
+// Check-run conclusions. A pending required lens concludes action_required: it blocks a
+// required check, where neutral and skipped would read as passing.
+const (
+	conclusionSuccess = "success"
+	conclusionFailure = "failure"
+	conclusionBlocked = "action_required"
+	conclusionNeutral = "neutral"
+)
+
+// gateConclusion maps the gate to a conclusion that is success only when the gate passed.
+func gateConclusion(g review.Gate) string {
+	switch {
+	case g.State == review.OutcomePassed && len(g.BlockingPending) == 0 && len(g.BlockingFailures) == 0:
+		return conclusionSuccess
+	case g.State == review.OutcomeFailed:
+		return conclusionFailure
+	}
+	return conclusionBlocked
+}
+
+// findCheck returns the App's newest check run of that name for the head, or nil.
+func (r *run) findCheck(ctx context.Context, name string) (*github.CheckRun, error) {
+	var found *github.CheckRun
+	err := r.p.call(ctx, "list check runs", func(ctx context.Context) (*github.Response, error) {
+		opts := &github.ListCheckRunsOptions{CheckName: github.String(name), Filter: github.String("latest"), ListOptions: github.ListOptions{PerPage: 100}}
+		if r.info.appID != 0 {
+			opts.AppID = github.Int64(r.info.appID)
+		}
+		res, resp, err := r.gh.Checks.ListCheckRunsForRef(ctx, r.info.owner, r.info.repo, r.info.headSHA, opts)
+		if err != nil {
+			return resp, err
+		}
+		found = nil
+		for _, c := range res.CheckRuns {
+			if c.GetName() == name && (found == nil || c.GetID() > found.GetID()) {
+				found = c
+			}
+		}
+		return resp, nil
+	}, nil)
+	return found, err
+}
+
+// putCheck creates the check run or updates the existing one. Output annotations are the
+// first batch; callers send further batches with addAnnotations.
+func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name string, lenses []string, status, conclusion string, out *github.CheckRunOutput) error {
+	target := "check:" + name
+	if existing == nil {
+		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCheckRunCreate, Target: target, Lenses: lenses}) {
+			return nil
+		}
+		opts := github.CreateCheckRunOptions{Name: name, HeadSHA: r.info.headSHA, Status: github.String(status), Output: out}
+		if conclusion != "" {
+			opts.Conclusion = github.String(conclusion)
+		}
+		if r.p.detailsURL != "" {
+			opts.DetailsURL = github.String(r.p.detailsURL)
+		}
+		err := r.p.call(ctx, "create check run "+name, func(ctx context.Context) (*github.Response, error) {
+			_, resp, err := r.gh.Checks.CreateCheckRun(ctx, r.info.owner, r.info.repo, opts)
+			return resp, err
+		}, func(ctx context.Context) (bool, error) {
+			c, err := r.findCheck(ctx, name)
+			return c != nil, err
+		})
+		if err != nil {
+			r.fail(err)
+		}
+		return err
+	}
+	if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCheckRunUpdate, Target: target, Lenses: lenses}) {
+		return nil
+	}
+	opts := github.UpdateCheckRunOptions{Name: name, Status: github.String(status), Output: out}
+	if conclusion != "" {
+		opts.Conclusion = github.String(conclusion)
+	}
+	err := r.p.call(ctx, "update check run "+name, func(ctx context.Context) (*github.Response, error) {
+		_, resp, err := r.gh.Checks.UpdateCheckRun(ctx, r.info.owner, r.info.repo, existing.GetID(), opts)
+		return resp, err
+	}, nil)
+	if err != nil {
+		r.fail(err)
+	}
+	return err
+}
+
+// annotations turns located findings into check annotations.
+func annotations(fs []review.Finding) []*github.CheckRunAnnotation {
+	var out []*github.CheckRunAnnotation
+	for _, f := range fs {
+		if f.Path == "" || f.Line <= 0 {
+			continue
+		}
+		level := "notice"
+		switch {
+		case f.Severity.Blocks():
+			level = "failure"
+		case f.Severity == review.SeverityMedium:
+			level = "warning"
+		}
+		a := &github.CheckRunAnnotation{
+			Path: github.String(truncate(f.Path, 1000)), StartLine: github.Int(f.Line), EndLine: github.Int(f.Line),
+			AnnotationLevel: github.String(level), Title: github.String(oneLine("["+f.Lens+"] "+f.Title, 255)),
+			Message: github.String(truncate(clean(firstNonEmpty(f.Body, f.Title)), 64000)),
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return "finding"
+}
+
+// completeGate concludes the gate check run for the reviewed head, creating it when Begin
+// could not. Annotations go in batches of 50 and only once per check run, so a re-run of the
+// same head does not add them again.
+func (r *run) completeGate(ctx context.Context, d *review.Decision, rc *receiptInfo, moved []string) {
+	name := r.p.checkName
+	existing, err := r.findCheck(ctx, name)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	receipt := ""
+	if rc != nil {
+		receipt = receiptSection(rc.envelope, rc.receiptDigest, rc.subjectDigest)
+	}
+	text := checkText(d, moved, receipt)
+	if len(r.notes) > 0 {
+		// Notes so far (PDP denials, degraded parts) are part of what the run reports.
+		var nb strings.Builder
+		nb.WriteString("### Publication notes\n\n")
+		for _, n := range r.notes {
+			nb.WriteString("- " + oneLine(n, 400) + "\n")
+		}
+		text = truncate(nb.String()+"\n"+text, maxCheckText)
+		if receipt != "" && !strings.Contains(text, receipt) {
+			text = checkText(d, moved, receipt)
+		}
+	}
+	batches := [][]*github.CheckRunAnnotation{nil}
+	if existing == nil || existing.GetOutput().GetAnnotationsCount() == 0 {
+		all := annotations(d.Findings)
+		batches = batches[:0]
+		for len(all) > annotationBatch {
+			batches = append(batches, all[:annotationBatch])
+			all = all[annotationBatch:]
+		}
+		batches = append(batches, all)
+	}
+	out := func(batch []*github.CheckRunAnnotation) *github.CheckRunOutput {
+		return &github.CheckRunOutput{
+			Title: github.String(truncate(gateTitle(d), 255)), Summary: github.String(summary(d)),
+			Text: github.String(text), Annotations: batch,
+		}
+	}
+	conclusion := gateConclusion(d.Gate)
+	if err := r.putCheck(ctx, existing, name, nil, "completed", conclusion, out(batches[0])); err != nil || len(batches) == 1 {
+		return
+	}
+	if existing == nil {
+		if existing, err = r.findCheck(ctx, name); err != nil || existing == nil {
+			r.fail(fmt.Errorf("gate check run not found after creating it: %v", err))
+			return
+		}
+	}
+	for _, b := range batches[1:] {
+		if err := r.putCheck(ctx, existing, name, nil, "completed", conclusion, out(b)); err != nil {
+			return
+		}
+	}
+}
+
+// lensChecks publishes one check run per lens whose publication is check.
+func (r *run) lensChecks(ctx context.Context, d *review.Decision) {
+	for _, l := range d.Lenses {
+		if l.Publication != config.PublicationCheck {
+			continue
+		}
+		name := r.p.checkName + " / " + l.Name
+		existing, err := r.findCheck(ctx, name)
+		if err != nil {
+			r.fail(err)
+			continue
+		}
+		conclusion := conclusionNeutral
+		switch {
+		case l.Outcome == review.OutcomePassed:
+			conclusion = conclusionSuccess
+		case l.Outcome == review.OutcomeFailed && l.Required:
+			conclusion = conclusionFailure
+		case l.Outcome == review.OutcomePending && l.Required:
+			conclusion = conclusionBlocked
+		}
+		var b strings.Builder
+		b.WriteString(fmt.Sprintf("Lens **%s**: %s\n\n", oneLine(l.Name, 64), outcomeIcon(l.Outcome)))
+		if l.Cause != "" {
+			b.WriteString("Cause: " + oneLine(l.Cause, 500) + "\n\n")
+		}
+		for _, f := range l.Findings {
+			b.WriteString(findingLine(f))
+		}
+		var anns []*github.CheckRunAnnotation
+		if existing == nil || existing.GetOutput().GetAnnotationsCount() == 0 {
+			anns = annotations(l.Findings)
+			if len(anns) > annotationBatch {
+				anns = anns[:annotationBatch]
+			}
+		}
+		out := &github.CheckRunOutput{
+			Title:   github.String(truncate(fmt.Sprintf("%s: %s", l.Name, l.Outcome), 255)),
+			Summary: github.String(truncate(b.String(), maxCheckText)), Annotations: anns,
+		}
+		if existing != nil && existing.GetStatus() == "completed" && existing.GetConclusion() == conclusion &&
+			existing.GetOutput().GetTitle() == out.GetTitle() && existing.GetOutput().GetSummary() == out.GetSummary() {
+			continue // already says exactly this
+		}
+		_ = r.putCheck(ctx, existing, name, []string{l.Name}, "completed", conclusion, out)
+	}
+}
+
+// receiptInfo is the receipt published by this run (or kept from the previous one).
+type receiptInfo struct {
+	envelope      []byte
+	receiptDigest string // payload digest, the key for supersession
+	fileDigest    string // sha256 of the envelope bytes, shown on the Receipt line
+	subjectDigest string
+	fresh         bool
+	state         string // stateKey of what the receipt states
+}
+
+func (r *run) receiptFromEnvelope(env []byte) *receiptInfo {
+	if len(env) == 0 || r.p.signer == nil {
+		return nil
+	}
+	pub, ok := r.p.signer.Key.Public().(ed25519.PublicKey)
+	if !ok {
+		return nil
+	}
+	// Only a receipt this App signed is kept or superseded; anything else in the comment is
+	// ignored.
+	rep := disclosure.Verify(env, disclosure.Options{PublicKey: pub})
+	if rep.CryptoOK == nil || !*rep.CryptoOK || rep.ReceiptDigest == "" {
+		return nil
+	}
+	return &receiptInfo{envelope: env, receiptDigest: rep.ReceiptDigest, fileDigest: sha256Hex(env), subjectDigest: rep.SubjectDigest}
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

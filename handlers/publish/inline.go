@@ -1,0 +1,283 @@
+package publish
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/google/go-github/v62/github"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/pdp"
+)
+
+type planned struct {
+	c    review.InlineComment
+	fp   string
+	lens string
+}
+
+// inlinePlan is what one run places inline and what it moves to the summaries.
+type inlinePlan struct {
+	post    []planned
+	moved   []string // rendered list items
+	skipped int      // already posted by an earlier run
+	lenses  []string
+}
+
+// fingerprint is the comment's identity across runs: the pipeline's fingerprint, or one
+// derived from what the comment says and where, but not from its line number.
+func fingerprint(c review.InlineComment) string {
+	if c.Fingerprint != "" {
+		return oneLine(c.Fingerprint, 128)
+	}
+	sum := sha256.Sum256([]byte(c.Path + "\x00" + c.Side + "\x00" + c.Body))
+	return hex.EncodeToString(sum[:12])
+}
+
+func movedLine(c review.InlineComment, why string) string {
+	return fmt.Sprintf("- `%s:%d` %s (%s)\n", oneLine(c.Path, 200), c.Line, oneLine(c.Body, maxFindingDetail), why)
+}
+
+// postedFingerprints lists the fingerprints of the App's inline comments on the pull request.
+func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, error) {
+	seen := map[string]bool{}
+	err := r.p.call(ctx, "list review comments", func(ctx context.Context) (*github.Response, error) {
+		clear(seen)
+		opts := &github.PullRequestListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+		for page := 0; page < maxListPages; page++ {
+			cs, resp, err := r.gh.PullRequests.ListComments(ctx, r.info.owner, r.info.repo, r.info.number, opts)
+			if err != nil {
+				return resp, err
+			}
+			for _, c := range cs {
+				if c.GetUser().GetLogin() != r.info.botLogin {
+					continue
+				}
+				if fp := hiddenValue(c.GetBody(), markerFP); fp != "" {
+					seen[fp] = true
+				}
+			}
+			if resp.NextPage == 0 {
+				return resp, nil
+			}
+			opts.Page = resp.NextPage
+		}
+		return nil, nil
+	}, nil)
+	return seen, err
+}
+
+// planInline decides which inline comments to post: not already posted, from a lens that
+// publishes inline, on a line of the diff, at most 30. The rest move to the summaries.
+func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decision) (inlinePlan, error) {
+	var plan inlinePlan
+	if len(d.Inline) == 0 {
+		return plan, nil
+	}
+	posted, err := r.postedFingerprints(ctx)
+	if err != nil {
+		// Without the list a re-run could repeat comments: place nothing inline this time.
+		for _, c := range d.Inline {
+			plan.moved = append(plan.moved, movedLine(c, "inline comments unavailable"))
+		}
+		return plan, err
+	}
+	lines := linesFromSubject(s)
+	thisRun := map[string]bool{}
+	lensSet := map[string]bool{}
+	for _, c := range d.Inline {
+		if c.Side == "" {
+			c.Side = "RIGHT"
+		}
+		fp := fingerprint(c)
+		if posted[fp] || thisRun[fp] {
+			plan.skipped++
+			continue
+		}
+		thisRun[fp] = true
+		lens := r.lensByFinding(c.Path, c.Line)
+		if mode, ok := r.info.publication[lens]; lens != "" && ok && mode != config.PublicationInline && mode != config.PublicationReview {
+			continue // that lens publishes elsewhere; its findings are in the comment
+		}
+		switch {
+		case !lines.has(c.Path, c.Line, c.Side):
+			plan.moved = append(plan.moved, movedLine(c, "line not in the diff"))
+		case len(plan.post) >= maxInlinePerRun:
+			plan.moved = append(plan.moved, movedLine(c, "over 30 inline comments"))
+		default:
+			plan.post = append(plan.post, planned{c: c, fp: fp, lens: lens})
+			if lens != "" {
+				lensSet[lens] = true
+			}
+		}
+	}
+	for l := range lensSet {
+		plan.lenses = append(plan.lenses, l)
+	}
+	sort.Strings(plan.lenses)
+	return plan, nil
+}
+
+func (plan inlinePlan) runKey(head string) string {
+	fps := make([]string, 0, len(plan.post))
+	for _, p := range plan.post {
+		fps = append(fps, p.fp)
+	}
+	sort.Strings(fps)
+	sum := sha256.Sum256([]byte(head + "\x00" + strings.Join(fps, "\x00")))
+	return hex.EncodeToString(sum[:8])
+}
+
+// postReview creates the run's one review. A 422 (GitHub would not place a comment) re-reads
+// the files, drops what no longer fits, and tries again; whatever cannot be placed moves to
+// the summaries. A create whose answer was lost is found by its run key, not repeated.
+func (r *run) postReview(ctx context.Context, d *review.Decision, plan *inlinePlan) {
+	event := pdp.EventComment
+	if r.p.allowRequestChanges && d.Gate.State == review.OutcomeFailed {
+		event = pdp.EventRequestChanges
+	}
+	for round := 0; round < 3 && len(plan.post) > 0; round++ {
+		key := plan.runKey(r.info.headSHA)
+		var b strings.Builder
+		fmt.Fprintf(&b, "lensgate: %d comment(s) on changed lines. The advisory comment has the full picture; lensgate never approves or merges.\n\n", len(plan.post))
+		b.WriteString(markerReview + key + markerEnd)
+		req := &github.PullRequestReviewRequest{
+			CommitID: github.String(r.info.headSHA), Event: github.String(event), Body: github.String(b.String()),
+		}
+		for _, p := range plan.post {
+			req.Comments = append(req.Comments, &github.DraftReviewComment{
+				Path: github.String(p.c.Path), Line: github.Int(p.c.Line), Side: github.String(p.c.Side),
+				Body: github.String(truncate(clean(p.c.Body), 60000) + "\n\n" + markerFP + p.fp + markerEnd),
+			})
+		}
+		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindReviewCreate, Target: "review", ReviewEvent: event, Lenses: plan.lenses}) {
+			for _, p := range plan.post {
+				plan.moved = append(plan.moved, movedLine(p.c, "review not allowed"))
+			}
+			plan.post = nil
+			return
+		}
+		err := r.p.call(ctx, "create review", func(ctx context.Context) (*github.Response, error) {
+			_, resp, err := r.gh.PullRequests.CreateReview(ctx, r.info.owner, r.info.repo, r.info.number, req)
+			return resp, err
+		}, func(ctx context.Context) (bool, error) { return r.reviewExists(ctx, key) })
+		var ce *CallError
+		if err == nil {
+			return
+		}
+		if !errors.As(err, &ce) || ce.Status != http.StatusUnprocessableEntity {
+			r.fail(err)
+			for _, p := range plan.post {
+				plan.moved = append(plan.moved, movedLine(p.c, "review could not be posted"))
+			}
+			plan.post = nil
+			return
+		}
+		r.notes = append(r.notes, "GitHub refused an inline comment (422); re-checked the diff and retried")
+		fresh, ferr := r.filePatches(ctx)
+		if ferr != nil {
+			r.fail(ferr)
+			fresh = nil
+		}
+		var keep []planned
+		for _, p := range plan.post {
+			if fresh != nil && fresh.has(p.c.Path, p.c.Line, p.c.Side) {
+				keep = append(keep, p)
+				continue
+			}
+			plan.moved = append(plan.moved, movedLine(p.c, "GitHub could not place it on the diff"))
+		}
+		if len(keep) == len(plan.post) {
+			// Nothing identifiable: GitHub does not say which comment it refused. Halve the set so
+			// the placeable part still gets through, the rest goes to the summary.
+			half := len(keep) / 2
+			for _, p := range keep[half:] {
+				plan.moved = append(plan.moved, movedLine(p.c, "GitHub refused the review"))
+			}
+			keep = keep[:half]
+		}
+		plan.post = keep
+	}
+}
+
+// reviewExists finds a review of this App carrying the run key.
+func (r *run) reviewExists(ctx context.Context, key string) (bool, error) {
+	found := false
+	err := r.p.call(ctx, "list reviews", func(ctx context.Context) (*github.Response, error) {
+		opts := &github.ListOptions{PerPage: 100}
+		for page := 0; page < maxListPages; page++ {
+			rs, resp, err := r.gh.PullRequests.ListReviews(ctx, r.info.owner, r.info.repo, r.info.number, opts)
+			if err != nil {
+				return resp, err
+			}
+			for _, rv := range rs {
+				if rv.GetUser().GetLogin() == r.info.botLogin && strings.Contains(rv.GetBody(), markerReview+key+markerEnd) {
+					found = true
+				}
+			}
+			if resp.NextPage == 0 {
+				return resp, nil
+			}
+			opts.Page = resp.NextPage
+		}
+		return nil, nil
+	}, nil)
+	return found, err
+}
+
+// filePatches reads the pull request's files as GitHub has them now.
+func (r *run) filePatches(ctx context.Context) (diffLines, error) {
+	patches := map[string]string{}
+	err := r.p.call(ctx, "list files", func(ctx context.Context) (*github.Response, error) {
+		clear(patches)
+		opts := &github.ListOptions{PerPage: 100}
+		for page := 0; page < 30; page++ {
+			fs, resp, err := r.gh.PullRequests.ListFiles(ctx, r.info.owner, r.info.repo, r.info.number, opts)
+			if err != nil {
+				return resp, err
+			}
+			for _, f := range fs {
+				patches[f.GetFilename()] = f.GetPatch()
+			}
+			if resp.NextPage == 0 {
+				return resp, nil
+			}
+			opts.Page = resp.NextPage
+		}
+		return nil, nil
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return linesFromFiles(patches), nil
+}
+
+// reactions adds one reaction per lens whose publication is reaction.
+func (r *run) reactions(ctx context.Context, d *review.Decision) {
+	for _, l := range d.Lenses {
+		if l.Publication != config.PublicationReaction {
+			continue
+		}
+		content := "eyes"
+		switch l.Outcome {
+		case review.OutcomePassed:
+			content = "+1"
+		case review.OutcomeFailed:
+			content = "confused"
+		}
+		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindReactionAdd, Target: "reaction:" + content, Reaction: content, Lenses: []string{l.Name}}) {
+			continue
+		}
+		r.fail(r.p.call(ctx, "add reaction", func(ctx context.Context) (*github.Response, error) {
+			_, resp, err := r.gh.Reactions.CreateIssueReaction(ctx, r.info.owner, r.info.repo, r.info.number, content)
+			return resp, err
+		}, nil))
+	}
+}

@@ -1,0 +1,322 @@
+// Package publish is lensgate's GitHub publisher: the only code that writes to GitHub, and only
+// what the policy decision point allowed. For a pull request it keeps one gate check run per
+// head SHA, one sticky advisory comment, one review per run with inline comments that are
+// never repeated, and the disclosure block with a signed receipt in the body. Every write is
+// retried on transient failures, degraded when GitHub rejects part of it, and never duplicated.
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/pdp"
+)
+
+// DefaultCheckName is the gate check run's name.
+const DefaultCheckName = "lensgate"
+
+// Options configure a Publisher.
+type Options struct {
+	// Signer signs receipts with the App's Ed25519 key. Nil publishes no receipt and no
+	// disclosure block (the comment and check still appear).
+	Signer *disclosure.Signer
+	// Audit receives every PDP decision. Required.
+	Audit pdp.Sink
+	// CheckName is the gate check run's name (DefaultCheckName when empty).
+	CheckName string
+	// DetailsURL is linked from check runs (optional).
+	DetailsURL string
+	// AllowRequestChanges lets a failing gate publish its review as REQUEST_CHANGES.
+	AllowRequestChanges bool
+	// Retry bounds retries of GitHub calls (DefaultRetry when zero).
+	Retry Retry
+	// CallTimeout bounds one GitHub request (30s when zero).
+	CallTimeout time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Publisher implements handlers.Publisher.
+type Publisher struct {
+	signer              *disclosure.Signer
+	audit               pdp.Sink
+	checkName           string
+	detailsURL          string
+	allowRequestChanges bool
+	retry               Retry
+	callTimeout         time.Duration
+	now                 func() time.Time
+}
+
+var _ handlers.Publisher = (*Publisher)(nil)
+
+// New builds a Publisher.
+func New(o Options) (*Publisher, error) {
+	if o.Audit == nil {
+		return nil, errors.New("publish: an audit sink is required")
+	}
+	p := &Publisher{
+		signer: o.Signer, audit: o.Audit, checkName: o.CheckName, detailsURL: o.DetailsURL,
+		allowRequestChanges: o.AllowRequestChanges, retry: o.Retry, callTimeout: o.CallTimeout, now: o.Now,
+	}
+	if p.checkName == "" {
+		p.checkName = DefaultCheckName
+	}
+	if p.retry.Attempts == 0 {
+		p.retry = DefaultRetry
+	}
+	if p.callTimeout == 0 {
+		p.callTimeout = 30 * time.Second
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	return p, nil
+}
+
+// subjectInfo is the bound subject of one publication.
+type subjectInfo struct {
+	owner, repo        string
+	number             int
+	headSHA, baseSHA   string
+	nodeID, repoNodeID string
+	author             string
+	fullName, botLogin string
+	appID              int64
+	publication        map[string]string // lens -> publication mode
+	triageLabels       []string
+	maxActions         int
+	findingLens        map[string]string // "path:line" -> lens
+}
+
+// run is one Begin or Publish call: its PDP, client and what it had to give up on.
+type run struct {
+	p      *Publisher
+	gh     *github.Client
+	pdp    *pdp.PDP
+	info   subjectInfo
+	notes  []string
+	errs   []error
+	source string
+	// unchanged is true when the advisory comment already states this outcome for this subject.
+	unchanged bool
+	state     string
+}
+
+func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers.Publication, phase string) *run {
+	s := pub.Subject
+	info := subjectInfo{
+		owner: s.Owner, repo: s.Repo, number: s.Number, headSHA: s.HeadSHA, baseSHA: s.BaseSHA,
+		nodeID: s.NodeID, repoNodeID: s.RepositoryNodeID, author: s.Author,
+		fullName: s.Owner + "/" + s.Repo, botLogin: pub.App.BotLogin(), appID: pub.App.ID,
+		publication: map[string]string{}, findingLens: map[string]string{},
+		triageLabels: config.DefaultTriageLabels(), maxActions: config.DefaultMaxActionsPerRun,
+	}
+	if d := pub.Decision; d != nil {
+		for _, l := range d.Lenses {
+			info.publication[l.Name] = l.Publication
+		}
+		for _, f := range d.Findings {
+			key := fmt.Sprintf("%s:%d", f.Path, f.Line)
+			if _, ok := info.findingLens[key]; !ok {
+				info.findingLens[key] = f.Lens
+			}
+		}
+	}
+	policy := pdp.Policy{
+		TriageLabels: info.triageLabels, Publication: info.publication,
+		// Begin and Publish are separate runs; per-lens checks add one action each.
+		MaxActions:          max(info.maxActions, 4+len(info.publication)),
+		AllowRequestChanges: p.allowRequestChanges,
+	}
+	runID := pub.Job.DeliveryID + "/" + phase
+	return &run{
+		p: p, gh: gh, info: info, source: "publisher",
+		pdp: pdp.New(pdp.Config{Policy: policy, RunID: runID, Sink: p.audit, Logger: *zerolog.Ctx(ctx), Now: p.now}),
+	}
+}
+
+// authorize asks the PDP; a denial becomes a note, never an error.
+func (r *run) authorize(ctx context.Context, a pdp.Action) bool {
+	a.Repo, a.Number, a.HeadSHA = r.info.fullName, r.info.number, r.info.headSHA
+	if a.Source == "" {
+		a.Source = r.source
+	}
+	d := r.pdp.Authorize(ctx, a)
+	if !d.Allowed {
+		r.notes = append(r.notes, fmt.Sprintf("not published (%s): %s", a.Kind, d.Reason))
+	}
+	return d.Allowed
+}
+
+func (r *run) fail(err error) {
+	if err != nil {
+		r.errs = append(r.errs, err)
+		r.notes = append(r.notes, "GitHub write failed: "+oneLine(err.Error(), 300))
+	}
+}
+
+// Begin marks the review as started: the gate check run for the head is in_progress.
+func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *handlers.Publication) error {
+	if pub == nil || pub.Subject == nil || pub.Subject.Kind == review.KindIssue || pub.Subject.HeadSHA == "" {
+		return nil
+	}
+	r := p.newRun(ctx, gh, pub, "begin")
+	out := &github.CheckRunOutput{
+		Title:   github.String("lensgate: review in progress"),
+		Summary: github.String("lensgate is reviewing head `" + r.info.headSHA + "`."),
+	}
+	cr, err := r.findCheck(ctx, p.checkName)
+	if err != nil {
+		return err
+	}
+	if cr != nil && cr.GetStatus() == "in_progress" {
+		return nil
+	}
+	return r.putCheck(ctx, cr, p.checkName, nil, "in_progress", "", out)
+}
+
+// Publish writes a run's outcome. It returns an error only for GitHub writes that failed
+// after retries; PDP denials and degraded parts are logged and shown in the check run.
+func (p *Publisher) Publish(ctx context.Context, gh *github.Client, pub *handlers.Publication) error {
+	if pub == nil || pub.Subject == nil {
+		return nil
+	}
+	switch {
+	case pub.Decision != nil && pub.Subject.Kind != review.KindIssue:
+		r := p.newRun(ctx, gh, pub, "publish")
+		r.publishPull(ctx, pub)
+		return r.finish(ctx)
+	case pub.Triage != nil:
+		r := p.newRun(ctx, gh, pub, "publish")
+		r.publishTriage(ctx, pub)
+		return r.finish(ctx)
+	}
+	return nil
+}
+
+func (r *run) finish(ctx context.Context) error {
+	actions, writes := r.pdp.Counts()
+	ev := zerolog.Ctx(ctx).Info()
+	if len(r.errs) > 0 {
+		ev = zerolog.Ctx(ctx).Warn()
+	}
+	ev.Int("pdp_actions", actions).Int("pdp_writes", writes).Int("notes", len(r.notes)).
+		Int("errors", len(r.errs)).Msg("publication finished")
+	if len(r.errs) > 0 {
+		return fmt.Errorf("publish %s#%d: %w", r.info.fullName, r.info.number, errors.Join(r.errs...))
+	}
+	return nil
+}
+
+// publishPull publishes a pull request decision. Order: disclosure (so the receipt exists),
+// gate check, review, advisory comment, reactions and per-lens checks.
+func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
+	d := pub.Decision
+	pr, err := r.getPull(ctx)
+	if err != nil {
+		r.fail(err)
+		r.completeGate(ctx, d, nil, nil)
+		return
+	}
+	stale := pr.GetHead().GetSHA() != r.info.headSHA || pr.GetState() != "open"
+	if stale {
+		// The reviewed head is still described truthfully by its own check run; the comment,
+		// review and body belong to the newer head's run.
+		r.notes = append(r.notes, "pull request moved on (head or state changed); only the check run for the reviewed head is updated")
+		r.completeGate(ctx, d, nil, nil)
+		return
+	}
+	sticky, err := r.findSticky(ctx)
+	if err != nil {
+		r.fail(err)
+	}
+	plan, err := r.planInline(ctx, pub.Subject, d)
+	if err != nil {
+		r.fail(err)
+	}
+	r.unchanged = sticky != nil && hiddenValue(sticky.GetBody(), markerState) == r.stateOf(d, pr.GetBody())
+	rc := r.disclose(ctx, d, pr.GetBody(), sticky)
+	if len(plan.post) > 0 {
+		r.postReview(ctx, d, &plan)
+	}
+	r.completeGate(ctx, d, rc, plan.moved)
+	r.upsertSticky(ctx, d, sticky, rc, plan)
+	if !r.unchanged {
+		r.reactions(ctx, d) // reacting again to the same outcome would only repeat a write
+	}
+	r.lensChecks(ctx, d)
+}
+
+// getPull re-reads the pull request (GitHub's current head, state and body).
+func (r *run) getPull(ctx context.Context) (*github.PullRequest, error) {
+	var pr *github.PullRequest
+	err := r.p.call(ctx, "get pull request", func(ctx context.Context) (*github.Response, error) {
+		var resp *github.Response
+		var err error
+		pr, resp, err = r.gh.PullRequests.Get(ctx, r.info.owner, r.info.repo, r.info.number)
+		return resp, err
+	}, nil)
+	return pr, err
+}
+
+// publishTriage applies triage labels and the sticky triage comment to an issue.
+func (r *run) publishTriage(ctx context.Context, pub *handlers.Publication) {
+	t := pub.Triage
+	if len(t.Labels) > 0 && r.authorize(ctx, pdp.Action{Kind: pdp.KindLabelsAdd, Target: "labels", Labels: t.Labels}) {
+		r.fail(r.p.call(ctx, "add labels", func(ctx context.Context) (*github.Response, error) {
+			_, resp, err := r.gh.Issues.AddLabelsToIssue(ctx, r.info.owner, r.info.repo, r.info.number, t.Labels)
+			return resp, err
+		}, nil))
+	}
+	var b strings.Builder
+	b.WriteString(markerAdvisory + "\n### lensgate triage\n\n")
+	if t.Cause != "" {
+		b.WriteString("Triage did not complete: " + oneLine(t.Cause, 500) + "\n")
+	} else {
+		if t.Comment != "" {
+			b.WriteString(clean(truncate(t.Comment, 4000)) + "\n\n")
+		}
+		if len(t.Labels) > 0 {
+			b.WriteString("Suggested labels: " + oneLine(strings.Join(t.Labels, ", "), 500) + "\n\n")
+		}
+	}
+	b.WriteString("\nThis comment is written by an automated triage bot; a maintainer decides.\n")
+	sticky, err := r.findSticky(ctx)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	r.writeSticky(ctx, sticky, b.String())
+}
+
+// lensByFinding names the lens that reported a finding at path:line ("" if none).
+func (r *run) lensByFinding(path string, line int) string {
+	return r.info.findingLens[fmt.Sprintf("%s:%d", path, line)]
+}
+
+// stateOf is the state key of a decision over the current body ("" when the body is
+// ambiguous).
+func (r *run) stateOf(d *review.Decision, body string) string {
+	prepared, err := block.Prepare(body)
+	if err != nil {
+		return ""
+	}
+	core, err := block.BodyCoreDigest(prepared)
+	if err != nil {
+		return ""
+	}
+	r.state = stateKey(r.info, d, core)
+	return r.state
+}

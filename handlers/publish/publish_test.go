@@ -1,0 +1,574 @@
+package publish
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/pdp"
+)
+
+const (
+	repoFull  = "acme/widgets"
+	head1     = "1111111111111111111111111111111111111111"
+	head2     = "2222222222222222222222222222222222222222"
+	baseSHA   = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	authorTxt = "Adds an exit code.\r\n\r\nTrailing spaces stay   \n- [x] tested\n"
+)
+
+const diff1 = `diff --git a/main.go b/main.go
+index 1111111..2222222 100644
+--- a/main.go
++++ b/main.go
+@@ -1,4 +1,6 @@
+ package main
+ 
++import "os"
++
+ func main() {
+-	println("hi")
++	os.Exit(run())
+diff --git a/run.go b/run.go
+new file mode 100644
+--- /dev/null
++++ b/run.go
+@@ -0,0 +1,3 @@
++package main
++
++func run() int { return exec("sh -c " + input) }
+`
+
+// diff2 is the synchronize: run.go changes again.
+const diff2 = diff1 + `diff --git a/util.go b/util.go
+new file mode 100644
+--- /dev/null
++++ b/util.go
+@@ -0,0 +1,2 @@
++package main
++var debug = true
+`
+
+type testEnv struct {
+	t    *testing.T
+	gh   *githubfake.Server
+	cl   *github.Client
+	p    *Publisher
+	sink *pdp.MemorySink
+	key  ed25519.PrivateKey
+	app  handlers.AppIdentity
+	pr   githubfake.PullRequest
+}
+
+func newTestEnv(t *testing.T, opts ...func(*Options)) *testEnv {
+	t.Helper()
+	gh := githubfake.New(t)
+	gh.AddRepo(githubfake.Repo{Owner: "acme", Name: "widgets"})
+	pr := gh.AddPullRequest(repoFull, githubfake.PullRequest{
+		Title: "Exit code", Body: authorTxt, User: "alice", HeadSHA: head1, BaseSHA: baseSHA, Diff: []byte(diff1),
+	})
+	seed := sha256.Sum256([]byte("lensgate test key"))
+	key := ed25519.NewKeyFromSeed(seed[:])
+	sink := &pdp.MemorySink{}
+	o := Options{
+		Signer: &disclosure.Signer{Key: key}, Audit: sink,
+		Retry: Retry{Attempts: 4, Backoff: time.Millisecond, MaxWait: 3 * time.Second},
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testEnv{t: t, gh: gh, cl: gh.InstallationClient(t), p: p, sink: sink, key: key,
+		app: handlers.AppIdentity{ID: gh.AppID(), Slug: githubfake.DefaultAppSlug}, pr: pr}
+}
+
+// subject binds the pull request as the worker would, from the fake's current state.
+func (e *testEnv) subject() *review.Subject {
+	pr := e.gh.PullRequest(repoFull, e.pr.Number)
+	s := &review.Subject{
+		Kind: review.KindPullRequest, Owner: "acme", Repo: "widgets", Number: pr.Number,
+		RepositoryNodeID: e.gh.RepoNodeID(repoFull), NodeID: pr.NodeID, Title: pr.Title, Body: pr.Body,
+		Author: pr.User, BaseRef: pr.BaseRef, HeadRef: pr.HeadRef, BaseSHA: pr.BaseSHA, HeadSHA: pr.HeadSHA,
+		Diff: pr.Diff,
+	}
+	for _, f := range pr.Files {
+		s.Files = append(s.Files, review.File{Path: f.Filename, Status: f.Status, Patch: f.Patch, Additions: f.Additions, Deletions: f.Deletions})
+	}
+	return s
+}
+
+// decision is a review of the subject: security (review, required) fails with one inline
+// finding, correctness (inline, required) has one finding on the diff and one outside it,
+// tests (comment) and style (reaction) are advisory, perf publishes a check.
+func decision(s *review.Subject, gate review.Outcome) *review.Decision {
+	sum := sha256.Sum256(s.Diff)
+	f := []review.Finding{
+		{ID: "sec-1", Lens: "security", Rule: "shell", Severity: review.SeverityHigh, Path: "run.go", Line: 3, Title: "Shell command built from input", Body: "input reaches sh -c"},
+		{ID: "cor-1", Lens: "correctness", Severity: review.SeverityMedium, Path: "main.go", Line: 3, Title: "Import placed oddly"},
+		{ID: "cor-2", Lens: "correctness", Severity: review.SeverityLow, Path: "main.go", Line: 40, Title: "Helper below is unused"},
+		{ID: "tst-1", Lens: "tests", Severity: review.SeverityInfo, Path: "run.go", Line: 1, Title: "No test covers run()"},
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	d := &review.Decision{
+		Gate:           review.Gate{State: gate, Reason: "security failed", BlockingFailures: []string{"security"}},
+		Recommendation: review.RecommendRequestChanges,
+		Lenses: []review.LensResult{
+			{Name: "security", Required: true, Publication: config.PublicationReview, Outcome: review.OutcomeFailed, Runtime: "builtin", Findings: f[:1]},
+			{Name: "correctness", Required: true, Publication: config.PublicationInline, Outcome: review.OutcomePassed, Runtime: "builtin", Findings: f[1:3]},
+			{Name: "tests", Publication: config.PublicationComment, Outcome: review.OutcomePassed, Runtime: "builtin", Findings: f[3:]},
+			{Name: "style", Publication: config.PublicationReaction, Outcome: review.OutcomePassed, Runtime: "builtin"},
+			{Name: "perf", Publication: config.PublicationCheck, Outcome: review.OutcomePassed, Runtime: "builtin"},
+		},
+		Findings: f,
+		Comment:  "Two required lenses ran.",
+		Inline: []review.InlineComment{
+			{Path: "run.go", Line: 3, Side: "RIGHT", Body: "Shell command built from input", Fingerprint: "fp-sec-1"},
+			{Path: "main.go", Line: 3, Side: "RIGHT", Body: "Import placed oddly", Fingerprint: "fp-cor-1"},
+			{Path: "main.go", Line: 40, Side: "RIGHT", Body: "Helper below is unused", Fingerprint: "fp-cor-2"},
+		},
+		Intake:   review.Intake{Passed: true},
+		Coverage: review.Coverage{Status: review.CoverageComplete, FilesTotal: len(s.Files), FilesReviewed: len(s.Files)},
+		Subject: review.SubjectContext{Kind: review.KindPullRequest, Owner: s.Owner, Repo: s.Repo, Number: s.Number,
+			RepositoryNodeID: s.RepositoryNodeID, NodeID: s.NodeID, HeadSHA: s.HeadSHA, BaseSHA: s.BaseSHA,
+			ReviewedDiffDigest: hex.EncodeToString(sum[:])},
+	}
+	for _, l := range d.Lenses {
+		d.Runs = append(d.Runs, review.Run{Lens: l.Name, Runtime: "builtin", Started: now, Finished: now.Add(time.Second), Outcome: l.Outcome})
+	}
+	switch gate {
+	case review.OutcomePassed:
+		d.Gate = review.Gate{State: gate, Reason: "all required lenses passed"}
+	case review.OutcomePending:
+		d.Gate = review.Gate{State: gate, Reason: "security timed out", BlockingPending: []string{"security"}}
+		d.Lenses[0].Outcome, d.Lenses[0].Cause, d.Lenses[0].Findings = review.OutcomePending, "adapter timed out", nil
+	}
+	return d
+}
+
+func (e *testEnv) publication(delivery string, d *review.Decision, s *review.Subject) *handlers.Publication {
+	return &handlers.Publication{
+		Job: queue.Job{Key: "acme/widgets#1", DeliveryID: delivery, Owner: "acme", Repo: "widgets", Number: s.Number, HeadSHA: s.HeadSHA},
+		App: e.app, Subject: s, Decision: d,
+	}
+}
+
+// runOnce is one worker run: Begin, then Publish.
+func (e *testEnv) runOnce(delivery string, gate review.Outcome) error {
+	e.t.Helper()
+	s := e.subject()
+	pub := e.publication(delivery, decision(s, gate), s)
+	ctx := zerolog.Nop().WithContext(context.Background())
+	if err := e.p.Begin(ctx, e.cl, pub); err != nil {
+		return err
+	}
+	return e.p.Publish(ctx, e.cl, pub)
+}
+
+func (e *testEnv) botComments() []githubfake.Comment {
+	var out []githubfake.Comment
+	for _, c := range e.gh.Comments(repoFull, e.pr.Number) {
+		if c.User == e.gh.BotLogin() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (e *testEnv) gateRuns(headSHA string) []githubfake.CheckRun {
+	var out []githubfake.CheckRun
+	for _, c := range e.gh.CheckRuns(repoFull, headSHA) {
+		if c.Name == DefaultCheckName {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// verify checks the published receipt against the published body as `lensgate receipt
+// verify --envelope --public-key --subject-digest --body` does.
+func (e *testEnv) verify(envelope []byte, body string) *disclosure.Report {
+	e.t.Helper()
+	rc := receiptFromEnvelopeKey(e.t, envelope, e.key)
+	return disclosure.Verify(envelope, disclosure.Options{
+		PublicKey: e.key.Public().(ed25519.PublicKey), ExpectedSubjectDigest: rc, Body: &body, Policy: disclosure.DefaultPolicy(),
+	})
+}
+
+func receiptFromEnvelopeKey(t *testing.T, envelope []byte, key ed25519.PrivateKey) string {
+	t.Helper()
+	rep := disclosure.Verify(envelope, disclosure.Options{PublicKey: key.Public().(ed25519.PublicKey)})
+	if rep.SubjectDigest == "" {
+		t.Fatalf("receipt has no subject digest: %+v", rep.Errors)
+	}
+	return rep.SubjectDigest
+}
+
+func predicateOf(t *testing.T, envelope []byte) map[string]any {
+	t.Helper()
+	var env struct{ Payload string }
+	if err := json.Unmarshal(envelope, &env); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st["predicate"].(map[string]any)
+}
+
+// TestLifecycle is opened, synchronize, a redelivery and a check re-run against the fake.
+func TestLifecycle(t *testing.T) {
+	e := newTestEnv(t)
+
+	// opened
+	if err := e.runOnce("d-opened", review.OutcomeFailed); err != nil {
+		t.Fatal(err)
+	}
+	opened := e.gh.Calls()
+	t.Logf("opened: %d calls, %d writes\n%s", e.gh.TotalCalls(), e.gh.Writes(), e.gh.CallSummary())
+	openedTotal, openedWrites := e.gh.TotalCalls(), e.gh.Writes()
+	first := extractEnvelope(e.botComments()[0].Body)
+	firstBody := e.gh.PullBody(repoFull, e.pr.Number)
+	if rep := e.verify(first, firstBody); !rep.OK || rep.BodyCoreDigestMatch != disclosure.MatchMatch || rep.VisibleBlockRendering == disclosure.MatchMismatch {
+		t.Fatalf("first receipt does not verify against the body: ok=%v body=%s visible=%s codes=%v errs=%v", rep.OK, rep.BodyCoreDigestMatch, rep.VisibleBlockRendering, rep.ReasonCodes, rep.Errors)
+	}
+
+	// synchronize: a new head with a new diff
+	e.gh.Push(repoFull, e.pr.Number, head2, []byte(diff2), nil)
+	e.gh.ResetCalls()
+	if err := e.runOnce("d-sync", review.OutcomeFailed); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("synchronize: %d calls, %d writes\n%s", e.gh.TotalCalls(), e.gh.Writes(), e.gh.CallSummary())
+
+	// redelivery of the synchronize, then a check re-run of head 2
+	e.gh.ResetCalls()
+	if err := e.runOnce("d-sync", review.OutcomeFailed); err != nil {
+		t.Fatal(err)
+	}
+	redeliveryWrites := e.gh.Writes()
+	t.Logf("redelivery: %d calls, %d writes\n%s", e.gh.TotalCalls(), redeliveryWrites, e.gh.CallSummary())
+	if err := e.runOnce("d-rerun", review.OutcomeFailed); err != nil {
+		t.Fatal(err)
+	}
+
+	// Exactly one advisory comment, updated in place.
+	comments := e.botComments()
+	if len(comments) != 1 {
+		t.Fatalf("advisory comments = %d, want 1", len(comments))
+	}
+	// One gate check per head, with the gate's conclusion.
+	for _, h := range []string{head1, head2} {
+		runs := e.gateRuns(h)
+		if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != "failure" {
+			t.Fatalf("gate runs for %s = %+v", h[:7], runs)
+		}
+		if len(runs[0].Annotations) != 4 {
+			t.Errorf("annotations for %s = %d, want 4 (not repeated by re-runs)", h[:7], len(runs[0].Annotations))
+		}
+	}
+	// Inline comments only on diff lines (the fake enforces it) and none repeated.
+	seen := map[string]bool{}
+	for _, c := range e.gh.ReviewComments(repoFull, e.pr.Number) {
+		fp := hiddenValue(c.Body, markerFP)
+		if seen[fp] {
+			t.Errorf("inline comment %s repeated", fp)
+		}
+		seen[fp] = true
+	}
+	if len(seen) != 2 || !seen["fp-sec-1"] || !seen["fp-cor-1"] {
+		t.Errorf("inline fingerprints = %v", seen)
+	}
+	for _, rv := range e.gh.Reviews(repoFull, e.pr.Number) {
+		if rv.Event != "COMMENT" {
+			t.Errorf("review event %s", rv.Event)
+		}
+	}
+	if n := len(e.gh.Reviews(repoFull, e.pr.Number)); n != 1 {
+		t.Errorf("reviews = %d, want 1 (re-runs add none)", n)
+	}
+	if !strings.Contains(comments[0].Body, "main.go:40") {
+		t.Error("the off-diff finding is not in the summary")
+	}
+	// The block is in the body and the author's text is intact, byte for byte.
+	body := e.gh.PullBody(repoFull, e.pr.Number)
+	if !strings.HasPrefix(body, authorTxt) || strings.Count(body, block.Begin) != 1 {
+		t.Fatalf("body = %q", body)
+	}
+	core, _ := block.BodyCore(body)
+	prepared, _ := block.Prepare(authorTxt)
+	wantCore, _ := block.BodyCore(prepared)
+	if string(core) != string(wantCore) {
+		t.Fatal("text outside the block changed")
+	}
+	// The published receipt verifies against the published body and supersedes the first.
+	second := extractEnvelope(comments[0].Body)
+	if rep := e.verify(second, body); !rep.OK || rep.BodyCoreDigestMatch != disclosure.MatchMatch || rep.VisibleBlockRendering == disclosure.MatchMismatch {
+		t.Fatalf("second receipt: ok=%v body=%s visible=%s codes=%v", rep.OK, rep.BodyCoreDigestMatch, rep.VisibleBlockRendering, rep.ReasonCodes)
+	}
+	firstDigest := disclosure.Verify(first, disclosure.Options{}).ReceiptDigest
+	sup := predicateOf(t, second)["supersession"].(map[string]any)["supersedes"].([]any)[0].(map[string]any)
+	if got := sup["priorDigest"].(map[string]any)["sha256"]; got != firstDigest {
+		t.Fatalf("supersedes %v, want %s", got, firstDigest)
+	}
+	if predicateOf(t, second)["subjectContext"].(map[string]any)["headSha"] != head2 {
+		t.Fatal("second receipt is not bound to the new head")
+	}
+	// The redelivery wrote nothing but the gate check's state.
+	if redeliveryWrites > 2 {
+		t.Errorf("redelivery made %d writes, want at most 2 (re-open and complete the gate check)", redeliveryWrites)
+	}
+	// Reaction and per-lens check, never repeated.
+	if r := e.gh.Reactions(repoFull, "issue/1"); len(r) != 1 || r[0].Content != "+1" {
+		t.Errorf("reactions = %+v", r)
+	}
+	for _, h := range []string{head1, head2} {
+		var perf int
+		for _, c := range e.gh.CheckRuns(repoFull, h) {
+			if c.Name == "lensgate / perf" {
+				perf++
+			}
+		}
+		if perf != 1 {
+			t.Errorf("perf check runs for %s = %d", h[:7], perf)
+		}
+	}
+	if u := e.gh.Unhandled(); len(u) != 0 {
+		t.Errorf("unimplemented routes called: %v", u)
+	}
+	if err := pdp.VerifyRecords(e.sink.Records()); err != nil {
+		t.Fatalf("audit chain: %v", err)
+	}
+	for _, rec := range e.sink.Records() {
+		if rec.Outcome.Verdict != "allow" {
+			t.Errorf("denied in a normal run: %s %s", rec.Action, rec.Reasoning)
+		}
+	}
+	// Minimum for the first publication: writes are create check, complete check, body,
+	// review, comment, reaction and the perf check (create); reads are the check lookup in
+	// Begin and Publish, the pull request (read and re-read before the body write), comments
+	// and review comments (for idempotence), and the perf check lookup.
+	minWrites := 7
+	if openedWrites != minWrites {
+		t.Errorf("opened writes = %d, minimum %d", openedWrites, minWrites)
+	}
+	if openedTotal-openedWrites > 8 {
+		t.Errorf("opened reads = %d, more than the 8 needed: %v", openedTotal-openedWrites, opened)
+	}
+}
+
+func TestPendingRequiredLensNeverPasses(t *testing.T) {
+	for _, gate := range []review.Outcome{review.OutcomePending, review.OutcomePassed} {
+		t.Run(string(gate), func(t *testing.T) {
+			e := newTestEnv(t)
+			if err := e.runOnce("d1", gate); err != nil {
+				t.Fatal(err)
+			}
+			runs := e.gateRuns(head1)
+			want := map[review.Outcome]string{review.OutcomePending: "action_required", review.OutcomePassed: "success"}[gate]
+			if len(runs) != 1 || runs[0].Conclusion != want {
+				t.Fatalf("gate = %+v, want %s", runs, want)
+			}
+		})
+	}
+	g := review.Gate{State: review.OutcomePassed, BlockingPending: []string{"security"}}
+	if c := gateConclusion(g); c != "action_required" {
+		t.Errorf("a passed gate with a pending required lens concluded %s", c)
+	}
+}
+
+func TestGitHubFailures(t *testing.T) {
+	const (
+		routeReview  = "POST /repos/{owner}/{repo}/pulls/{number}/reviews"
+		routeComment = "POST /repos/{owner}/{repo}/issues/{number}/comments"
+		routeCheck   = "PATCH /repos/{owner}/{repo}/check-runs/{id}"
+		routeBody    = "PATCH /repos/{owner}/{repo}/pulls/{number}"
+	)
+	cases := []struct {
+		name   string
+		inject func(e *testEnv)
+		// tamper changes the subject the publisher believes in (a stale snapshot).
+		tamper func(s *review.Subject, d *review.Decision)
+		check  func(t *testing.T, e *testEnv)
+	}{
+		{"422 on one inline comment", nil, func(s *review.Subject, d *review.Decision) {
+			// The snapshot claims main.go:6 is in the diff; GitHub's files say otherwise.
+			s.Files[0].Patch += "\n+extra"
+			s.Diff = nil
+			d.Inline = append(d.Inline, review.InlineComment{Path: "main.go", Line: 10, Side: "RIGHT", Body: "stale line", Fingerprint: "fp-stale"})
+			s.Files[0].Patch = strings.Replace(s.Files[0].Patch, "@@ -1,4 +1,6 @@", "@@ -1,4 +1,12 @@", 1) + "\n+a\n+b\n+c\n+d\n+e"
+		}, func(t *testing.T, e *testEnv) {
+			rc := e.gh.ReviewComments(repoFull, 1)
+			if len(rc) != 2 {
+				t.Fatalf("inline comments = %d, want the 2 placeable ones", len(rc))
+			}
+			if c := e.botComments(); len(c) != 1 || !strings.Contains(c[0].Body, "stale line") {
+				t.Fatalf("refused comment not moved to the summary")
+			}
+		}},
+		{"403 secondary rate limit with Retry-After", func(e *testEnv) {
+			e.gh.SecondaryRateLimitNext(routeComment, 1, 1)
+		}, nil, func(t *testing.T, e *testEnv) {
+			if n := e.gh.CallCount(routeComment); n != 2 {
+				t.Errorf("comment create calls = %d, want 2", n)
+			}
+		}},
+		{"500 after the comment landed", func(e *testEnv) {
+			e.gh.Inject(routeComment, githubfake.Fault{Status: http.StatusInternalServerError, AfterWrite: true})
+		}, nil, func(t *testing.T, e *testEnv) {
+			if n := e.gh.CallCount(routeComment); n != 1 {
+				t.Errorf("comment create calls = %d, want 1 (found on re-check)", n)
+			}
+		}},
+		{"500 after the review landed", func(e *testEnv) {
+			e.gh.Inject(routeReview, githubfake.Fault{Status: http.StatusBadGateway, AfterWrite: true})
+		}, nil, func(t *testing.T, e *testEnv) {
+			if n := len(e.gh.Reviews(repoFull, 1)); n != 1 {
+				t.Errorf("reviews = %d", n)
+			}
+		}},
+		{"500 twice on the check update", func(e *testEnv) {
+			e.gh.FailNext(routeCheck, http.StatusInternalServerError, 2)
+		}, nil, func(t *testing.T, e *testEnv) {
+			if r := e.gateRuns(head1); len(r) != 1 || r[0].Conclusion != "failure" {
+				t.Errorf("gate = %+v", r)
+			}
+		}},
+		{"500 after the body landed", func(e *testEnv) {
+			e.gh.Inject(routeBody, githubfake.Fault{Status: http.StatusBadGateway, AfterWrite: true})
+		}, nil, func(t *testing.T, e *testEnv) {
+			if n := e.gh.CallCount(routeBody); n != 1 {
+				t.Errorf("body writes = %d, want 1", n)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnv(t)
+			if tc.inject != nil {
+				tc.inject(e)
+			}
+			s := e.subject()
+			d := decision(s, review.OutcomeFailed)
+			if tc.tamper != nil {
+				tc.tamper(s, d)
+			}
+			pub := e.publication("d1", d, s)
+			ctx := context.Background()
+			if err := e.p.Begin(ctx, e.cl, pub); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+			tc.check(t, e)
+			if c := e.botComments(); len(c) != 1 {
+				t.Fatalf("advisory comments = %d, want 1", len(c))
+			}
+			if r := e.gateRuns(head1); len(r) != 1 || r[0].Status != "completed" {
+				t.Fatalf("gate = %+v", r)
+			}
+			body := e.gh.PullBody(repoFull, 1)
+			if !strings.HasPrefix(body, authorTxt) || strings.Count(body, block.Begin) != 1 {
+				t.Fatalf("body = %q", body)
+			}
+		})
+	}
+}
+
+// An author edit between the publisher's first read and its write is kept: the receipt is
+// signed again over the new body.
+func TestAuthorEditWhilePublishing(t *testing.T) {
+	e := newTestEnv(t)
+	const route = "GET /repos/{owner}/{repo}/pulls/{number}"
+	edited := authorTxt + "Edited while the review ran.\n"
+	e.gh.OnNext(route, func(*http.Request) {
+		e.gh.OnNext(route, func(*http.Request) { e.gh.SetPullBody(repoFull, 1, edited) })
+	})
+	if err := e.runOnce("d1", review.OutcomeFailed); err != nil {
+		t.Fatal(err)
+	}
+	body := e.gh.PullBody(repoFull, 1)
+	if !strings.HasPrefix(body, edited) {
+		t.Fatalf("author edit lost: %q", body)
+	}
+	env := extractEnvelope(e.botComments()[0].Body)
+	if rep := e.verify(env, body); !rep.OK || rep.BodyCoreDigestMatch != disclosure.MatchMatch {
+		t.Fatalf("receipt does not match the edited body: %v %s", rep.ReasonCodes, rep.BodyCoreDigestMatch)
+	}
+}
+
+// A failing gate never becomes an approval, and a policy that allows REQUEST_CHANGES gets it.
+func TestReviewEvents(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		e := newTestEnv(t, func(o *Options) { o.AllowRequestChanges = allow })
+		if err := e.runOnce("d1", review.OutcomeFailed); err != nil {
+			t.Fatal(err)
+		}
+		rv := e.gh.Reviews(repoFull, 1)
+		want := map[bool]string{false: "COMMENT", true: "REQUEST_CHANGES"}[allow]
+		if len(rv) != 1 || rv[0].Event != want {
+			t.Fatalf("allow=%v: reviews = %+v", allow, rv)
+		}
+	}
+}
+
+func TestTriageLabelsThroughPDP(t *testing.T) {
+	e := newTestEnv(t)
+	e.gh.AddIssue(repoFull, githubfake.Issue{Number: 5, Title: "Crash", Body: "It crashes."})
+	s := &review.Subject{Kind: review.KindIssue, Owner: "acme", Repo: "widgets", Number: 5}
+	ctx := context.Background()
+	for _, labels := range [][]string{{"bug", "approved"}, {"bug", "needs-triage"}} {
+		pub := &handlers.Publication{Job: queue.Job{DeliveryID: "i1"}, App: e.app, Subject: s,
+			Triage: &review.TriageDecision{Labels: labels, Comment: "Looks like a crash. <!-- lensgate:advisory -->"}}
+		if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.gh.Labels(repoFull, 5); strings.Join(got, ",") != "bug,needs-triage" {
+		t.Fatalf("labels = %v (the set with an off-list label must be refused whole)", got)
+	}
+	var denied int
+	for _, r := range e.sink.Records() {
+		if r.Outcome.Verdict == "deny" {
+			denied++
+			if !strings.Contains(r.Reasoning, `"approved"`) {
+				t.Errorf("denial reason %q", r.Reasoning)
+			}
+		}
+	}
+	if denied != 1 {
+		t.Errorf("denied records = %d", denied)
+	}
+	cs := e.botComments()
+	if len(cs) != 0 {
+		t.Fatalf("comments on the PR: %d", len(cs))
+	}
+	issueComments := e.gh.Comments(repoFull, 5)
+	if len(issueComments) != 1 || strings.Count(issueComments[0].Body, markerAdvisory) != 1 {
+		t.Fatalf("issue comments = %+v", issueComments)
+	}
+}

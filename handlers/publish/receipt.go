@@ -1,0 +1,178 @@
+package publish
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/review"
+)
+
+var reHex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// predicate maps a decision to the agent-review predicate. Everything is self-declared: the
+// receipt says what lensgate did and found, not that the change is safe.
+func predicate(pub subjectInfo, d *review.Decision, now time.Time, prior string, priorReason string) *disclosure.Predicate {
+	p := &disclosure.Predicate{
+		ReviewID: fmt.Sprintf("lensgate:%s/%s#%d@%s:%d", pub.owner, pub.repo, pub.number, pub.headSHA, now.Unix()),
+		Subject: disclosure.SubjectContext{
+			Kind:               disclosure.KindPullRequest,
+			Forge:              "github.com",
+			RepositoryID:       pub.repoNodeID,
+			PullRequestNodeID:  pub.nodeID,
+			HeadSHA:            pub.headSHA,
+			BaseSHA:            pub.baseSHA,
+			ReviewedDiffDigest: d.Subject.ReviewedDiffDigest,
+			HumanRef:           fmt.Sprintf("github-pr:%s/%s#%d", pub.owner, pub.repo, pub.number),
+		},
+		NonClaims: []string{
+			"lensgate does not approve or merge; a human reviewer decides",
+			"the findings are what automated review lenses reported; no finding does not mean no defect",
+		},
+		Limitations: []string{"self-declared review by automated lenses, no independent witness"},
+		DeclaredAt:  now,
+		SignedAt:    now,
+		Producer:    &disclosure.Producer{ID: "lensgate"},
+	}
+	if pub.author != "" {
+		p.Authoring = []disclosure.AssuredItem{{AssertedBy: "github:" + pub.author}}
+	}
+	for _, r := range d.Runs {
+		p.ReviewRuns = append(p.ReviewRuns, disclosure.AssuredItem{AssertedBy: fmt.Sprintf("lensgate/%s/%s", r.Lens, r.Runtime)})
+	}
+	var last time.Time
+	for _, r := range d.Runs {
+		if r.Finished.After(last) {
+			last = r.Finished
+		}
+	}
+	if !last.IsZero() {
+		p.TimeClaims = []disclosure.TimeClaim{{Kind: "reviewCompleted", Value: last.UTC().Format(time.RFC3339), AssertedBy: "lensgate"}}
+	}
+	seen := map[string]bool{}
+	for _, f := range d.Findings {
+		id := f.ID
+		if id == "" || seen[id] {
+			id = fmt.Sprintf("%s#%d", f.ID, len(seen))
+		}
+		seen[id] = true
+		sev := string(f.Severity)
+		if f.Severity.Rank() < 0 {
+			sev = string(review.SeverityInfo)
+		}
+		title := strings.TrimSpace(f.Title)
+		if title == "" {
+			title = "untitled finding"
+		}
+		p.Findings = append(p.Findings, disclosure.Finding{ID: id, Severity: sev, Title: title, Disposition: "open"})
+	}
+	p.Coverage = coverage(pub, d)
+	if reHex64.MatchString(d.PlanDigest) {
+		p.PlanDigest = d.PlanDigest
+	}
+	if d.Gate.State == review.OutcomePending {
+		p.Limitations = append(p.Limitations, "a required lens did not finish: "+oneLine(d.Gate.Reason, 300))
+	}
+	if prior != "" {
+		p.Supersession = &disclosure.Supersession{Supersedes: []disclosure.Relation{{PriorDigest: prior, Reason: priorReason}}}
+	}
+	return p
+}
+
+// coverage counts lens runs: every planned lens is an expected run, every lens that reached a
+// passed or failed outcome an observed one; pending lenses and skipped files are gaps.
+func coverage(pub subjectInfo, d *review.Decision) disclosure.Coverage {
+	expected, observed := len(d.Lenses), 0
+	var gaps []string
+	for _, l := range d.Lenses {
+		if l.Outcome == review.OutcomePending {
+			gaps = append(gaps, "lens "+l.Name+" pending: "+oneLine(l.Cause, 200))
+			continue
+		}
+		observed++
+	}
+	for _, g := range d.Coverage.Gaps {
+		gaps = append(gaps, "file "+g.Path+": "+g.Reason)
+	}
+	c := disclosure.Coverage{
+		Window:           "head " + pub.headSHA + " against base " + pub.baseSHA,
+		Sources:          []string{"pull request diff"},
+		CollectionMethod: "lensgate review of the GitHub pull request snapshot",
+		ObservedRuns:     &observed,
+		ExpectedRuns:     &expected,
+		KnownGaps:        gaps,
+	}
+	switch {
+	case expected == 0 || d.Coverage.Status == review.CoverageUnknown || d.Coverage.Status == "":
+		c.Status = disclosure.CoverageUnknown
+	case len(gaps) == 0 && d.Coverage.Status == review.CoverageComplete:
+		c.Status = disclosure.CoverageComplete
+	default:
+		c.Status = disclosure.CoveragePartial
+		if len(c.KnownGaps) == 0 {
+			c.KnownGaps = []string{"review coverage reported as partial"}
+		}
+	}
+	if c.KnownGaps == nil {
+		c.KnownGaps = []string{}
+	}
+	return c
+}
+
+// stateKey identifies what a receipt says about: the subject bytes and the outcome. The same
+// key means a re-run would sign the same statement again, so nothing is republished.
+func stateKey(pub subjectInfo, d *review.Decision, bodyCore string) string {
+	type lens struct {
+		Name    string
+		Outcome review.Outcome
+	}
+	var ls []lens
+	for _, l := range d.Lenses {
+		ls = append(ls, lens{l.Name, l.Outcome})
+	}
+	var ids []string
+	for _, f := range d.Findings {
+		ids = append(ids, f.ID+"|"+string(f.Severity)+"|"+f.Title)
+	}
+	sort.Strings(ids)
+	b, _ := json.Marshal(struct {
+		Head, Base, Diff, Body string
+		Gate                   review.Outcome
+		Lenses                 []lens
+		Findings               []string
+	}{pub.headSHA, pub.baseSHA, d.Subject.ReviewedDiffDigest, bodyCore, d.Gate.State, ls, ids})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// priorHead reads the head SHA a receipt's predicate is bound to ("" when unreadable).
+func priorHead(envelope []byte) string {
+	var env struct {
+		Payload string `json:"payload"`
+	}
+	if json.Unmarshal(envelope, &env) != nil {
+		return ""
+	}
+	raw, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return ""
+	}
+	var st struct {
+		Predicate struct {
+			SubjectContext struct {
+				HeadSHA string `json:"headSha"`
+			} `json:"subjectContext"`
+		} `json:"predicate"`
+	}
+	if json.Unmarshal(raw, &st) != nil {
+		return ""
+	}
+	return st.Predicate.SubjectContext.HeadSHA
+}

@@ -1,0 +1,218 @@
+package publish
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/review"
+)
+
+// Hidden markers. Untrusted text is sanitised so it can never contain them.
+const (
+	markerAdvisory = "<!-- lensgate:advisory -->"
+	markerReceipt  = "<!-- lensgate:receipt -->"
+	markerReview   = "<!-- lensgate:review "
+	markerFP       = "<!-- lensgate:fp:"
+	markerState    = "<!-- lensgate:state "
+	markerEnd      = " -->"
+)
+
+// GitHub limits.
+const (
+	maxCheckText     = 65535
+	maxCommentBody   = 65536
+	annotationBatch  = 50
+	maxInlinePerRun  = 30
+	maxFindingDetail = 600
+)
+
+var reFence = regexp.MustCompile("`{3,}")
+
+// clean makes untrusted text (titles, bodies, paths from a runtime) inert in Markdown: no HTML
+// comments (so no fake markers), no disclosure markers, no code fences that could close ours.
+func clean(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
+	s = strings.ReplaceAll(s, "-->", "--&gt;")
+	s = strings.ReplaceAll(s, block.Begin, "")
+	s = strings.ReplaceAll(s, block.End, "")
+	return reFence.ReplaceAllString(s, "``")
+}
+
+// oneLine is clean text on a single line, safe inside a table cell.
+func oneLine(s string, limit int) string {
+	s = clean(s)
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return truncate(s, limit)
+}
+
+// truncate cuts s to at most limit bytes on a rune boundary, marking the cut.
+func truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const mark = "…"
+	cut := limit - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+func outcomeIcon(o review.Outcome) string {
+	switch o {
+	case review.OutcomePassed:
+		return "✅ passed"
+	case review.OutcomeFailed:
+		return "❌ failed"
+	}
+	return "⏳ pending"
+}
+
+// gateTitle is the one-line headline of a decision.
+func gateTitle(d *review.Decision) string {
+	switch d.Gate.State {
+	case review.OutcomePassed:
+		return "lensgate: gate passed"
+	case review.OutcomeFailed:
+		return fmt.Sprintf("lensgate: gate failed (%d blocking)", len(d.Gate.BlockingFailures))
+	}
+	if len(d.Gate.BlockingPending) > 0 {
+		return fmt.Sprintf("lensgate: required lens pending (%s)", oneLine(strings.Join(d.Gate.BlockingPending, ", "), 200))
+	}
+	return "lensgate: review pending"
+}
+
+// lensTable renders the per-lens table.
+func lensTable(d *review.Decision) string {
+	var b strings.Builder
+	b.WriteString("| Lens | Required | Publication | Outcome | Findings | Note |\n|---|---|---|---|---|---|\n")
+	for _, l := range d.Lenses {
+		req := "advisory"
+		if l.Required {
+			req = "required"
+		}
+		note := l.Summary
+		if l.Cause != "" {
+			note = "pending: " + l.Cause
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", oneLine(l.Name, 64), req, oneLine(l.Publication, 16),
+			outcomeIcon(l.Outcome), len(l.Findings), oneLine(note, 200))
+	}
+	if len(d.Lenses) == 0 {
+		b.WriteString("| — | — | — | " + outcomeIcon(d.Gate.State) + " | 0 | no lens ran |\n")
+	}
+	return b.String()
+}
+
+// findingLine renders one finding as a list item.
+func findingLine(f review.Finding) string {
+	loc := ""
+	if f.Path != "" {
+		loc = " `" + oneLine(f.Path, 200)
+		if f.Line > 0 {
+			loc += fmt.Sprintf(":%d", f.Line)
+		}
+		loc += "`"
+	}
+	s := fmt.Sprintf("- **%s** [%s]%s %s", oneLine(string(f.Severity), 16), oneLine(f.Lens, 64), loc, oneLine(f.Title, 300))
+	if f.Body != "" {
+		s += " — " + oneLine(f.Body, maxFindingDetail)
+	}
+	return s + "\n"
+}
+
+// summary is the check-run summary: headline reason and the per-lens table.
+func summary(d *review.Decision) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s**\n\n", gateTitle(d))
+	if d.Gate.Reason != "" {
+		b.WriteString(clean(truncate(d.Gate.Reason, 4000)) + "\n\n")
+	}
+	b.WriteString(lensTable(d))
+	fmt.Fprintf(&b, "\nCoverage: %s (%d of %d files reviewed).\n", oneLine(d.Coverage.Status, 16), d.Coverage.FilesReviewed, d.Coverage.FilesTotal)
+	b.WriteString("\nlensgate recommends; it never approves or merges. A human decides.\n")
+	return truncate(b.String(), maxCheckText)
+}
+
+// receiptSection renders the signed receipt collapsed, for comments and check text.
+func receiptSection(envelope []byte, receiptDigest, subjectDigest string) string {
+	if len(envelope) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(markerReceipt + "\n<details><summary>Signed receipt <code>sha256:" + receiptDigest + "</code></summary>\n\n")
+	b.WriteString("Subject digest: `" + subjectDigest + "`. Verify with `lensgate receipt verify --envelope receipt.json --public-key KEY --subject-digest " + subjectDigest + " --body body.md` (see docs/publishing.md).\n\n")
+	b.WriteString("```json\n")
+	b.WriteString(strings.TrimSuffix(string(envelope), "\n"))
+	b.WriteString("\n```\n</details>\n")
+	return b.String()
+}
+
+// extractEnvelope reads the receipt back from a comment lensgate wrote.
+func extractEnvelope(body string) []byte {
+	i := strings.Index(body, markerReceipt)
+	if i < 0 {
+		return nil
+	}
+	rest := body[i:]
+	j := strings.Index(rest, "```json\n")
+	if j < 0 {
+		return nil
+	}
+	rest = rest[j+len("```json\n"):]
+	k := strings.Index(rest, "\n```")
+	if k < 0 {
+		return nil
+	}
+	return []byte(rest[:k] + "\n")
+}
+
+func hiddenValue(body, marker string) string {
+	i := strings.Index(body, marker)
+	if i < 0 {
+		return ""
+	}
+	rest := body[i+len(marker):]
+	j := strings.Index(rest, markerEnd)
+	if j < 0 {
+		return ""
+	}
+	return rest[:j]
+}
+
+// checkText is the check-run text: every finding and the receipt, within GitHub's limit. The
+// receipt is kept whole; findings are cut first.
+func checkText(d *review.Decision, moved []string, receipt string) string {
+	var b strings.Builder
+	if len(d.Findings) > 0 {
+		b.WriteString("### Findings\n\n")
+		for _, f := range d.Findings {
+			b.WriteString(findingLine(f))
+		}
+		b.WriteString("\n")
+	}
+	if len(moved) > 0 {
+		b.WriteString("### Not placed inline\n\n")
+		for _, m := range moved {
+			b.WriteString(m)
+		}
+		b.WriteString("\n")
+	}
+	for _, g := range d.Coverage.Gaps {
+		fmt.Fprintf(&b, "- gap: `%s` — %s\n", oneLine(g.Path, 200), oneLine(g.Reason, 200))
+	}
+	room := maxCheckText - len(receipt) - 1
+	body := b.String()
+	if room < 0 {
+		return truncate(body, maxCheckText)
+	}
+	if len(body) > room {
+		body = truncate(body, room-64) + "\n\n(truncated; the advisory comment lists the rest)\n"
+	}
+	return body + receipt
+}

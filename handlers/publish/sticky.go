@@ -1,0 +1,220 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-github/v62/github"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/pdp"
+)
+
+// maxListPages bounds paginated reads (100 items per page).
+const maxListPages = 20
+
+// findSticky returns the App's advisory comment: the oldest comment by the App's own login
+// that carries the hidden marker. A comment by anyone else with the marker is ignored.
+func (r *run) findSticky(ctx context.Context) (*github.IssueComment, error) {
+	var found *github.IssueComment
+	err := r.p.call(ctx, "list comments", func(ctx context.Context) (*github.Response, error) {
+		found = nil
+		opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+		for page := 0; page < maxListPages; page++ {
+			cs, resp, err := r.gh.Issues.ListComments(ctx, r.info.owner, r.info.repo, r.info.number, opts)
+			if err != nil {
+				return resp, err
+			}
+			for _, c := range cs {
+				if c.GetUser().GetLogin() == r.info.botLogin && strings.HasPrefix(c.GetBody(), markerAdvisory) {
+					if found == nil || c.GetID() < found.GetID() {
+						found = c
+					}
+				}
+			}
+			if resp.NextPage == 0 {
+				return resp, nil
+			}
+			opts.Page = resp.NextPage
+		}
+		return nil, nil
+	}, nil)
+	return found, err
+}
+
+// writeSticky updates the advisory comment in place, or creates it once. A create whose answer
+// was lost is detected by listing again before retrying, so it is never duplicated.
+func (r *run) writeSticky(ctx context.Context, existing *github.IssueComment, body string) {
+	body = truncate(body, maxCommentBody)
+	if existing != nil && existing.GetBody() == body {
+		return
+	}
+	if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCommentUpsert, Target: "advisory-comment", Lenses: r.commentLenses()}) {
+		return
+	}
+	if existing != nil {
+		r.fail(r.p.call(ctx, "update advisory comment", func(ctx context.Context) (*github.Response, error) {
+			_, resp, err := r.gh.Issues.EditComment(ctx, r.info.owner, r.info.repo, existing.GetID(), &github.IssueComment{Body: github.String(body)})
+			return resp, err
+		}, nil))
+		return
+	}
+	r.fail(r.p.call(ctx, "create advisory comment", func(ctx context.Context) (*github.Response, error) {
+		_, resp, err := r.gh.Issues.CreateComment(ctx, r.info.owner, r.info.repo, r.info.number, &github.IssueComment{Body: github.String(body)})
+		return resp, err
+	}, func(ctx context.Context) (bool, error) {
+		c, err := r.findSticky(ctx)
+		return c != nil, err
+	}))
+}
+
+func (r *run) commentLenses() []string {
+	var out []string
+	for l := range r.info.publication {
+		out = append(out, l)
+	}
+	return out
+}
+
+// upsertSticky renders the advisory comment: gate, lens table, findings of comment lenses and
+// every finding not placed inline, the signed receipt, and the state key that lets a re-run
+// recognise an unchanged publication.
+func (r *run) upsertSticky(ctx context.Context, d *review.Decision, existing *github.IssueComment, rc *receiptInfo, plan inlinePlan) {
+	var b strings.Builder
+	b.WriteString(markerAdvisory + "\n")
+	fmt.Fprintf(&b, "### %s\n\n", gateTitle(d))
+	if d.Comment != "" {
+		b.WriteString(clean(truncate(d.Comment, 8000)) + "\n\n")
+	}
+	b.WriteString(lensTable(d) + "\n")
+	var listed []string
+	for _, f := range d.Findings {
+		mode := r.info.publication[f.Lens]
+		if mode == config.PublicationInline || mode == config.PublicationReview {
+			continue // shown inline, or under "not placed inline" below
+		}
+		listed = append(listed, findingLine(f))
+	}
+	if len(listed) > 0 {
+		b.WriteString("#### Findings\n\n" + strings.Join(listed, "") + "\n")
+	}
+	if len(plan.moved) > 0 {
+		b.WriteString("#### Not placed inline\n\n" + strings.Join(plan.moved, "") + "\n")
+	}
+	if len(d.Intake.Messages) > 0 {
+		for _, m := range d.Intake.Messages {
+			if !m.Passed {
+				b.WriteString("- intake `" + oneLine(m.Check, 32) + "`: " + oneLine(m.Message, 500) + "\n")
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("lensgate recommends; it never approves or merges. A human decides.\n\n")
+	if rc != nil {
+		b.WriteString(receiptSection(rc.envelope, rc.receiptDigest, rc.subjectDigest))
+	}
+	state := r.state
+	if rc != nil && rc.state != "" {
+		state = rc.state
+	}
+	if state != "" {
+		b.WriteString(markerState + state + markerEnd + "\n")
+	}
+	body := b.String()
+	if len(body) > maxCommentBody && rc != nil {
+		// Keep the receipt whole; cut the findings.
+		tail := receiptSection(rc.envelope, rc.receiptDigest, rc.subjectDigest) + markerState + state + markerEnd + "\n"
+		body = truncate(body[:strings.Index(body, markerReceipt)], maxCommentBody-len(tail)-64) + "\n\n(truncated)\n\n" + tail
+	}
+	r.writeSticky(ctx, existing, body)
+}
+
+// disclose signs the receipt and splices its block into the body. It re-reads the body right
+// before writing and starts over when the author edited it meanwhile, so no edit is lost and
+// the signed body core matches what is published. An unchanged subject and outcome keep the
+// previous receipt instead of signing a new one.
+func (r *run) disclose(ctx context.Context, d *review.Decision, body string, sticky *github.IssueComment) *receiptInfo {
+	if r.p.signer == nil {
+		return nil
+	}
+	var prior *receiptInfo
+	priorState := ""
+	if sticky != nil {
+		prior = r.receiptFromEnvelope(extractEnvelope(sticky.GetBody()))
+		priorState = hiddenValue(sticky.GetBody(), markerState)
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		prepared, err := block.Prepare(body)
+		if err != nil {
+			r.notes = append(r.notes, "disclosure block not written: the body is ambiguous ("+err.Error()+")")
+			return prior
+		}
+		core, err := block.BodyCoreDigest(prepared)
+		if err != nil {
+			r.notes = append(r.notes, "disclosure block not written: "+err.Error())
+			return prior
+		}
+		state := stateKey(r.info, d, core)
+		if prior != nil && priorState == state && bodyShowsReceipt(body, prior.fileDigest) {
+			prior.state = state
+			return prior
+		}
+		reason := "re-review of the same head"
+		switch {
+		case prior == nil:
+		case priorHead(prior.envelope) != r.info.headSHA:
+			reason = "new head " + r.info.headSHA
+		default:
+			reason = "pull request body or outcome changed"
+		}
+		priorDigest := ""
+		if prior != nil {
+			priorDigest = prior.receiptDigest
+		}
+		pred := predicate(r.info, d, r.p.now().UTC(), priorDigest, reason)
+		disc, err := disclosure.Disclose(body, pred, *r.p.signer)
+		if err != nil {
+			r.notes = append(r.notes, "receipt not signed: "+oneLine(err.Error(), 500))
+			return prior
+		}
+		rc := &receiptInfo{
+			envelope: disc.Receipt.Envelope, receiptDigest: disc.Receipt.ReceiptDigest,
+			fileDigest: sha256Hex(disc.Receipt.Envelope), subjectDigest: disc.Receipt.SubjectDigest,
+			fresh: true, state: state,
+		}
+		// Re-read just before writing: an author edit since the first read means starting over.
+		pr, err := r.getPull(ctx)
+		if err != nil {
+			r.fail(err)
+			return rc
+		}
+		if pr.GetBody() != body {
+			body = pr.GetBody()
+			r.notes = append(r.notes, "the body changed while publishing; receipt re-signed over the new body")
+			continue
+		}
+		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindDisclosure, Target: "body", BodyBefore: body, BodyAfter: disc.Body}) {
+			return rc
+		}
+		r.fail(r.p.call(ctx, "update body", func(ctx context.Context) (*github.Response, error) {
+			_, resp, err := r.gh.PullRequests.Edit(ctx, r.info.owner, r.info.repo, r.info.number, &github.PullRequest{Body: github.String(disc.Body)})
+			return resp, err
+		}, func(ctx context.Context) (bool, error) {
+			pr, err := r.getPull(ctx)
+			return err == nil && pr.GetBody() == disc.Body, err
+		}))
+		return rc
+	}
+	r.notes = append(r.notes, "the body kept changing while publishing; disclosure block not written this run")
+	return prior
+}
+
+// bodyShowsReceipt reports whether the body's block carries the Receipt line of fileDigest.
+func bodyShowsReceipt(body, fileDigest string) bool {
+	lines, err := block.Parse(body)
+	return err == nil && block.ReceiptDigest(lines) == fileDigest
+}
