@@ -1,10 +1,215 @@
 package main
 
-import "errors"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-// reviewCmd is not built yet.
-type reviewCmd struct{}
+	"github.com/rs/zerolog"
 
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/runtime"
+	"github.com/lensgate/lensgate/review/runtime/builtin"
+	"github.com/lensgate/lensgate/review/runtime/dryrun"
+	rtexec "github.com/lensgate/lensgate/review/runtime/exec"
+	"github.com/lensgate/lensgate/review/runtime/openai"
+)
+
+// reviewCmd runs the whole review pipeline on a local git repository.
+type reviewCmd struct {
+	Repo     string `default:"." placeholder:"DIR" help:"Local git repository."`
+	Base     string `required:"" placeholder:"REF" help:"Base revision of the change."`
+	Head     string `default:"HEAD" placeholder:"REF" help:"Head revision of the change."`
+	Config   string `placeholder:"FILE" help:"Configuration (.asdd.yml, .yaga.toml or pyproject.toml); default: .asdd.yml of the base revision, else the built-in default policy."`
+	Runtime  string `placeholder:"NAME" help:"Default runtime for lenses whose preset names none (builtin, openai, dryrun, or an adapter name)."`
+	Adapters string `placeholder:"DIR" help:"Directory of operator-installed review adapters, enabled as exec runtimes."`
+	Format   string `default:"text" enum:"text,json,markdown" help:"Output format: text, json or markdown."`
+	SignKey  string `placeholder:"FILE" help:"Ed25519 key file (lensgate keygen): also print the signed receipt."`
+}
+
+// Run implements the command. Exit 0: gate passed; 1: not passed; 2: unusable input.
 func (c *reviewCmd) Run(e *env) error {
-	return exitWith(exitUsage, errors.New("review: not available in this build"))
+	cfg, err := c.loadConfig(e)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if c.Runtime != "" {
+		cfg.Runtime = c.Runtime
+	}
+	var signer *disclosure.Signer
+	if c.SignKey != "" {
+		key, err := disclosure.LoadPrivateKey(c.SignKey)
+		if err != nil {
+			return exitWith(exitUsage, err)
+		}
+		signer = &disclosure.Signer{Key: key}
+	}
+	reg, err := c.registry(cfg)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	subj, err := review.LocalSubject(e.ctx, c.Repo, c.Base, c.Head)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	p := review.NewPipeline(review.Options{Runtimes: reg, Logger: zerolog.New(e.stderr).Level(zerolog.WarnLevel)})
+	dec, err := p.Review(e.ctx, subj, cfg)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	var rc *disclosure.Receipt
+	if signer != nil {
+		rc, err = disclosure.Emit(review.Predicate(dec, &subj, time.Now()), *signer)
+		if err != nil {
+			return exitWith(exitUsage, fmt.Errorf("sign the receipt: %w", err))
+		}
+	}
+	if err := writeReview(e.stdout, c.Format, dec, rc); err != nil {
+		return err
+	}
+	if !dec.Gate.Passed() {
+		return exitWith(exitNegative, nil)
+	}
+	return nil
+}
+
+// loadConfig reads --config, or .asdd.yml from the base revision (never from the head, so a
+// change cannot weaken the review it gets), or falls back to the default configuration.
+func (c *reviewCmd) loadConfig(e *env) (*config.Repo, error) {
+	if c.Config != "" {
+		data, err := os.ReadFile(c.Config)
+		if err != nil {
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+		if config.IsRepoConfig(c.Config) {
+			return config.ParseRepo(c.Config, data)
+		}
+		pol, err := config.ParsePolicyFile(c.Config, data)
+		if err != nil {
+			return nil, err
+		}
+		cfg := config.DefaultRepo()
+		cfg.Source, cfg.Policy, cfg.PolicyDefaulted = c.Config, pol, false
+		return cfg, nil
+	}
+	if strings.HasPrefix(c.Base, "-") {
+		return nil, errors.New("a revision may not start with '-'")
+	}
+	cmd := exec.CommandContext(e.ctx, "git", "-C", c.Repo, "show", c.Base+":.asdd.yml")
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		// No .asdd.yml at the base revision (or not a repository: LocalSubject reports that).
+		return config.DefaultRepo(), nil
+	}
+	return config.ParseRepo(c.Base+":.asdd.yml", []byte(out.String()))
+}
+
+// registry enables builtin and dryrun always, openai when an endpoint and token are in the
+// environment, and every adapter of --adapters.
+func (c *reviewCmd) registry(cfg *config.Repo) (*runtime.Registry, error) {
+	rts := []runtime.Runtime{builtin.New(builtin.Options{}), dryrun.Runtime{}}
+	if url, tok := os.Getenv("ASDD_MODEL_URL"), os.Getenv("ASDD_RUNTIME_TOKEN"); url != "" && tok != "" {
+		rt, err := openai.New(openai.Options{BaseURL: url, Token: tok, Model: os.Getenv("ASDD_MODEL")})
+		if err != nil {
+			return nil, err
+		}
+		rts = append(rts, rt)
+	}
+	if c.Adapters != "" {
+		adapters, err := rtexec.Discover(c.Adapters, rtexec.Options{
+			ModelURL: os.Getenv("ASDD_MODEL_URL"), Token: os.Getenv("ASDD_RUNTIME_TOKEN"), Model: os.Getenv("ASDD_MODEL"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range adapters {
+			rts = append(rts, a)
+		}
+	}
+	return runtime.NewRegistry(rts...), nil
+}
+
+func writeReview(w io.Writer, format string, d *review.Decision, rc *disclosure.Receipt) error {
+	switch format {
+	case "json":
+		doc := struct {
+			*review.Decision
+			Receipt json.RawMessage `json:"receipt,omitempty"`
+		}{Decision: d}
+		if rc != nil {
+			doc.Receipt = rc.Envelope
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(doc)
+	case "markdown":
+		fmt.Fprint(w, d.Comment)
+	default:
+		writeText(w, d)
+	}
+	if rc != nil {
+		fmt.Fprintf(w, "\nSigned receipt (DSSE envelope, receipt digest %s):\n%s", rc.ReceiptDigest, rc.Envelope)
+	}
+	return nil
+}
+
+func writeText(w io.Writer, d *review.Decision) {
+	fmt.Fprintf(w, "Gate: %s (%s)\n", d.Gate.State, d.Gate.Reason)
+	fmt.Fprintf(w, "Recommendation: %s\n", d.Recommendation)
+	fmt.Fprintf(w, "Plan digest: %s\n", d.PlanDigest)
+	fmt.Fprintf(w, "Reviewed: %s..%s, diff sha256 %s\n\n", short(d.Subject.BaseSHA), short(d.Subject.HeadSHA), d.Subject.ReviewedDiffDigest)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LENS\tROLE\tOUTCOME\tRUNTIME\tSUMMARY")
+	for _, l := range d.Lenses {
+		role := "advisory"
+		if l.Required {
+			role = "required"
+		}
+		sum := l.Summary
+		if l.Cause != "" {
+			sum = "pending: " + l.Cause
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Name, role, l.Outcome, l.Runtime, oneLine(sum))
+	}
+	tw.Flush()
+	for _, m := range d.Intake.Messages {
+		if m.Message != "" {
+			fmt.Fprintf(w, "\nIntake %s: %s\n", m.Check, m.Message)
+		}
+	}
+	if len(d.Findings) > 0 {
+		fmt.Fprintf(w, "\nFindings (%d):\n", len(d.Findings))
+		for _, f := range d.Findings {
+			loc := f.Path
+			if f.Line > 0 {
+				loc = fmt.Sprintf("%s:%d", f.Path, f.Line)
+			}
+			fmt.Fprintf(w, "  %-8s %-12s %s  %s  [%s]\n", f.Severity, f.Lens, loc, oneLine(f.Title), f.ID)
+		}
+	}
+	fmt.Fprintf(w, "\nCoverage: %s (%d of %d file(s) reviewed)\n", d.Coverage.Status, d.Coverage.FilesReviewed, d.Coverage.FilesTotal)
+	for _, g := range d.Coverage.Gaps {
+		fmt.Fprintf(w, "  gap: %s: %s\n", g.Path, g.Reason)
+	}
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }

@@ -1,0 +1,661 @@
+package review
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/review/diff"
+	"github.com/lensgate/lensgate/review/policy"
+	"github.com/lensgate/lensgate/review/runtime"
+)
+
+// Defaults of Options.
+const (
+	// DefaultFreeMaxDiffBytes bounds the diff the offline runtimes scan.
+	DefaultFreeMaxDiffBytes = 16 << 20
+	// MaxFindingsPerLens bounds what one lens may report; the rest is counted in its summary.
+	MaxFindingsPerLens = 200
+	maxSummaryBytes    = policy.MaxSummaryBytes
+	maxTitleBytes      = 300
+	maxMessageBytes    = 2000
+)
+
+// Options configure a Pipeline.
+type Options struct {
+	// Runtimes are the runtimes the operator enabled. A policy can only choose among them.
+	Runtimes *runtime.Registry
+	Logger   zerolog.Logger
+	// WorkRoot is where work directories are created ("" for the system temporary directory).
+	WorkRoot string
+	// FreeRuntimes name the runtimes that cost nothing (no model, no network). They run even
+	// when intake fails and get the FreeMaxDiffBytes budget instead of review.max_diff_lines.
+	// Default: builtin and dryrun.
+	FreeRuntimes []string
+	// FreeMaxDiffBytes bounds the diff the free runtimes scan (default 16 MiB); files beyond
+	// it are coverage gaps.
+	FreeMaxDiffBytes int64
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Pipeline reviews subjects. It holds no per-review state and is safe for concurrent use.
+type Pipeline struct {
+	opts Options
+	free map[string]bool
+}
+
+// NewPipeline returns a pipeline.
+func NewPipeline(opts Options) *Pipeline {
+	if opts.FreeRuntimes == nil {
+		opts.FreeRuntimes = []string{"builtin", "dryrun"}
+	}
+	if opts.FreeMaxDiffBytes <= 0 {
+		opts.FreeMaxDiffBytes = DefaultFreeMaxDiffBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Runtimes == nil {
+		opts.Runtimes = runtime.NewRegistry()
+	}
+	free := map[string]bool{}
+	for _, n := range opts.FreeRuntimes {
+		free[n] = true
+	}
+	return &Pipeline{opts: opts, free: free}
+}
+
+// ErrUnusableInput wraps every error Review returns: the subject or configuration cannot be
+// reviewed at all. Operational failures of a runtime are never errors; they make lenses pending.
+var ErrUnusableInput = errors.New("unusable review input")
+
+func unusable(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnusableInput, fmt.Sprintf(format, args...))
+}
+
+// budget is the part of the diff one class of runtime gets.
+type budget struct {
+	files []diff.File
+	gaps  []Gap
+}
+
+// lensPlan is one policy lens with the runtime chosen for it.
+type lensPlan struct {
+	item    policy.Item
+	runtime string
+	cause   string // set when no usable runtime could be chosen
+}
+
+// Review runs the whole pipeline on a pull request. It returns an error only for unusable
+// input; a runtime that fails, hangs or answers garbage leaves its lenses pending.
+func (p *Pipeline) Review(ctx context.Context, subj Subject, cfg *config.Repo) (*Decision, error) {
+	if cfg == nil {
+		return nil, unusable("no repository configuration")
+	}
+	if subj.Kind != KindPullRequest {
+		return nil, unusable("subject kind %q is not a pull request", subj.Kind)
+	}
+	plan, err := policy.NewPlan(cfg.Policy)
+	if err != nil {
+		return nil, unusable("invalid review policy: %v", err)
+	}
+	log := p.opts.Logger.With().Str("component", "review").Str("head", shortSHA(subj.HeadSHA)).Logger()
+
+	diffBytes := subj.Diff
+	if len(diffBytes) == 0 {
+		diffBytes = patchesToDiff(subj.Files)
+	}
+	files := diff.Parse(diffBytes)
+	changed := changedFiles(subj.Files, files)
+	totalLines := 0
+	for i := range files {
+		totalLines += files[i].Lines
+	}
+
+	lenses := p.chooseRuntimes(plan, cfg)
+	usesPaid := false
+	for _, l := range lenses {
+		if l.cause == "" && !p.free[l.runtime] {
+			usesPaid = true
+		}
+	}
+	paid := budgetByLines(files, cfg.Review.MaxDiffLines)
+	free := budgetByBytes(files, p.opts.FreeMaxDiffBytes)
+
+	var overBudget []Gap
+	if usesPaid {
+		overBudget = paid.gaps
+	}
+	intake := runIntake(&subj, cfg, changed, overBudget, totalLines)
+
+	rtSubj := runtime.Subject{
+		Owner: subj.Owner, Repo: subj.Repo, Number: subj.Number, HeadSHA: subj.HeadSHA, BaseSHA: subj.BaseSHA,
+		Title: subj.Title, Body: subj.Body, Author: subj.Author, Labels: subj.Labels,
+	}
+	for _, c := range subj.Commits {
+		rtSubj.Commits = append(rtSubj.Commits, c.Message)
+	}
+	settings := runtime.Settings{
+		ProtectedPaths: cfg.ProtectedPaths, IgnorePaths: cfg.IgnorePaths, RequireSpec: cfg.RequireSpec,
+		SpecPaths: cfg.SpecPaths, TriageLabels: cfg.TriageLabels, Model: cfg.Models.Reviewer,
+		TimeoutSeconds: cfg.Review.TimeoutSeconds,
+	}
+
+	// Group lenses by runtime, keeping plan order.
+	var order []string
+	groups := map[string][]int{}
+	for i, l := range lenses {
+		if l.cause != "" {
+			continue
+		}
+		if _, ok := groups[l.runtime]; !ok {
+			order = append(order, l.runtime)
+		}
+		groups[l.runtime] = append(groups[l.runtime], i)
+	}
+
+	var wd *workDir
+	if usesPaid && intake.Passed {
+		meta := map[string]string{
+			"pr_number": itoa(subj.Number), "base_sha": subj.BaseSHA, "head_sha": subj.HeadSHA,
+			"require_spec": fmt.Sprint(cfg.RequireSpec), "max_open_prs": itoa(cfg.MaxOpenPRsPerAuthor),
+			"open_pr_count": "", "override": "false",
+		}
+		if subj.OpenPRsByAuthor >= 0 && !subj.Local {
+			meta["open_pr_count"] = itoa(subj.OpenPRsByAuthor)
+		}
+		wd, err = newWorkDir(p.opts.WorkRoot, &subj, paid.files, meta)
+		if err != nil {
+			// The work directory is the adapters' only input: without it they cannot run.
+			log.Error().Err(err).Msg("work directory")
+			for i := range lenses {
+				if lenses[i].cause == "" && !p.free[lenses[i].runtime] {
+					lenses[i].cause = "could not prepare the work directory: " + err.Error()
+				}
+			}
+		}
+		defer func() {
+			if err := wd.Close(); err != nil {
+				log.Warn().Err(err).Msg("remove work directory")
+			}
+		}()
+	}
+
+	results := make([]LensResult, len(lenses))
+	runs := make([]Run, 0, len(lenses))
+	model := map[string]string{}
+	started := map[string]time.Time{}
+	finished := map[string]time.Time{}
+	reports := map[string]*runtime.LensReport{}
+	rtErr := map[string]string{}
+	reviewedBy := map[string]bool{}
+
+	for _, rtName := range order {
+		idx := groups[rtName]
+		isFree := p.free[rtName]
+		if !isFree && (!intake.Passed || wd == nil) {
+			cause := "intake did not pass, so the change was not sent to the " + rtName + " runtime"
+			if intake.Passed {
+				cause = lenses[idx[0]].cause
+			}
+			for _, i := range idx {
+				if lenses[i].cause == "" {
+					lenses[i].cause = cause
+				}
+			}
+			continue
+		}
+		rt, _ := p.opts.Runtimes.Get(rtName)
+		b := paid
+		if isFree {
+			b = free
+		}
+		req := &runtime.Request{
+			Kind: runtime.KindReview, Subject: rtSubj, Files: b.files, Diff: joinFiles(diffBytes, b.files),
+			Changed: changed, Settings: settings,
+		}
+		if wd != nil {
+			req.WorkDir = wd.path
+		}
+		for _, i := range idx {
+			it := lenses[i].item
+			req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: it.Instruction})
+		}
+		start := p.opts.Now()
+		res, err := safeReview(ctx, rt, req, cfg.Review.TimeoutSeconds)
+		end := p.opts.Now()
+		started[rtName], finished[rtName] = start, end
+		if err != nil {
+			log.Warn().Str("runtime", rtName).Err(err).Msg("runtime failed; its lenses are pending")
+			rtErr[rtName] = "runtime " + rtName + " failed: " + boundText(err.Error(), 500)
+			continue
+		}
+		reviewedBy[rtName] = true
+		model[rtName] = res.Model
+		for j := range res.Lenses {
+			r := &res.Lenses[j]
+			key := rtName + "\x00" + r.Lens
+			if _, dup := reports[key]; !dup {
+				reports[key] = r
+			}
+		}
+	}
+
+	for i, l := range lenses {
+		lr := LensResult{
+			Name: l.item.Name, Required: l.item.Required, Publication: l.item.Publication,
+			Runtime: l.runtime, Outcome: OutcomePending,
+		}
+		switch {
+		case l.cause != "":
+			lr.Cause = l.cause
+		case rtErr[l.runtime] != "":
+			lr.Cause = rtErr[l.runtime]
+		default:
+			rep := reports[l.runtime+"\x00"+l.item.Name]
+			lr = mapReport(lr, rep)
+		}
+		if lr.Outcome == OutcomePending && lr.Summary == "" {
+			lr.Summary = "Pending: " + lr.Cause
+		}
+		results[i] = lr
+		runs = append(runs, Run{
+			Lens: lr.Name, Runtime: lr.Runtime, Model: model[l.runtime], Started: started[l.runtime],
+			Finished: finished[l.runtime], Outcome: lr.Outcome, Cause: lr.Cause,
+		})
+	}
+
+	gate, err := evaluateGate(plan, results)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate the gate: %w", err)
+	}
+	if !intake.Passed && gate.State != OutcomeFailed {
+		gate.State = OutcomeFailed
+		gate.Reason = "intake did not pass: " + intakeProblems(intake)
+	}
+
+	dec := &Decision{
+		Gate: gate, PlanDigest: plan.Digest(), Lenses: results, Intake: intake,
+		Runs: runs,
+		Subject: SubjectContext{
+			Kind: subj.Kind, Owner: subj.Owner, Repo: subj.Repo, Number: subj.Number,
+			RepositoryNodeID: subj.RepositoryNodeID, NodeID: subj.NodeID, HeadSHA: subj.HeadSHA,
+			BaseSHA: subj.BaseSHA, ReviewedDiffDigest: sha256Hex(diffBytes),
+		},
+	}
+	if prepared, err := disclosure.PrepareBody(subj.Body); err == nil {
+		if d, err := disclosure.BodyCoreDigest(prepared); err == nil {
+			dec.Subject.BodyCoreDigest = d
+		}
+	}
+	for _, lr := range results {
+		dec.Findings = append(dec.Findings, lr.Findings...)
+	}
+	dec.Coverage = coverage(changed, files, lenses, reviewedBy, p.free, paid, free, cfg)
+	dec.Recommendation = RecommendComment
+	if gate.State == OutcomeFailed {
+		dec.Recommendation = RecommendRequestChanges
+	}
+	for _, f := range dec.Findings {
+		if f.Severity.Blocks() {
+			dec.Recommendation = RecommendRequestChanges
+		}
+	}
+	dec.Inline = inlineComments(dec.Findings, files)
+	dec.Comment = RenderComment(dec)
+	log.Info().Str("gate", string(gate.State)).Int("findings", len(dec.Findings)).
+		Str("coverage", dec.Coverage.Status).Msg("review finished")
+	return dec, nil
+}
+
+// chooseRuntimes picks the runtime of every lens: the preset when it names an enabled runtime
+// or an operator-defined preset, otherwise the repository's default runtime. Only enabled
+// runtimes can be chosen; anything else leaves the lens pending with the reason.
+func (p *Pipeline) chooseRuntimes(plan policy.Plan, cfg *config.Repo) []lensPlan {
+	out := make([]lensPlan, len(plan.Items))
+	def := cfg.Runtime
+	if def == "" {
+		def = config.DefaultRuntime
+	}
+	for i, it := range plan.Items {
+		lp := lensPlan{item: it}
+		switch {
+		case p.enabled(it.Preset):
+			lp.runtime = it.Preset
+		default:
+			if rt, ok := p.opts.Runtimes.Preset(it.Preset); ok {
+				lp.runtime = rt
+			} else {
+				lp.runtime = def
+			}
+		}
+		if !p.enabled(lp.runtime) {
+			lp.cause = fmt.Sprintf("runtime %q is not enabled on this server (enabled: %s)",
+				lp.runtime, strings.Join(p.opts.Runtimes.Names(), ", "))
+		}
+		out[i] = lp
+	}
+	return out
+}
+
+func (p *Pipeline) enabled(name string) bool {
+	_, ok := p.opts.Runtimes.Get(name)
+	return ok
+}
+
+// safeReview runs one runtime with an overall deadline and turns a panic into an error, so
+// that nothing a runtime does can take the pipeline down.
+func safeReview(ctx context.Context, rt runtime.Runtime, req *runtime.Request, timeoutSeconds int) (res *runtime.Result, err error) {
+	if timeoutSeconds <= 0 {
+		timeoutSeconds = config.DefaultTimeoutSeconds
+	}
+	// Room for the quality pass and bounded retries inside the runtime.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(timeoutSeconds)*4*time.Second+30*time.Second)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("runtime crashed: %v", r)
+		}
+	}()
+	res, err = rt.Review(ctx, req)
+	if err == nil && res == nil {
+		err = errors.New("runtime returned no result")
+	}
+	return res, err
+}
+
+// mapReport turns one runtime report into a closed lens outcome. Verdicts: request-changes
+// fails the lens; ok and concerns pass it unless a high or critical finding is reported (the
+// finding wins); skipped, an unknown verdict or a missing report leave it pending.
+func mapReport(lr LensResult, rep *runtime.LensReport) LensResult {
+	if rep == nil {
+		lr.Cause = "runtime " + lr.Runtime + " returned no result for this lens"
+		return lr
+	}
+	if !runtime.ValidVerdict(rep.Verdict) {
+		lr.Cause = fmt.Sprintf("runtime %s returned an invalid verdict %q", lr.Runtime, boundText(rep.Verdict, 40))
+		return lr
+	}
+	seen := map[string]bool{}
+	blocking := false
+	dropped := 0
+	for _, f := range rep.Findings {
+		sev := Severity(f.Severity)
+		if sev.Rank() < 0 {
+			lr.Cause = fmt.Sprintf("runtime %s returned an invalid severity %q", lr.Runtime, boundText(f.Severity, 40))
+			lr.Findings = nil
+			return lr
+		}
+		if sev.Blocks() {
+			blocking = true
+		}
+		fd := Finding{
+			Lens: lr.Name, Rule: boundText(f.Rule, 80), Severity: sev, Path: cleanPath(f.Path), Line: f.Line,
+			Title: boundText(f.Title, maxTitleBytes), Body: boundText(f.Message, maxMessageBytes),
+		}
+		if fd.Line < 0 {
+			fd.Line = 0
+		}
+		if fd.Title == "" {
+			fd.Title = boundText(firstLine(fd.Body), maxTitleBytes)
+		}
+		key := f.Key
+		if key == "" {
+			key = fd.Title + "\x00" + fd.Body
+		}
+		fd.ID = findingID(lr.Name, fd.Rule, fd.Path, key)
+		if seen[fd.ID] {
+			continue
+		}
+		seen[fd.ID] = true
+		if len(lr.Findings) >= MaxFindingsPerLens {
+			dropped++
+			continue
+		}
+		lr.Findings = append(lr.Findings, fd)
+	}
+	sort.SliceStable(lr.Findings, func(i, j int) bool {
+		return lr.Findings[i].Severity.Rank() > lr.Findings[j].Severity.Rank()
+	})
+	lr.Summary = boundText(rep.Summary, maxSummaryBytes-200)
+	if dropped > 0 {
+		lr.Summary = strings.TrimSpace(lr.Summary + fmt.Sprintf(" (%d more finding(s) not listed)", dropped))
+	}
+	switch {
+	case rep.Verdict == runtime.VerdictSkipped:
+		lr.Outcome = OutcomePending
+		lr.Cause = rep.Cause
+		if lr.Cause == "" {
+			lr.Cause = "runtime " + lr.Runtime + " skipped this lens"
+		}
+		lr.Cause = boundText(lr.Cause, 500)
+	case rep.Verdict == runtime.VerdictRequestChanges || blocking:
+		lr.Outcome = OutcomeFailed
+	default:
+		lr.Outcome = OutcomePassed
+	}
+	return lr
+}
+
+// evaluateGate aggregates the lens outcomes through the policy model.
+func evaluateGate(plan policy.Plan, results []LensResult) (Gate, error) {
+	rc := policy.Receipt{Version: plan.Version, PlanDigest: plan.Digest()}
+	for _, lr := range results {
+		res := policy.Result{Lens: lr.Name, Outcome: policy.Outcome(lr.Outcome)}
+		if s := receiptSummary(lr.Summary); s != "" {
+			res.Summary = &s
+		}
+		rc.Results = append(rc.Results, res)
+	}
+	ev, err := policy.Evaluate(plan, rc)
+	if err != nil {
+		return Gate{}, err
+	}
+	g := Gate{
+		State: Outcome(ev.State), BlockingFailures: ev.BlockingFailures, BlockingPending: ev.BlockingPending,
+		AdvisoryFailures: ev.AdvisoryFailures, AdvisoryPending: ev.AdvisoryPending,
+	}
+	switch g.State {
+	case OutcomePassed:
+		g.Reason = "the required lenses passed"
+	case OutcomeFailed:
+		g.Reason = "required lens(es) failed: " + strings.Join(g.BlockingFailures, ", ")
+	default:
+		g.Reason = "required lens(es) pending: " + strings.Join(g.BlockingPending, ", ")
+	}
+	return g, nil
+}
+
+// receiptSummary makes a summary acceptable to the receipt rules (non-blank, bounded, no NUL).
+func receiptSummary(s string) string {
+	s = strings.ReplaceAll(s, "\x00", "")
+	s = boundText(s, maxSummaryBytes)
+	if config.IsBlank(s) {
+		return ""
+	}
+	return s
+}
+
+func intakeProblems(in Intake) string {
+	var checks []string
+	for _, m := range in.Messages {
+		if !m.Passed {
+			checks = append(checks, m.Check)
+		}
+	}
+	return strings.Join(checks, ", ")
+}
+
+// budgetByLines keeps files in diff order while their lines fit in max (0 = no limit); every
+// other file is a gap. A file too large on its own does not stop smaller later files.
+func budgetByLines(files []diff.File, max int) budget {
+	if max <= 0 {
+		return budget{files: files}
+	}
+	var b budget
+	used := 0
+	for i := range files {
+		if used+files[i].Lines <= max {
+			used += files[i].Lines
+			b.files = append(b.files, files[i])
+			continue
+		}
+		b.gaps = append(b.gaps, Gap{Path: files[i].Path(),
+			Reason: fmt.Sprintf("beyond review.max_diff_lines (%d): not sent to the model reviewer", max)})
+	}
+	return b
+}
+
+// budgetByBytes is budgetByLines for the free runtimes, counted in bytes.
+func budgetByBytes(files []diff.File, max int64) budget {
+	var b budget
+	var used int64
+	for i := range files {
+		n := int64(len(files[i].Raw))
+		if used+n <= max {
+			used += n
+			b.files = append(b.files, files[i])
+			continue
+		}
+		b.gaps = append(b.gaps, Gap{Path: files[i].Path(),
+			Reason: fmt.Sprintf("beyond the offline reviewer's %d MiB diff budget: not scanned", max>>20)})
+	}
+	return b
+}
+
+// joinFiles returns the diff bytes of the chosen files. When they are a contiguous run of the
+// input, the input is sliced rather than copied.
+func joinFiles(all []byte, files []diff.File) []byte {
+	if len(files) == 0 {
+		return nil
+	}
+	start := files[0].Offset
+	end := start
+	contiguous := true
+	for i := range files {
+		if files[i].Offset != end {
+			contiguous = false
+			break
+		}
+		end += len(files[i].Raw)
+	}
+	if contiguous && end <= len(all) {
+		return all[start:end:end]
+	}
+	n := 0
+	for i := range files {
+		n += len(files[i].Raw)
+	}
+	out := make([]byte, 0, n)
+	for i := range files {
+		out = append(out, files[i].Raw...)
+	}
+	return out
+}
+
+// patchesToDiff builds a git-style diff from per-file patches when no full diff was given.
+func patchesToDiff(files []File) []byte {
+	var b strings.Builder
+	for _, f := range files {
+		if f.Patch == "" {
+			continue
+		}
+		oldP, newP := f.Path, f.Path
+		if f.PreviousPath != "" {
+			oldP = f.PreviousPath
+		}
+		fmt.Fprintf(&b, "diff --git a/%s b/%s\n", oldP, newP)
+		switch f.Status {
+		case FileAdded:
+			fmt.Fprintf(&b, "new file mode 100644\n--- /dev/null\n+++ b/%s\n", newP)
+		case FileRemoved:
+			fmt.Fprintf(&b, "deleted file mode 100644\n--- a/%s\n+++ /dev/null\n", oldP)
+		default:
+			fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", oldP, newP)
+		}
+		b.WriteString(f.Patch)
+		if !strings.HasSuffix(f.Patch, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return []byte(b.String())
+}
+
+// changedFiles lists the changed files from the forge's file list, or from the diff when the
+// subject has none.
+func changedFiles(files []File, parsed []diff.File) []runtime.Changed {
+	if len(files) > 0 {
+		out := make([]runtime.Changed, len(files))
+		for i, f := range files {
+			out[i] = runtime.Changed{Path: f.Path, PreviousPath: f.PreviousPath, Status: f.Status, Binary: f.Binary, SizeBytes: f.SizeBytes}
+		}
+		return out
+	}
+	out := make([]runtime.Changed, len(parsed))
+	for i := range parsed {
+		f := &parsed[i]
+		c := runtime.Changed{Path: f.Path(), Status: f.Status, Binary: f.Binary}
+		if f.Status == FileRenamed || f.Status == FileCopied {
+			c.PreviousPath = f.OldPath
+		}
+		out[i] = c
+	}
+	return out
+}
+
+func findingID(lens, rule, path, key string) string {
+	h := sha256.Sum256([]byte(lens + "\x00" + rule + "\x00" + path + "\x00" + key))
+	return "LG-" + hex.EncodeToString(h[:6])
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// boundText cuts s to at most n bytes on a rune boundary and drops invalid UTF-8.
+func boundText(s string, n int) string {
+	s = strings.ToValidUTF8(strings.TrimSpace(s), "")
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// cleanPath keeps a reported path only if it is a plain relative path.
+func cleanPath(p string) string {
+	p = strings.TrimSpace(p)
+	if p == "" || len(p) > 1024 || strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\x00\n\r") {
+		return ""
+	}
+	return p
+}

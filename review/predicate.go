@@ -1,0 +1,99 @@
+package review
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lensgate/lensgate/disclosure"
+)
+
+// ProducerID names lensgate as the producer of receipts.
+const ProducerID = "lensgate"
+
+// Predicate builds the agent-review predicate of a decision: subject binding, one review run
+// per lens, the findings (all open), and coverage with every gap named. Forge-less (local)
+// subjects are bound to "local:" identifiers.
+func Predicate(d *Decision, subj *Subject, now time.Time) *disclosure.Predicate {
+	sc := disclosure.SubjectContext{
+		Kind: disclosure.KindPullRequest, Forge: "github.com",
+		RepositoryID: d.Subject.RepositoryNodeID, PullRequestNodeID: d.Subject.NodeID,
+		HeadSHA: d.Subject.HeadSHA, BaseSHA: d.Subject.BaseSHA,
+		ReviewedDiffDigest: d.Subject.ReviewedDiffDigest, BodyCoreDigest: d.Subject.BodyCoreDigest,
+	}
+	if subj.Owner != "" && subj.Repo != "" && subj.Number > 0 {
+		sc.HumanRef = fmt.Sprintf("github-pr:%s/%s#%d", subj.Owner, subj.Repo, subj.Number)
+	}
+	if subj.Local {
+		sc.Forge = "local"
+		if sc.RepositoryID == "" {
+			sc.RepositoryID = "local:" + subj.Repo
+		}
+		if sc.PullRequestNodeID == "" {
+			sc.PullRequestNodeID = "local:" + subj.BaseSHA + ".." + subj.HeadSHA
+		}
+	}
+	p := &disclosure.Predicate{
+		ReviewID:   "lensgate:" + shortSHA(d.Subject.HeadSHA) + ":" + shortSHA(d.Subject.ReviewedDiffDigest),
+		Subject:    sc,
+		Authoring:  []disclosure.AssuredItem{{AssertedBy: "author:" + nonEmpty(subj.Author, "unknown")}},
+		DeclaredAt: now.UTC(),
+		PlanDigest: d.PlanDigest,
+		Producer:   &disclosure.Producer{ID: ProducerID},
+		NonClaims: []string{
+			"The review does not claim the change is correct, complete or safe.",
+			"No human approved this change through this receipt; lensgate never approves or merges.",
+		},
+		Limitations: []string{
+			"Automated review: lens outcomes are recommendations from the runtimes named in reviewRuns.",
+			"Only the diff between baseSha and headSha was reviewed, not the rest of the repository.",
+		},
+	}
+	for _, r := range d.Runs {
+		by := "lensgate/" + r.Runtime
+		if r.Model != "" {
+			by += "/" + r.Model
+		}
+		p.ReviewRuns = append(p.ReviewRuns, disclosure.AssuredItem{AssertedBy: by + ":" + r.Lens + ":" + string(r.Outcome)})
+	}
+	for _, f := range d.Findings {
+		title := f.Title
+		if f.Path != "" {
+			title = fmt.Sprintf("%s (%s:%d)", f.Title, f.Path, f.Line)
+		}
+		p.Findings = append(p.Findings, disclosure.Finding{
+			ID: f.ID, Severity: string(f.Severity), Title: title, Disposition: "open",
+		})
+	}
+	p.FindingsTotal = len(p.Findings)
+	observed, expected := 0, len(d.Lenses)
+	for _, l := range d.Lenses {
+		if l.Outcome != OutcomePending {
+			observed++
+		}
+	}
+	cov := disclosure.Coverage{Status: d.Coverage.Status, ObservedRuns: &observed, ExpectedRuns: &expected}
+	switch {
+	case d.Coverage.Status == CoverageComplete && observed < expected:
+		cov.Status = CoveragePartial
+		cov.KnownGaps = []string{fmt.Sprintf("%d of %d lens(es) pending", expected-observed, expected)}
+	case d.Coverage.Status == CoverageComplete:
+		cov.Window = d.Subject.BaseSHA + ".." + d.Subject.HeadSHA
+		cov.Sources = []string{"diff"}
+		cov.CollectionMethod = "lensgate review pipeline"
+	}
+	for _, g := range d.Coverage.Gaps {
+		cov.KnownGaps = append(cov.KnownGaps, g.Path+": "+g.Reason)
+	}
+	if cov.Status == CoveragePartial && len(cov.KnownGaps) == 0 {
+		cov.KnownGaps = []string{"coverage incomplete"}
+	}
+	p.Coverage = cov
+	return p
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,310 @@
+// Package asdd reads the documents of the ASDD runtime adapter contract: review.json
+// (asdd/review/v0.1) and triage output (asdd/triage/v0.1). Parsing is strict and bounded:
+// anything unexpected is an error, so that the pipeline fails closed instead of guessing.
+package asdd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lensgate/lensgate/review/runtime"
+)
+
+// Schema identifiers.
+const (
+	ReviewSchema = "asdd/review/v0.1"
+	TriageSchema = "asdd/triage/v0.1"
+)
+
+// Bounds of an adapter's output.
+const (
+	MaxBytes          = 1 << 20
+	MaxDepth          = 16
+	MaxLenses         = 32
+	MaxFindings       = 500
+	MaxMessageBytes   = 8 << 10
+	MaxSummaryBytes   = 8 << 10
+	MaxLensNameBytes  = 64
+	MaxPathBytes      = 1024
+	MaxTriageLabels   = 20
+	MaxTriageComment  = 4 << 10
+	maxRecommendation = 32
+)
+
+// Review is a validated asdd/review/v0.1 document. pr_number, head_sha and mode are kept for
+// the record but never trusted: the pipeline owns the subject binding.
+type Review struct {
+	Schema         string          `json:"schema"`
+	PRNumber       json.Number     `json:"pr_number,omitempty"`
+	HeadSHA        string          `json:"head_sha,omitempty"`
+	Mode           string          `json:"mode,omitempty"`
+	Recommendation string          `json:"recommendation"`
+	Summary        string          `json:"summary"`
+	Lenses         []Lens          `json:"lenses"`
+	Stats          json.RawMessage `json:"stats,omitempty"`
+}
+
+// Lens is one lens entry of a review.
+type Lens struct {
+	Lens     string    `json:"lens"`
+	Verdict  string    `json:"verdict"`
+	Summary  string    `json:"summary,omitempty"`
+	Findings []Finding `json:"findings"`
+}
+
+// Finding is one finding of a lens entry. Path is "file" or "file:line".
+type Finding struct {
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
+	Path     string `json:"path,omitempty"`
+	Title    string `json:"title,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	Tool     string `json:"tool,omitempty"`
+	Line     int    `json:"line,omitempty"`
+}
+
+// ParseReview validates a review.json document.
+func ParseReview(b []byte) (*Review, error) {
+	if err := checkJSON(b); err != nil {
+		return nil, err
+	}
+	var r Review
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("review.json: %w", err)
+	}
+	if err := r.validate(); err != nil {
+		return nil, fmt.Errorf("review.json: %w", err)
+	}
+	return &r, nil
+}
+
+func (r *Review) validate() error {
+	if r.Schema != ReviewSchema {
+		return fmt.Errorf("schema is %q, want %q", bounded(r.Schema), ReviewSchema)
+	}
+	switch r.Recommendation {
+	case "comment", "request-changes", "approve-advisory":
+	default:
+		return fmt.Errorf("recommendation %q is not comment, request-changes or approve-advisory", bounded(r.Recommendation))
+	}
+	if len(r.Summary) > MaxSummaryBytes {
+		return errors.New("summary is too long")
+	}
+	if r.Lenses == nil {
+		return errors.New("lenses is missing")
+	}
+	if len(r.Lenses) > MaxLenses {
+		return fmt.Errorf("more than %d lenses", MaxLenses)
+	}
+	seen := map[string]bool{}
+	total := 0
+	for i := range r.Lenses {
+		l := &r.Lenses[i]
+		if l.Lens == "" || len(l.Lens) > MaxLensNameBytes || strings.ContainsAny(l.Lens, "\x00\n\r") {
+			return fmt.Errorf("lens %d has an invalid name", i)
+		}
+		if seen[l.Lens] {
+			return fmt.Errorf("lens %q appears twice", l.Lens)
+		}
+		seen[l.Lens] = true
+		if !runtime.ValidVerdict(l.Verdict) {
+			return fmt.Errorf("lens %q has verdict %q, want ok, concerns, request-changes or skipped", l.Lens, bounded(l.Verdict))
+		}
+		if len(l.Summary) > MaxSummaryBytes {
+			return fmt.Errorf("lens %q: summary is too long", l.Lens)
+		}
+		total += len(l.Findings)
+		if total > MaxFindings {
+			return fmt.Errorf("more than %d findings", MaxFindings)
+		}
+		for j := range l.Findings {
+			f := &l.Findings[j]
+			if _, ok := runtime.FromASDDSeverity(f.Severity); !ok {
+				return fmt.Errorf("lens %q finding %d: severity %q is not note, warn or block", l.Lens, j, bounded(f.Severity))
+			}
+			if strings.TrimSpace(f.Message) == "" || len(f.Message) > MaxMessageBytes {
+				return fmt.Errorf("lens %q finding %d: message is empty or too long", l.Lens, j)
+			}
+			if len(f.Path) > MaxPathBytes || len(f.Title) > MaxMessageBytes || len(f.Rule) > 128 || len(f.Tool) > 128 {
+				return fmt.Errorf("lens %q finding %d: a field is too long", l.Lens, j)
+			}
+			if f.Line < 0 {
+				return fmt.Errorf("lens %q finding %d: negative line", l.Lens, j)
+			}
+		}
+	}
+	return nil
+}
+
+// Reports converts the review's lens entries to runtime reports. ASDD severities map as
+// block → high, warn → medium, note → info.
+func (r *Review) Reports() []runtime.LensReport {
+	out := make([]runtime.LensReport, 0, len(r.Lenses))
+	for _, l := range r.Lenses {
+		rep := runtime.LensReport{Lens: l.Lens, Verdict: l.Verdict, Summary: l.Summary}
+		if rep.Summary == "" {
+			rep.Summary = fmt.Sprintf("Verdict %s with %d finding(s).", l.Verdict, len(l.Findings))
+		}
+		if l.Verdict == runtime.VerdictSkipped {
+			rep.Cause = "the runtime skipped this lens"
+			if r.Mode != "" {
+				rep.Cause += " (mode " + bounded(r.Mode) + ")"
+			}
+		}
+		for _, f := range l.Findings {
+			sev, _ := runtime.FromASDDSeverity(f.Severity)
+			path, line := SplitPath(f.Path)
+			if f.Line > 0 {
+				line = f.Line
+			}
+			rep.Findings = append(rep.Findings, runtime.Finding{
+				Rule: f.Rule, Severity: sev, Path: path, Line: line, Title: f.Title, Message: f.Message,
+			})
+		}
+		out = append(out, rep)
+	}
+	return out
+}
+
+// SplitPath splits ASDD's "file:line" into its parts. A path without a numeric suffix has
+// line 0.
+func SplitPath(p string) (string, int) {
+	i := strings.LastIndexByte(p, ':')
+	if i <= 0 || i == len(p)-1 {
+		return p, 0
+	}
+	n, err := strconv.Atoi(p[i+1:])
+	if err != nil || n < 0 {
+		return p, 0
+	}
+	return p[:i], n
+}
+
+// Triage is a validated asdd/triage/v0.1 document.
+type Triage struct {
+	Schema      string      `json:"schema"`
+	IssueNumber json.Number `json:"issue_number,omitempty"`
+	Mode        string      `json:"mode,omitempty"`
+	Labels      []string    `json:"labels"`
+	Welcome     bool        `json:"welcome,omitempty"`
+	Comment     string      `json:"comment"`
+}
+
+// ParseTriage validates a triage document.
+func ParseTriage(b []byte) (*Triage, error) {
+	if err := checkJSON(b); err != nil {
+		return nil, err
+	}
+	var t Triage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("triage: %w", err)
+	}
+	if t.Schema != TriageSchema {
+		return nil, fmt.Errorf("triage: schema is %q, want %q", bounded(t.Schema), TriageSchema)
+	}
+	if len(t.Labels) > MaxTriageLabels || len(t.Comment) > MaxTriageComment {
+		return nil, errors.New("triage: too many labels or comment too long")
+	}
+	return &t, nil
+}
+
+// checkJSON enforces what encoding/json lets through: size, UTF-8, a single top-level
+// object, nesting depth and duplicate keys.
+func checkJSON(b []byte) error {
+	if len(b) > MaxBytes {
+		return fmt.Errorf("output is %d bytes, over the %d byte limit", len(b), MaxBytes)
+	}
+	if !utf8.Valid(b) {
+		return errors.New("output is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var stack []*frame
+	first := true
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("invalid JSON: %w", err)
+		}
+		if first {
+			if d, ok := tok.(json.Delim); !ok || d != '{' {
+				return errors.New("output is not a JSON object")
+			}
+		} else if len(stack) == 0 {
+			return errors.New("trailing data after the JSON object")
+		}
+		first = false
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.obj && top.key {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				markValue(stack)
+				continue
+			}
+			k, ok := tok.(string)
+			if !ok {
+				return errors.New("invalid JSON object key")
+			}
+			if top.keys[k] {
+				return fmt.Errorf("duplicate key %q", bounded(k))
+			}
+			top.keys[k] = true
+			top.key = false
+			continue
+		}
+		switch d, _ := tok.(json.Delim); d {
+		case '{', '[':
+			if len(stack) >= MaxDepth {
+				return fmt.Errorf("nesting deeper than %d", MaxDepth)
+			}
+			stack = append(stack, &frame{obj: d == '{', keys: map[string]bool{}, key: d == '{'})
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			markValue(stack)
+		default:
+			markValue(stack)
+		}
+	}
+	if first {
+		return errors.New("output is empty")
+	}
+	return nil
+}
+
+type frame struct {
+	obj  bool
+	keys map[string]bool
+	key  bool // the next token in this object is a key
+}
+
+// markValue records that a value was read, so an enclosing object expects a key next.
+func markValue(stack []*frame) {
+	if n := len(stack); n > 0 && stack[n-1].obj {
+		stack[n-1].key = true
+	}
+}
+
+func bounded(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}

@@ -1,0 +1,284 @@
+package builtin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"regexp"
+	"unicode/utf8"
+
+	"github.com/lensgate/lensgate/review/diff"
+	"github.com/lensgate/lensgate/review/runtime"
+)
+
+// secretRule is one pattern for a committed credential. Keyword is a cheap literal that must be
+// on the line before the regular expression runs.
+type secretRule struct {
+	id       string
+	keyword  []byte
+	re       *regexp.Regexp
+	severity string
+	title    string
+	// placeholderOK skips matches that look like documentation placeholders.
+	placeholderOK bool
+	// entropy, when positive, is the minimum Shannon entropy (bits per byte) of the secret.
+	entropy float64
+}
+
+var secretRules = []secretRule{
+	{
+		id: "private-key", keyword: []byte("PRIVATE KEY"),
+		re:       regexp.MustCompile(`-----BEGIN ((RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY( BLOCK)?-----`),
+		severity: runtime.SeverityCritical, title: "Private key committed",
+	},
+	{
+		id: "aws-access-key-id", keyword: []byte("A"),
+		re:       regexp.MustCompile(`\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b`),
+		severity: runtime.SeverityCritical, title: "AWS access key id committed", placeholderOK: true,
+	},
+	{
+		id: "aws-secret-access-key", keyword: []byte("ecret"),
+		re:       regexp.MustCompile(`(?i)aws.{0,20}secret.{0,20}['"]?\s*[:=]\s*['"]?([A-Za-z0-9/+=]{40})\b`),
+		severity: runtime.SeverityCritical, title: "AWS secret access key committed", placeholderOK: true, entropy: 4.0,
+	},
+	{
+		id: "github-token", keyword: []byte("gh"),
+		re:       regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,255}\b`),
+		severity: runtime.SeverityCritical, title: "GitHub token committed",
+	},
+	{
+		id: "github-fine-grained-token", keyword: []byte("github_pat_"),
+		re:       regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{82}\b`),
+		severity: runtime.SeverityCritical, title: "GitHub fine-grained token committed",
+	},
+	{
+		id: "gcp-api-key", keyword: []byte("AIza"),
+		re:       regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`),
+		severity: runtime.SeverityHigh, title: "Google API key committed",
+	},
+	{
+		id: "gcp-service-account", keyword: []byte("service_account"),
+		re:       regexp.MustCompile(`"type"\s*:\s*"service_account"`),
+		severity: runtime.SeverityHigh, title: "Google service account credentials committed",
+	},
+	{
+		id: "slack-token", keyword: []byte("xox"),
+		re:       regexp.MustCompile(`\bxox[abposr]-[0-9A-Za-z-]{10,}\b`),
+		severity: runtime.SeverityHigh, title: "Slack token committed",
+	},
+	{
+		id: "stripe-live-key", keyword: []byte("_live_"),
+		re:       regexp.MustCompile(`\b[sr]k_live_[0-9A-Za-z]{20,}\b`),
+		severity: runtime.SeverityCritical, title: "Stripe live key committed",
+	},
+	{
+		id: "openai-api-key", keyword: []byte("sk-"),
+		re:       regexp.MustCompile(`\bsk-(proj-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}\b`),
+		severity: runtime.SeverityCritical, title: "OpenAI API key committed",
+	},
+	{
+		id: "hardcoded-password",
+		re: regexp.MustCompile(`(?i)\b(password|passwd|secret|api_?key|access_?token|auth_?token)\b["']?\s*[:=]\s*` +
+			`["']([^"'\s$<>{}]{12,})["']`),
+		severity: runtime.SeverityMedium, title: "Hard-coded credential", placeholderOK: true, entropy: 3.5,
+	},
+}
+
+var placeholders = [][]byte{
+	[]byte("EXAMPLE"), []byte("example"), []byte("changeme"), []byte("CHANGEME"), []byte("your_"),
+	[]byte("YOUR_"), []byte("dummy"), []byte("DUMMY"), []byte("fake"), []byte("FAKE"), []byte("placeholder"),
+	[]byte("xxxx"), []byte("XXXX"), []byte("redacted"), []byte("REDACTED"), []byte("test"), []byte("TEST"),
+	[]byte("sample"), []byte("0000000000"),
+}
+
+func looksLikePlaceholder(s []byte) bool {
+	for _, p := range placeholders {
+		if bytes.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// entropy is the Shannon entropy of s in bits per byte.
+func entropy(s []byte) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	var counts [256]int
+	for _, c := range s {
+		counts[c]++
+	}
+	var h float64
+	n := float64(len(s))
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
+}
+
+// maxScanLine bounds the part of a line the pattern checks look at; minified files can have
+// megabyte-long lines.
+const maxScanLine = 8 << 10
+
+func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Finding) {
+	path := f.Path()
+	var (
+		sawStart, sawEnd bool
+		midLines         []diff.Line
+		conflictFound    []runtime.Finding
+	)
+	f.Walk(func(l diff.Line) bool {
+		if l.Kind != '+' {
+			return true
+		}
+		text := l.Text
+		if len(text) > maxScanLine {
+			text = text[:maxScanLine]
+		}
+		if needed[GroupSecrets] {
+			for i := range secretRules {
+				if fd, ok := matchSecret(&secretRules[i], text, path, l.New); ok {
+					out[GroupSecrets] = append(out[GroupSecrets], fd)
+				}
+			}
+		}
+		if needed[GroupConflicts] {
+			switch {
+			case conflictMarker(text, '<'):
+				sawStart = true
+				conflictFound = append(conflictFound, conflictFinding(path, l.New, text))
+			case conflictMarker(text, '>'):
+				sawEnd = true
+				conflictFound = append(conflictFound, conflictFinding(path, l.New, text))
+			case bytes.Equal(text, []byte("=======")):
+				midLines = append(midLines, l)
+			}
+		}
+		if needed[GroupUnicode] {
+			if r, ok := hiddenRune(text); ok {
+				out[GroupUnicode] = append(out[GroupUnicode], runtime.Finding{
+					Rule: "hidden-unicode", Severity: runtime.SeverityHigh, Path: path, Line: l.New,
+					Title: "Invisible or bidirectional Unicode control character",
+					Message: "The line contains U+" + hexRune(r) + ", which can make code read differently " +
+						"from how it runs (Trojan Source). Remove it or escape it.",
+					Key: lineKey(text),
+				})
+			}
+		}
+		return true
+	})
+	// A lone "=======" is a Markdown heading underline; it is a marker only next to the others.
+	if sawStart || sawEnd {
+		for _, l := range midLines {
+			conflictFound = append(conflictFound, conflictFinding(path, l.New, l.Text))
+		}
+	}
+	out[GroupConflicts] = append(out[GroupConflicts], conflictFound...)
+}
+
+func conflictMarker(text []byte, c byte) bool {
+	if len(text) < 7 {
+		return false
+	}
+	for i := 0; i < 7; i++ {
+		if text[i] != c {
+			return false
+		}
+	}
+	return len(text) == 7 || text[7] == ' '
+}
+
+func conflictFinding(path string, line int, text []byte) runtime.Finding {
+	return runtime.Finding{
+		Rule: "conflict-marker", Severity: runtime.SeverityHigh, Path: path, Line: line,
+		Title:   "Merge-conflict marker committed",
+		Message: "An unresolved merge-conflict marker was added; resolve the conflict before merging.",
+		Key:     lineKey(text),
+	}
+}
+
+func matchSecret(r *secretRule, text []byte, path string, line int) (runtime.Finding, bool) {
+	if !keywordPresent(r, text) {
+		return runtime.Finding{}, false
+	}
+	m := r.re.FindSubmatch(text)
+	if m == nil {
+		return runtime.Finding{}, false
+	}
+	secret := m[0]
+	if len(m) > 2 && len(m[len(m)-1]) > 0 {
+		secret = m[len(m)-1]
+	}
+	if r.placeholderOK && looksLikePlaceholder(m[0]) {
+		return runtime.Finding{}, false
+	}
+	if r.entropy > 0 && entropy(secret) < r.entropy {
+		return runtime.Finding{}, false
+	}
+	return runtime.Finding{
+		Rule: r.id, Severity: r.severity, Path: path, Line: line, Title: r.title,
+		Message: "A credential (" + redact(secret) + ") is added in this change. Remove it, rotate it now " +
+			"(it is in the history), and load it from a secret store instead.",
+		Key: lineKey(secret),
+	}, true
+}
+
+func keywordPresent(r *secretRule, text []byte) bool {
+	if r.keyword == nil {
+		return bytes.IndexByte(text, '=') >= 0 || bytes.IndexByte(text, ':') >= 0
+	}
+	return bytes.Contains(text, r.keyword)
+}
+
+// redact shows only a short prefix of a secret.
+func redact(s []byte) string {
+	n := 4
+	if len(s) < 12 {
+		n = 0
+	}
+	return string(s[:n]) + "…(" + itoa(len(s)) + " chars)"
+}
+
+func itoa(n int) string {
+	return string(appendInt(nil, n))
+}
+
+func appendInt(b []byte, n int) []byte {
+	if n >= 10 {
+		b = appendInt(b, n/10)
+	}
+	return append(b, byte('0'+n%10))
+}
+
+// lineKey is a short digest of a line, so a finding's id stays stable when lines move while the
+// secret itself never appears in the id.
+func lineKey(b []byte) string {
+	sum := sha256.Sum256(bytes.TrimSpace(b))
+	return hex.EncodeToString(sum[:8])
+}
+
+func hiddenRune(b []byte) (rune, bool) {
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		switch {
+		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r >= 0x200B && r <= 0x200F, r == 0xFEFF && i > 0:
+			return r, true
+		}
+		i += n
+	}
+	return 0, false
+}
+
+func hexRune(r rune) string {
+	const digits = "0123456789ABCDEF"
+	return string([]byte{digits[r>>12&0xF], digits[r>>8&0xF], digits[r>>4&0xF], digits[r&0xF]})
+}

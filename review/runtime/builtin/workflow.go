@@ -1,0 +1,120 @@
+package builtin
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+
+	"github.com/lensgate/lensgate/review/diff"
+	"github.com/lensgate/lensgate/review/runtime"
+)
+
+// isWorkflow reports whether path is a GitHub Actions workflow or composite action.
+func isWorkflow(path string) bool {
+	lower := strings.ToLower(path)
+	if strings.HasPrefix(lower, ".github/workflows/") && (strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".yaml")) {
+		return true
+	}
+	base := lower[strings.LastIndexByte(lower, '/')+1:]
+	return base == "action.yml" || base == "action.yaml"
+}
+
+var (
+	reTarget       = regexp.MustCompile(`(^|[\s\[,{-])pull_request_target\b`)
+	reCheckoutHead = regexp.MustCompile(`\$\{\{\s*(github\.event\.pull_request\.head\.(sha|ref)|github\.head_ref|github\.event\.pull_request\.merge_commit_sha)\s*\}\}|refs/pull/`)
+	reRunKey       = regexp.MustCompile(`^(\s*)(-\s+)?run\s*:\s*(.*)$`)
+	reUntrusted    = regexp.MustCompile(`\$\{\{[^}]*\b(github\.event\.[A-Za-z0-9_.\[\]'*-]+|github\.head_ref)[^}]*\}\}`)
+	reWriteAll     = regexp.MustCompile(`^\s*permissions\s*:\s*["']?write-all["']?\s*(#.*)?$`)
+)
+
+type visibleLine struct {
+	added bool
+	no    int
+	text  []byte
+}
+
+// scanWorkflow looks at the lines a diff shows of a workflow file (added and context lines).
+// Only a problem on an added line is reported, but its context may come from unchanged lines.
+func scanWorkflow(f *diff.File) []runtime.Finding {
+	path := f.Path()
+	var lines []visibleLine
+	f.Walk(func(l diff.Line) bool {
+		if l.Kind == '-' {
+			return true
+		}
+		if len(lines) < 100_000 {
+			lines = append(lines, visibleLine{added: l.Kind == '+', no: l.New, text: l.Text})
+		}
+		return true
+	})
+	var out []runtime.Finding
+	var target, checkout *visibleLine
+	runIndent := -1
+	for i := range lines {
+		l := &lines[i]
+		text := l.text
+		if k := bytes.IndexByte(text, '#'); k >= 0 && !bytes.Contains(text[:k], []byte("${{")) {
+			text = text[:k]
+		}
+		indent := len(text) - len(bytes.TrimLeft(text, " \t"))
+		trimmed := bytes.TrimSpace(text)
+		if runIndent >= 0 && len(trimmed) > 0 && indent <= runIndent {
+			runIndent = -1
+		}
+		inRun := runIndent >= 0
+		if m := reRunKey.FindSubmatch(text); m != nil {
+			inRun = true
+			rest := bytes.TrimSpace(m[3])
+			if len(rest) > 0 && (rest[0] == '|' || rest[0] == '>') {
+				runIndent = len(m[1])
+				if len(m[2]) > 0 {
+					runIndent += len(m[2])
+				}
+			} else {
+				runIndent = -1
+			}
+		}
+		if inRun && l.added {
+			if m := reUntrusted.FindSubmatch(text); m != nil {
+				out = append(out, runtime.Finding{
+					Rule: "workflow-expression-injection", Severity: runtime.SeverityHigh, Path: path, Line: l.no,
+					Title: "Untrusted event data expanded inside run:",
+					Message: "`" + string(m[1]) + "` is substituted into the shell script before it runs, so a " +
+						"crafted title, branch name or body becomes shell code. Pass it through env: and quote the variable.",
+					Key: "inj:" + lineKey(l.text),
+				})
+			}
+		}
+		if l.added && reWriteAll.Match(text) {
+			out = append(out, runtime.Finding{
+				Rule: "workflow-permissions-write-all", Severity: runtime.SeverityHigh, Path: path, Line: l.no,
+				Title:   "Workflow token granted write-all",
+				Message: "`permissions: write-all` gives every job a token that can write to the whole repository. Grant only the scopes a job needs.",
+				Key:     "perm:" + lineKey(l.text),
+			})
+		}
+		if target == nil && reTarget.Match(text) {
+			target = l
+		}
+		if checkout == nil && reCheckoutHead.Match(text) {
+			checkout = l
+		} else if checkout != nil && !checkout.added && l.added && reCheckoutHead.Match(text) {
+			checkout = l
+		}
+	}
+	if target != nil && checkout != nil && (target.added || checkout.added) {
+		at := checkout
+		if !checkout.added {
+			at = target
+		}
+		out = append(out, runtime.Finding{
+			Rule: "workflow-pull-request-target-checkout", Severity: runtime.SeverityCritical, Path: path, Line: at.no,
+			Title: "pull_request_target checks out the pull request's code",
+			Message: "A pull_request_target workflow runs with the base repository's secrets and a write token; " +
+				"checking out and running the pull request's head hands both to any fork. Use pull_request, " +
+				"or never build or run the checked-out code.",
+			Key: "prt",
+		})
+	}
+	return out
+}

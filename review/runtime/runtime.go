@@ -1,0 +1,222 @@
+// Package runtime defines the seam between the review pipeline and whatever reviews a change:
+// lensgate's own offline reviewer, a model behind an OpenAI-compatible endpoint, or an adapter
+// an operator installed. A runtime gets untrusted data and fixed lens instructions and returns
+// data; it never acts on the repository.
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/lensgate/lensgate/review/diff"
+)
+
+// ASDD lens verdicts (asdd/review/v0.1).
+const (
+	VerdictOK             = "ok"
+	VerdictConcerns       = "concerns"
+	VerdictRequestChanges = "request-changes"
+	VerdictSkipped        = "skipped"
+)
+
+// Severities, on the agent-review predicate's scale. ASDD's note, warn and block map onto
+// info, medium and high (see FromASDDSeverity).
+const (
+	SeverityCritical = "critical"
+	SeverityHigh     = "high"
+	SeverityMedium   = "medium"
+	SeverityLow      = "low"
+	SeverityInfo     = "info"
+)
+
+// Request kinds.
+const (
+	KindReview = "review"
+	KindTriage = "triage"
+)
+
+// Runtime reviews the lenses of one request.
+type Runtime interface {
+	// Name is the name a policy or the operator uses to choose the runtime.
+	Name() string
+	// Review returns one report per requested lens it could judge. An error is an
+	// operational failure; the pipeline then records every lens of the request as pending
+	// with the error as its cause. A lens missing from the result is pending too.
+	Review(ctx context.Context, req *Request) (*Result, error)
+}
+
+// Lens is one lens to review: its name, its preset and its fixed instruction.
+type Lens struct {
+	Name        string
+	Preset      string
+	Instruction string
+}
+
+// Request is what a runtime gets. Everything under Subject and Diff is untrusted data.
+type Request struct {
+	Kind string // KindReview or KindTriage
+	// WorkDir is the private directory of untrusted data files (the ASDD contract).
+	WorkDir string
+	Lenses  []Lens
+	Subject Subject
+	// Diff is the part of the change sent to this runtime (within its budget); Files is Diff
+	// split into files.
+	Diff  []byte
+	Files []diff.File
+	// Changed lists every changed file of the subject, including the ones left out of Diff.
+	Changed  []Changed
+	Settings Settings
+}
+
+// Subject is the untrusted description of the change or issue.
+type Subject struct {
+	Owner   string
+	Repo    string
+	Number  int
+	HeadSHA string
+	BaseSHA string
+	Title   string
+	Body    string
+	Author  string
+	Labels  []string
+	Commits []string
+}
+
+// Changed is one changed file as the forge reports it.
+type Changed struct {
+	Path         string
+	PreviousPath string
+	Status       string
+	Binary       bool
+	SizeBytes    int64
+}
+
+// Settings are the trusted repository settings a runtime may need.
+type Settings struct {
+	ProtectedPaths []string
+	IgnorePaths    []string
+	RequireSpec    bool
+	SpecPaths      []string
+	TriageLabels   []string
+	// Model is the reviewer model from models.reviewer ("" to use the runtime's fallback).
+	Model string
+	// TimeoutSeconds bounds each model call or adapter run.
+	TimeoutSeconds int
+}
+
+// Result is a runtime's answer.
+type Result struct {
+	// Model is the model that produced the result, when one did.
+	Model  string
+	Lenses []LensReport
+	// Triage is set for triage requests.
+	Triage *Triage
+}
+
+// LensReport is one lens's verdict.
+type LensReport struct {
+	Lens     string
+	Verdict  string // one of the Verdict* values
+	Summary  string
+	Findings []Finding
+	// Cause explains a skipped verdict (for example, no runtime was configured).
+	Cause string
+}
+
+// Finding is one reported problem.
+type Finding struct {
+	Rule     string
+	Severity string // one of the Severity* values
+	Path     string
+	Line     int
+	Title    string
+	Message  string
+	// Key distinguishes findings of the same rule in the same file for a stable id; it must
+	// not depend on line numbers (for example, the offending line's text).
+	Key string
+}
+
+// Triage is a runtime's triage answer for an issue.
+type Triage struct {
+	Labels  []string
+	Comment string
+}
+
+// FromASDDSeverity maps an asdd/review/v0.1 finding severity onto lensgate's scale.
+func FromASDDSeverity(s string) (string, bool) {
+	switch s {
+	case "block":
+		return SeverityHigh, true
+	case "warn":
+		return SeverityMedium, true
+	case "note":
+		return SeverityInfo, true
+	}
+	return "", false
+}
+
+// ValidVerdict reports whether v is an ASDD lens verdict.
+func ValidVerdict(v string) bool {
+	switch v {
+	case VerdictOK, VerdictConcerns, VerdictRequestChanges, VerdictSkipped:
+		return true
+	}
+	return false
+}
+
+// Registry holds the runtimes the operator enabled, and operator-defined presets that name
+// one of them. A repository can only choose among these.
+type Registry struct {
+	runtimes map[string]Runtime
+	presets  map[string]string
+}
+
+// NewRegistry returns a registry of the given runtimes.
+func NewRegistry(rts ...Runtime) *Registry {
+	r := &Registry{runtimes: map[string]Runtime{}, presets: map[string]string{}}
+	for _, rt := range rts {
+		r.runtimes[rt.Name()] = rt
+	}
+	return r
+}
+
+// AddPreset lets lenses with the given preset be reviewed by the named runtime.
+func (r *Registry) AddPreset(preset, runtimeName string) error {
+	if _, ok := r.runtimes[runtimeName]; !ok {
+		return fmt.Errorf("preset %q names runtime %q, which is not enabled", preset, runtimeName)
+	}
+	r.presets[preset] = runtimeName
+	return nil
+}
+
+// Get returns an enabled runtime by name.
+func (r *Registry) Get(name string) (Runtime, bool) {
+	if r == nil {
+		return nil, false
+	}
+	rt, ok := r.runtimes[name]
+	return rt, ok
+}
+
+// Preset returns the runtime name an operator-defined preset maps to.
+func (r *Registry) Preset(preset string) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	n, ok := r.presets[preset]
+	return n, ok
+}
+
+// Names lists the enabled runtimes in sorted order.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	out := make([]string, 0, len(r.runtimes))
+	for n := range r.runtimes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
