@@ -24,6 +24,8 @@ type database[TTx any] interface {
 	exec(ctx context.Context, tx TTx, query string, args ...any) (int64, error)
 	// queryRow scans the first row into dest and returns errNoRows when there is none.
 	queryRow(ctx context.Context, tx TTx, query string, args []any, dest ...any) error
+	// queryOne is queryRow outside a transaction.
+	queryOne(ctx context.Context, query string, args []any, dest ...any) error
 	// queryRows calls each with a scan function for every row.
 	queryRows(ctx context.Context, tx TTx, query string, args []any, each func(scan func(...any) error) error) error
 	// forUpdate is the row-lock suffix of a SELECT (empty where the whole database is locked).
@@ -69,6 +71,13 @@ func (d pgxDB) queryRow(ctx context.Context, tx pgx.Tx, query string, args []any
 	}
 	return err
 }
+func (d pgxDB) queryOne(ctx context.Context, query string, args []any, dest ...any) error {
+	err := d.pool.QueryRow(ctx, query, args...).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errNoRows
+	}
+	return err
+}
 func (d pgxDB) queryRows(ctx context.Context, tx pgx.Tx, query string, args []any, each func(scan func(...any) error) error) error {
 	rows, err := tx.Query(ctx, query, args...)
 	if err != nil {
@@ -105,6 +114,13 @@ func (d sqliteDB) exec(ctx context.Context, tx *sql.Tx, query string, args ...an
 }
 func (d sqliteDB) queryRow(ctx context.Context, tx *sql.Tx, query string, args []any, dest ...any) error {
 	err := tx.QueryRowContext(ctx, sqliteQuery(query), args...).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNoRows
+	}
+	return err
+}
+func (d sqliteDB) queryOne(ctx context.Context, query string, args []any, dest ...any) error {
+	err := d.db.QueryRowContext(ctx, sqliteQuery(query), args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errNoRows
 	}

@@ -191,14 +191,14 @@ func openSQLite(ctx context.Context, path string, opts Options) (queue.Queue, er
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, errors.New("durable queue: sqlite DSN needs a file path (sqlite:///path/queue.db)")
 	}
-	u := url.URL{Scheme: "file", Path: path}
 	v := url.Values{}
 	v.Add("_pragma", "journal_mode(WAL)")
 	v.Add("_pragma", "busy_timeout(10000)")
 	v.Add("_pragma", "synchronous(NORMAL)")
 	v.Add("_pragma", "foreign_keys(ON)")
-	u.RawQuery = v.Encode()
-	sqldb, err := sql.Open("sqlite", u.String())
+	// "file:" + path, not url.URL.String, which would read a relative path as an authority.
+	uri := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode()
+	sqldb, err := sql.Open("sqlite", uri)
 	if err != nil {
 		return nil, fmt.Errorf("durable queue: open SQLite %s: %w", path, err)
 	}
@@ -475,9 +475,7 @@ func coalesces(state rivertype.JobState, hasHead bool) bool {
 // of its subject.
 func (q *riverQueue[TTx]) checkCurrent(ctx context.Context, key string, jobID int64) error {
 	var current int64
-	err := withTx(ctx, q.db, func(tx TTx) error {
-		return q.db.queryRow(ctx, tx, sqlCurrentJob, []any{key}, &current)
-	})
+	err := q.db.queryOne(ctx, sqlCurrentJob, []any{key}, &current)
 	if err != nil && !errors.Is(err, errNoRows) {
 		return fmt.Errorf("durable queue: check current job: %w", err)
 	}

@@ -3,8 +3,11 @@ package durable
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -517,4 +520,26 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestSQLiteSettings checks the file is opened in WAL mode (readers do not block the writer and
+// a crash loses no committed job) and that relative paths work.
+func TestSQLiteSettings(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	q := open(t, "sqlite://data.db", testOptions())
+	if err := q.Enqueue(context.Background(), prJob("o/r#1", "h", "d1")); err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	rq := q.(*riverQueue[*sql.Tx])
+	if err := rq.db.queryOne(context.Background(), "PRAGMA journal_mode", nil, &mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" {
+		t.Fatalf("journal_mode = %q, want wal", mode)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data.db")); err != nil {
+		t.Fatalf("database not at the relative path: %v", err)
+	}
 }
