@@ -1,0 +1,453 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/pdp"
+)
+
+// Facts of the octokit pull_request payloads.
+const (
+	e2eRepo  = "Codertocat/Hello-World"
+	e2ePR    = 2
+	e2eHead1 = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+	// e2eHead2 is the head after the synchronize; the payload is changed in memory to carry it.
+	e2eHead2 = "3333333333333333333333333333333333333333"
+)
+
+const e2eDiff1 = `diff --git a/README.md b/README.md
+index 1111111..2222222 100644
+--- a/README.md
++++ b/README.md
+@@ -1 +1,3 @@
+ # Hello-World
++Run it with exec(userInput).
++TODO: document flags
+`
+
+const e2eDiff2 = e2eDiff1 + `diff --git a/run.sh b/run.sh
+new file mode 100755
+--- /dev/null
++++ b/run.sh
+@@ -0,0 +1,2 @@
++#!/bin/sh
++exec($1)
+`
+
+// lineReviewer is a deterministic reviewer: security fails on added lines calling exec(,
+// correctness notes TODOs (and one finding on a line outside the diff), every other lens
+// passes. It answers for exactly the lenses of the policy it is given.
+type lineReviewer struct{}
+
+func (lineReviewer) Review(_ context.Context, s *review.Subject, cfg *config.Repo) (*review.Decision, error) {
+	sum := sha256.Sum256(s.Diff)
+	d := &review.Decision{
+		Recommendation: review.RecommendComment,
+		Intake:         review.Intake{Passed: true},
+		Coverage:       review.Coverage{Status: review.CoverageComplete, FilesTotal: len(s.Files), FilesReviewed: len(s.Files)},
+		Subject: review.SubjectContext{Kind: s.Kind, Owner: s.Owner, Repo: s.Repo, Number: s.Number,
+			RepositoryNodeID: s.RepositoryNodeID, NodeID: s.NodeID, HeadSHA: s.HeadSHA, BaseSHA: s.BaseSHA,
+			ReviewedDiffDigest: hex.EncodeToString(sum[:])},
+	}
+	added := addedLines(s)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, l := range cfg.Policy.Lenses {
+		lr := review.LensResult{Name: l.Name, Required: l.Required, Publication: l.Publication, Outcome: review.OutcomePassed, Runtime: "test"}
+		for _, a := range added {
+			var f *review.Finding
+			switch {
+			case l.Name == "security" && strings.Contains(a.text, "exec("):
+				f = &review.Finding{Severity: review.SeverityHigh, Title: "Command built from input"}
+			case l.Name == "correctness" && strings.Contains(a.text, "TODO"):
+				f = &review.Finding{Severity: review.SeverityMedium, Title: "Unfinished work"}
+			}
+			if f == nil {
+				continue
+			}
+			f.ID, f.Lens, f.Path, f.Line = fmt.Sprintf("%s:%s:%s", l.Name, a.path, a.text), l.Name, a.path, a.line
+			lr.Findings = append(lr.Findings, *f)
+			if f.Severity.Blocks() {
+				lr.Outcome = review.OutcomeFailed
+			}
+			d.Inline = append(d.Inline, review.InlineComment{Path: a.path, Line: a.line, Side: "RIGHT", Body: f.Title, Fingerprint: f.ID})
+		}
+		if l.Name == "correctness" {
+			f := review.Finding{ID: "correctness:outside", Lens: l.Name, Severity: review.SeverityLow, Path: "README.md", Line: 90, Title: "Stale section further down"}
+			lr.Findings = append(lr.Findings, f)
+			d.Inline = append(d.Inline, review.InlineComment{Path: f.Path, Line: f.Line, Side: "RIGHT", Body: f.Title, Fingerprint: f.ID})
+		}
+		d.Findings = append(d.Findings, lr.Findings...)
+		d.Lenses = append(d.Lenses, lr)
+		d.Runs = append(d.Runs, review.Run{Lens: l.Name, Runtime: "test", Started: now, Finished: now, Outcome: lr.Outcome})
+		if l.Required && lr.Outcome == review.OutcomeFailed {
+			d.Gate.BlockingFailures = append(d.Gate.BlockingFailures, l.Name)
+		}
+	}
+	d.Gate.State, d.Gate.Reason = review.OutcomePassed, "all required lenses passed"
+	if len(d.Gate.BlockingFailures) > 0 {
+		d.Gate.State, d.Gate.Reason = review.OutcomeFailed, "required lens failed: "+strings.Join(d.Gate.BlockingFailures, ", ")
+	}
+	return d, nil
+}
+
+type addedLine struct {
+	path, text string
+	line       int
+}
+
+func addedLines(s *review.Subject) []addedLine {
+	var out []addedLine
+	for path, fl := range linesFromSubject(s) {
+		_ = fl
+		for _, f := range s.Files {
+			if f.Path != path {
+				continue
+			}
+			n := 0
+			for _, l := range strings.Split(f.Patch, "\n") {
+				switch {
+				case strings.HasPrefix(l, "@@"):
+					_, after, _ := strings.Cut(l, "+")
+					num, _, _ := strings.Cut(after, ",")
+					num, _, _ = strings.Cut(num, " ")
+					fmt.Sscan(num, &n)
+				case strings.HasPrefix(l, "+"):
+					out = append(out, addedLine{path: path, text: l[1:], line: n})
+					n++
+				case strings.HasPrefix(l, "-"):
+				default:
+					n++
+				}
+			}
+		}
+	}
+	return out
+}
+
+// notifyingPublisher signals every finished publication.
+type notifyingPublisher struct {
+	next handlers.Publisher
+	done chan error
+}
+
+func (n notifyingPublisher) Begin(ctx context.Context, c *github.Client, p *handlers.Publication) error {
+	return n.next.Begin(ctx, c, p)
+}
+
+func (n notifyingPublisher) Publish(ctx context.Context, c *github.Client, p *handlers.Publication) error {
+	err := n.next.Publish(ctx, c, p)
+	n.done <- err
+	return err
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func readPayload(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// edit changes one value of a JSON payload in memory.
+func edit(t *testing.T, payload []byte, f func(map[string]any)) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(payload, &m); err != nil {
+		t.Fatal(err)
+	}
+	f(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestServerStackEndToEnd runs the App (webhook handler, queue, worker) with this publisher
+// against the fake GitHub: opened, synchronize to a new head, a redelivery and a check re-run.
+func TestServerStackEndToEnd(t *testing.T) {
+	gh := githubfake.New(t)
+	opened := readPayload(t, "pull_request.opened.payload.json")
+	if _, _, err := gh.AddFromPullRequestEvent(opened, []byte(e2eDiff1)); err != nil {
+		t.Fatal(err)
+	}
+	authorBody := gh.PullBody(e2eRepo, e2ePR)
+
+	seed := sha256.Sum256([]byte("lensgate e2e key"))
+	key := ed25519.NewKeyFromSeed(seed[:])
+	ledger := filepath.Join(t.TempDir(), "audit.jsonl")
+	sink, err := pdp.OpenFileSink(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sink.Close() })
+	pubr, err := New(Options{Signer: &disclosure.Signer{Key: key}, Audit: sink,
+		Retry: Retry{Attempts: 3, Backoff: time.Millisecond, MaxWait: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 16)
+
+	ac := gh.AppConfig()
+	cfg := config.DefaultServer()
+	cfg.GitHub.WebURL, cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL = ac.WebURL, ac.V3APIURL, ac.V4APIURL
+	cfg.GitHub.App.IntegrationID = ac.App.IntegrationID
+	cfg.GitHub.App.WebhookSecret = ac.App.WebhookSecret
+	cfg.GitHub.App.PrivateKey = ac.App.PrivateKey
+	cfg.GitHub.Timeout = 5 * time.Second
+	logs := &syncBuffer{}
+	app, err := handlers.New(handlers.Options{
+		Config: cfg, Logger: zerolog.New(logs), Reviewer: lineReviewer{},
+		Publisher:      notifyingPublisher{next: pubr, done: done},
+		SigningKeys:    []ed25519.PublicKey{key.Public().(ed25519.PublicKey)},
+		InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Version: "test",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Handler())
+	defer srv.Close()
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		_ = app.Shutdown(sctx)
+	}()
+
+	send := func(event, delivery string, body []byte) int {
+		t.Helper()
+		req, err := githubfake.WebhookRequest(srv.URL+handlers.RouteHook, event, delivery, gh.WebhookSecret(), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: publish: %v", what, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: no publication; logs:\n%s", what, logs.b.String())
+		}
+	}
+	calls := map[string][2]int{}
+	measure := func(phase string) {
+		calls[phase] = [2]int{gh.TotalCalls(), gh.Writes()}
+		t.Logf("%s: %d GitHub calls, %d writes\n%s", phase, gh.TotalCalls(), gh.Writes(), gh.CallSummary())
+		gh.ResetCalls()
+	}
+
+	// opened
+	gh.ResetCalls()
+	if code := send("pull_request", "delivery-opened", opened); code >= 300 {
+		t.Fatalf("opened answered %d", code)
+	}
+	wait("opened")
+	measure("opened")
+	firstEnvelope := extractEnvelope(botComments(gh)[0].Body)
+
+	// synchronize to a new head (payload head and "after" changed in memory)
+	gh.Push(e2eRepo, e2ePR, e2eHead2, []byte(e2eDiff2), nil)
+	sync := edit(t, readPayload(t, "pull_request.synchronize.payload.json"), func(m map[string]any) {
+		m["after"] = e2eHead2
+		m["pull_request"].(map[string]any)["head"].(map[string]any)["sha"] = e2eHead2
+	})
+	if code := send("pull_request", "delivery-sync", sync); code >= 300 {
+		t.Fatalf("synchronize answered %d", code)
+	}
+	wait("synchronize")
+	measure("synchronize")
+
+	// redelivery of the same delivery: answered, nothing republished
+	if code := send("pull_request", "delivery-sync", sync); code >= 300 {
+		t.Fatalf("redelivery answered %d", code)
+	}
+
+	// check re-run of the gate for head 2 (repository and head changed in memory to this PR's)
+	gate := gateOf(gh, e2eHead2)
+	var repo map[string]any
+	_ = json.Unmarshal(opened, &struct {
+		Repository *map[string]any `json:"repository"`
+	}{&repo})
+	rerun := edit(t, readPayload(t, "check_run.rerequested.rfc3339.payload.json"), func(m map[string]any) {
+		m["repository"] = repo
+		cr := m["check_run"].(map[string]any)
+		cr["head_sha"], cr["name"], cr["id"] = e2eHead2, DefaultCheckName, gate.ID
+	})
+	if code := send("check_run", "delivery-rerun", rerun); code >= 300 {
+		t.Fatalf("re-run answered %d", code)
+	}
+	wait("check re-run")
+	measure("redelivery+rerun")
+	select {
+	case err := <-done:
+		t.Fatalf("an extra publication happened (redelivery not deduplicated?): %v", err)
+	default:
+	}
+
+	// Exactly one advisory comment; one gate check per head with the gate's conclusion.
+	comments := botComments(gh)
+	if len(comments) != 1 {
+		t.Fatalf("advisory comments = %d", len(comments))
+	}
+	for _, h := range []string{e2eHead1, e2eHead2} {
+		if g := gatesOf(gh, h); len(g) != 1 || g[0].Conclusion != "failure" {
+			t.Fatalf("gate checks for %s = %+v", h[:7], g)
+		}
+	}
+	// Inline comments on diff lines only, none repeated; the off-diff one is in the summary.
+	seen := map[string]int{}
+	for _, c := range gh.ReviewComments(e2eRepo, e2ePR) {
+		seen[hiddenValue(c.Body, markerFP)]++
+	}
+	for fp, n := range seen {
+		if n != 1 {
+			t.Errorf("inline comment %q posted %d times", fp, n)
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("inline comments = %v, want exec and TODO in README.md and exec in run.sh", seen)
+	}
+	if !strings.Contains(comments[0].Body, "README.md:90") {
+		t.Error("the finding outside the diff is not in the advisory comment")
+	}
+	for _, rv := range gh.Reviews(e2eRepo, e2ePR) {
+		if rv.Event != "COMMENT" {
+			t.Errorf("review event %s", rv.Event)
+		}
+	}
+	// Body: author text intact, one block; the receipt verifies against it offline and
+	// supersedes the first.
+	body := gh.PullBody(e2eRepo, e2ePR)
+	if !strings.HasPrefix(body, authorBody) || strings.Count(body, block.Begin) != 1 {
+		t.Fatalf("body = %q", body)
+	}
+	second := extractEnvelope(comments[0].Body)
+	pub := key.Public().(ed25519.PublicKey)
+	subj := disclosure.Verify(second, disclosure.Options{PublicKey: pub}).SubjectDigest
+	rep := disclosure.Verify(second, disclosure.Options{PublicKey: pub, ExpectedSubjectDigest: subj, Body: &body, Policy: disclosure.DefaultPolicy()})
+	if !rep.OK || rep.BodyCoreDigestMatch != disclosure.MatchMatch || rep.VisibleBlockRendering == disclosure.MatchMismatch {
+		t.Fatalf("receipt: ok=%v body=%s visible=%s codes=%v", rep.OK, rep.BodyCoreDigestMatch, rep.VisibleBlockRendering, rep.ReasonCodes)
+	}
+	firstDigest := disclosure.Verify(firstEnvelope, disclosure.Options{}).ReceiptDigest
+	if !strings.Contains(string(mustJSON(t, predicateOf(t, second)["supersession"])), firstDigest) {
+		t.Fatal("second receipt does not supersede the first")
+	}
+	// The check output carries the same receipt.
+	if g := gateOf(gh, e2eHead2); !strings.Contains(g.Text, strings.TrimSpace(string(second))) {
+		t.Error("the gate check text does not carry the published receipt")
+	}
+	// The audit ledger verifies and nothing was denied.
+	f, err := os.Open(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := pdp.Verify(f)
+	if err != nil || res.Records == 0 {
+		t.Fatalf("ledger: %+v %v", res, err)
+	}
+	if u := gh.Unhandled(); len(u) != 0 {
+		t.Errorf("unimplemented routes called: %v", u)
+	}
+	if dir := os.Getenv("LENSGATE_PUBLISH_OUT"); dir != "" {
+		// For checking by hand with `lensgate receipt verify`.
+		_ = os.WriteFile(filepath.Join(dir, "receipt.json"), second, 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "body.md"), []byte(body), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "publickey.hex"), []byte(disclosure.PublicKeyHex(key)+"\n"), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "subject-digest.txt"), []byte(subj+"\n"), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "comment.md"), []byte(comments[0].Body), 0o644)
+	}
+	// Calls per review: the opened review needs at least 5 writes (gate create and
+	// completion, body, review, comment) and 5 reads (check lookup twice, pull request read
+	// and re-read before the body write, comments); idempotence costs the review-comment list.
+	if c := calls["opened"]; c[1] != 5 || c[0]-c[1] > 16 {
+		t.Errorf("opened: %d calls, %d writes", c[0], c[1])
+	}
+}
+
+func botComments(gh *githubfake.Server) []githubfake.Comment {
+	var out []githubfake.Comment
+	for _, c := range gh.Comments(e2eRepo, e2ePR) {
+		if c.User == gh.BotLogin() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func gatesOf(gh *githubfake.Server, head string) []githubfake.CheckRun {
+	var out []githubfake.CheckRun
+	for _, c := range gh.CheckRuns(e2eRepo, head) {
+		if c.Name == DefaultCheckName {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func gateOf(gh *githubfake.Server, head string) githubfake.CheckRun {
+	g := gatesOf(gh, head)
+	if len(g) == 0 {
+		return githubfake.CheckRun{}
+	}
+	return g[0]
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
