@@ -303,7 +303,7 @@ func TestSnapshotRetriesTransientFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, func(c *config.Server, _ *handlers.Options) { c.GitHub.Timeout = 300 * time.Millisecond })
+			e := newEnv(t, func(c *config.Server, _ *handlers.Options) { c.GitHub.Timeout = time.Second })
 			e.addFixturePR(readmeDiff)
 			tt.inject(e.gh)
 			e.send("pull_request", "d-retry", fixture(t, "pull_request.opened.payload.json"))

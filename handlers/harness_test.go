@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v62/github"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
@@ -122,6 +123,7 @@ type env struct {
 	pub      *recordingPublisher
 	reviewer *countingReviewer
 	logs     *bytes.Buffer
+	reg      *prometheus.Registry
 	stopped  bool
 }
 
@@ -138,7 +140,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	cfg.GitHub.App.PrivateKey = ac.App.PrivateKey
 	cfg.GitHub.Timeout = 2 * time.Second
 	cfg.Review.SnapshotAttempts = 3
-	e := &env{t: t, gh: gh, pub: newRecordingPublisher(), logs: &bytes.Buffer{}}
+	e := &env{t: t, gh: gh, pub: newRecordingPublisher(), logs: &bytes.Buffer{}, reg: prometheus.NewRegistry()}
 	e.reviewer = &countingReviewer{next: newPipeline(t)}
 	o := handlers.Options{
 		Config:         cfg,
@@ -149,6 +151,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		InitialBackoff: time.Millisecond,
 		MaxBackoff:     5 * time.Millisecond,
 		Version:        "test",
+		Registry:       e.reg,
 	}
 	for _, opt := range opts {
 		opt(cfg, &o)
@@ -227,4 +230,60 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// metric sums the samples of a counter or gauge whose labels include want.
+func (e *env) metric(name string, want map[string]string) float64 {
+	e.t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for k, v := range want {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == k && lp.GetValue() == v {
+						found = true
+					}
+				}
+				if !found {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				total += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				total += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+// waitFor polls cond; asynchronous event handling has no completion signal of its own.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// handled waits until the event stage recorded n outcomes for event.
+func (e *env) handled(event string, n float64) {
+	e.t.Helper()
+	e.waitFor(event+" handled", func() bool {
+		return e.metric("lensgate_webhook_events_total", map[string]string{"event": event}) >= n
+	})
 }

@@ -33,13 +33,13 @@ func (c goMetricsCollector) Collect(ch chan<- prometheus.Metric) {
 		var err error
 		switch v := m.(type) {
 		case metrics.Counter:
-			d := prometheus.NewDesc(base+"_total", "go-githubapp counter "+name, keys, nil)
+			d := prometheus.NewDesc(base+"_total", "go-githubapp counter "+helpName(name), keys, nil)
 			pm, err = prometheus.NewConstMetric(d, prometheus.CounterValue, float64(v.Count()), vals...)
 		case metrics.Gauge:
-			d := prometheus.NewDesc(base, "go-githubapp gauge "+name, keys, nil)
+			d := prometheus.NewDesc(base, "go-githubapp gauge "+helpName(name), keys, nil)
 			pm, err = prometheus.NewConstMetric(d, prometheus.GaugeValue, float64(v.Value()), vals...)
 		case metrics.GaugeFloat64:
-			d := prometheus.NewDesc(base, "go-githubapp gauge "+name, keys, nil)
+			d := prometheus.NewDesc(base, "go-githubapp gauge "+helpName(name), keys, nil)
 			pm, err = prometheus.NewConstMetric(d, prometheus.GaugeValue, v.Value(), vals...)
 		case metrics.Histogram:
 			s := v.Snapshot()
@@ -49,7 +49,7 @@ func (c goMetricsCollector) Collect(ch chan<- prometheus.Metric) {
 			for i, q := range qs {
 				quant[q] = ps[i]
 			}
-			d := prometheus.NewDesc(base, "go-githubapp histogram "+name, keys, nil)
+			d := prometheus.NewDesc(base, "go-githubapp histogram "+helpName(name), keys, nil)
 			pm, err = prometheus.NewConstSummary(d, uint64(s.Count()), float64(s.Sum()), quant, vals...)
 		default:
 			return
@@ -84,4 +84,12 @@ func sanitizeMetric(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// helpName drops the label suffix so every sample of a family shares one help text.
+func helpName(name string) string {
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		return name[:i]
+	}
+	return name
 }

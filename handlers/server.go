@@ -118,6 +118,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("github client creator: %w", err)
 	}
 
+	em := newEventMetrics(reg)
 	q := opts.Queue
 	if q == nil {
 		q = queue.NewMemory(queue.MemoryOptions{
@@ -149,7 +150,6 @@ func New(opts Options) (*Server, error) {
 		},
 	}
 
-	em := newEventMetrics(reg)
 	h := &hooks{queue: q, clients: cc, fetch: fetch, reviewDrafts: cfg.Review.ReviewDrafts,
 		command: cfg.Review.Command, now: time.Now, events: em}
 	async := githubapp.QueueAsyncScheduler(cfg.Queue.EventQueueSize, cfg.Queue.EventWorkers,
@@ -159,6 +159,7 @@ func New(opts Options) (*Server, error) {
 			if errors.As(err, &pe) {
 				zerolog.Ctx(ctx).Error().Str("panic", fmt.Sprint(pe.Value())).Msgf("event handler panicked: %+v", pe)
 			}
+			em.outcome(d.EventType, "error")
 			githubapp.MetricsAsyncErrorCallback(gm)(ctx, d, err)
 		}))
 	dispatcher := githubapp.NewEventDispatcher(
