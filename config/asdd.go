@@ -60,16 +60,29 @@ func CheckRepo(filename string, data []byte) (*Repo, Problems) {
 		}
 		return a.Column - b.Column
 	})
+	if d.truncated {
+		d.probs = append(d.probs, Problem{File: d.file, Message: fmt.Sprintf("more problems follow; only the first %d are shown", maxProblems), Hint: "fix these and check again"})
+	}
 	return r, d.probs
 }
 
 type decoder struct {
-	file   string
-	probs  Problems
-	values int
+	file      string
+	probs     Problems
+	values    int
+	truncated bool
 }
 
+// maxProblems bounds the report of one file; past it the work of finding hints is skipped too.
+const maxProblems = 100
+
+func (d *decoder) full() bool { return len(d.probs) >= maxProblems }
+
 func (d *decoder) add(line, col int, key, msg, hint string) {
+	if d.full() {
+		d.truncated = true
+		return
+	}
 	d.probs = append(d.probs, Problem{File: d.file, Line: line, Column: col, Key: key, Message: msg, Hint: hint})
 }
 
@@ -285,6 +298,10 @@ func (d *decoder) section(r *Repo, n *node, prefix string, fields []*field, spec
 		key := prefix + e.key
 		f := lookup(fields, e.key)
 		if f == nil {
+			if d.full() {
+				d.truncated = true
+				continue
+			}
 			d.add(e.line, e.col, key, fmt.Sprintf("unknown key %q", key), unknownHint(prefix, e.key, fields))
 			continue
 		}
@@ -310,7 +327,9 @@ func (d *decoder) section(r *Repo, n *node, prefix string, fields []*field, spec
 		case fPolicy:
 			c := &policyCtx{file: d.file, prefix: key, all: true}
 			p := decodePolicy(c, e.val, e.line, e.col)
-			d.probs = append(d.probs, c.probs...)
+			for _, pr := range c.probs {
+				d.add(pr.Line, pr.Column, pr.Key, pr.Message, pr.Hint)
+			}
 			if len(c.probs) == 0 {
 				r.Policy, r.PolicyDefaulted = p, false
 			}

@@ -319,3 +319,15 @@ func TestParseRepoSingleDocument(t *testing.T) {
 		t.Fatalf("one explicit document: %v", err)
 	}
 }
+
+func TestParseRepoProblemsBounded(t *testing.T) {
+	var b strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&b, "unknown_key_with_a_rather_long_name_number_%06d_and_more_text_here: 1\n", i)
+	}
+	_, err := ParseRepo("many.yml", []byte(b.String()))
+	probs, ok := err.(Problems)
+	if !ok || len(probs) != maxProblems+1 || !strings.Contains(probs[maxProblems].Message, "more problems follow") {
+		t.Fatalf("%d problems", len(probs))
+	}
+}

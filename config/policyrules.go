@@ -322,6 +322,9 @@ func suggestHint(key string, candidates []string) string {
 // nearest returns the candidate closest to s by edit distance, or "" when none is close enough
 // to be a plausible typo.
 func nearest(s string, candidates []string) string {
+	if len(s) > 64 {
+		return "" // far longer than any key or value it could be a typo of
+	}
 	best, bestD := "", 1<<30
 	ls := strings.ToLower(strings.ReplaceAll(s, "-", "_"))
 	for _, c := range candidates {
