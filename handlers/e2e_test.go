@@ -39,6 +39,9 @@ func TestOpenedProducesDecisionForHead(t *testing.T) {
 	if p.Decision == nil || p.Failure != nil {
 		t.Fatalf("no decision: failure %v", p.Failure)
 	}
+	if p.Decision.Gate.State == review.OutcomePending || p.Decision.PlanDigest == "" || len(p.Decision.Lenses) == 0 {
+		t.Fatalf("pipeline decision %+v", p.Decision.Gate)
+	}
 	sum := sha256.Sum256([]byte(readmeDiff))
 	sc := p.Decision.Subject
 	if sc.HeadSHA != fixtureHead || sc.BaseSHA != fixtureBase || sc.ReviewedDiffDigest != hex.EncodeToString(sum[:]) {
@@ -369,5 +372,32 @@ func TestNotFoundIsNotRetried(t *testing.T) {
 	var oe *handlers.OperationalError
 	if len(pubs) != 1 || errors.As(pubs[0].Failure, &oe) || pubs[0].Failure == nil {
 		t.Fatalf("want one report of a non-operational failure, got %+v", pubs)
+	}
+}
+
+func TestPipelineFindingsReachPublication(t *testing.T) {
+	e := newEnv(t)
+	conflict := "diff --git a/README.md b/README.md\n" +
+		"index 1111111..2222222 100644\n--- a/README.md\n+++ b/README.md\n" +
+		"@@ -1 +1,4 @@\n # Hello-World\n+<<<<<<< HEAD\n+mine\n+=======\n"
+	e.addFixturePR(conflict)
+	e.send("pull_request", "d-conflict", fixture(t, "pull_request.opened.payload.json"))
+	e.drain()
+	pubs := e.pub.all()
+	if len(pubs) != 1 || pubs[0].Decision == nil {
+		t.Fatalf("publications %d", len(pubs))
+	}
+	d := pubs[0].Decision
+	if d.Gate.State != review.OutcomeFailed || d.PlanDigest == "" || len(d.Lenses) == 0 {
+		t.Fatalf("gate %+v plan %q lenses %d", d.Gate, d.PlanDigest, len(d.Lenses))
+	}
+	found := false
+	for _, f := range d.Findings {
+		if f.Rule == "conflict-marker" && f.Path == "README.md" && f.Line == 2 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("conflict marker not found in %+v", d.Findings)
 	}
 }

@@ -1,25 +1,24 @@
 package handlers_test
 
 import (
-	"context"
 	"testing"
 
-	"github.com/lensgate/lensgate/config"
+	"github.com/rs/zerolog"
+
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/runtime"
+	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
 
-// interimReviewer stands in until review.NewPipeline is available.
-type interimReviewer struct{}
-
-func (interimReviewer) Review(_ context.Context, s *review.Subject, _ *config.Repo) (*review.Decision, error) {
-	return &review.Decision{Gate: review.Gate{State: review.OutcomePassed}, Subject: handlers.SubjectContext(s)}, nil
+// newPipeline is the real review pipeline with the offline builtin runtime.
+func newPipeline(t *testing.T) *review.Pipeline {
+	t.Helper()
+	return review.NewPipeline(review.Options{
+		Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{})),
+		Logger:   zerolog.Nop(),
+		WorkRoot: t.TempDir(),
+	})
 }
 
-func (interimReviewer) Triage(_ context.Context, _ *review.Subject, _ *config.Repo) (*review.TriageDecision, error) {
-	return &review.TriageDecision{Runtime: "builtin"}, nil
-}
-
-func newPipeline(t *testing.T) handlers.Reviewer { return interimReviewer{} }
-
-func newTriager(t *testing.T) handlers.Triager { return interimReviewer{} }
+func newTriager(t *testing.T) handlers.Triager { return newPipeline(t) }
