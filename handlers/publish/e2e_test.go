@@ -28,6 +28,8 @@ import (
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
+	"github.com/lensgate/lensgate/review/runtime"
+	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
 
 // Facts of the octokit pull_request payloads.
@@ -199,121 +201,151 @@ func edit(t *testing.T, payload []byte, f func(map[string]any)) []byte {
 	return b
 }
 
-// TestServerStackEndToEnd runs the App (webhook handler, queue, worker) with this publisher
-// against the fake GitHub: opened, synchronize to a new head, a redelivery and a check re-run.
-func TestServerStackEndToEnd(t *testing.T) {
-	gh := githubfake.New(t)
-	opened := readPayload(t, "pull_request.opened.payload.json")
-	if _, _, err := gh.AddFromPullRequestEvent(opened, []byte(e2eDiff1)); err != nil {
+// stack is the App (webhook handler, queue, worker) with this publisher against the fake.
+type stack struct {
+	t      *testing.T
+	gh     *githubfake.Server
+	key    ed25519.PrivateKey
+	srv    *httptest.Server
+	done   chan error
+	logs   *syncBuffer
+	ledger string
+	calls  map[string][2]int
+	// decisions records what the reviewer decided, in order.
+	decisions *decisionLog
+}
+
+type decisionLog struct {
+	mu   sync.Mutex
+	next handlers.Reviewer
+	all  []*review.Decision
+}
+
+func (l *decisionLog) Review(ctx context.Context, s *review.Subject, c *config.Repo) (*review.Decision, error) {
+	d, err := l.next.Review(ctx, s, c)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, d)
+	return d, err
+}
+
+func (l *decisionLog) last() *review.Decision {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.all[len(l.all)-1]
+}
+
+func newStack(t *testing.T, reviewer handlers.Reviewer, diff string) *stack {
+	t.Helper()
+	st := &stack{t: t, gh: githubfake.New(t), done: make(chan error, 16), logs: &syncBuffer{},
+		calls: map[string][2]int{}, decisions: &decisionLog{next: reviewer}}
+	if _, _, err := st.gh.AddFromPullRequestEvent(readPayload(t, "pull_request.opened.payload.json"), []byte(diff)); err != nil {
 		t.Fatal(err)
 	}
-	authorBody := gh.PullBody(e2eRepo, e2ePR)
-
 	seed := sha256.Sum256([]byte("lensgate e2e key"))
-	key := ed25519.NewKeyFromSeed(seed[:])
-	ledger := filepath.Join(t.TempDir(), "audit.jsonl")
-	sink, err := pdp.OpenFileSink(ledger)
+	st.key = ed25519.NewKeyFromSeed(seed[:])
+	st.ledger = filepath.Join(t.TempDir(), "audit.jsonl")
+	sink, err := pdp.OpenFileSink(st.ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sink.Close() })
-	pubr, err := New(Options{Signer: &disclosure.Signer{Key: key}, Audit: sink,
+	pubr, err := New(Options{Signer: &disclosure.Signer{Key: st.key}, Audit: sink,
 		Retry: Retry{Attempts: 3, Backoff: time.Millisecond, MaxWait: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 16)
-
-	ac := gh.AppConfig()
+	ac := st.gh.AppConfig()
 	cfg := config.DefaultServer()
 	cfg.GitHub.WebURL, cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL = ac.WebURL, ac.V3APIURL, ac.V4APIURL
 	cfg.GitHub.App.IntegrationID = ac.App.IntegrationID
 	cfg.GitHub.App.WebhookSecret = ac.App.WebhookSecret
 	cfg.GitHub.App.PrivateKey = ac.App.PrivateKey
 	cfg.GitHub.Timeout = 5 * time.Second
-	logs := &syncBuffer{}
 	app, err := handlers.New(handlers.Options{
-		Config: cfg, Logger: zerolog.New(logs), Reviewer: lineReviewer{},
-		Publisher:      notifyingPublisher{next: pubr, done: done},
-		SigningKeys:    []ed25519.PublicKey{key.Public().(ed25519.PublicKey)},
+		Config: cfg, Logger: zerolog.New(st.logs), Reviewer: st.decisions,
+		Publisher:      notifyingPublisher{next: pubr, done: st.done},
+		SigningKeys:    []ed25519.PublicKey{st.key.Public().(ed25519.PublicKey)},
 		InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Version: "test",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	if err := app.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(app.Handler())
-	defer srv.Close()
-	defer func() {
+	st.srv = httptest.NewServer(app.Handler())
+	t.Cleanup(func() {
+		st.srv.Close()
 		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer scancel()
 		_ = app.Shutdown(sctx)
-	}()
+		cancel()
+	})
+	st.gh.ResetCalls()
+	return st
+}
 
-	send := func(event, delivery string, body []byte) int {
-		t.Helper()
-		req, err := githubfake.WebhookRequest(srv.URL+handlers.RouteHook, event, delivery, gh.WebhookSecret(), body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+func (st *stack) send(event, delivery string, body []byte) {
+	st.t.Helper()
+	req, err := githubfake.WebhookRequest(st.srv.URL+handlers.RouteHook, event, delivery, st.gh.WebhookSecret(), body)
+	if err != nil {
+		st.t.Fatal(err)
 	}
-	wait := func(what string) {
-		t.Helper()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("%s: publish: %v", what, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: no publication; logs:\n%s", what, logs.b.String())
-		}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		st.t.Fatal(err)
 	}
-	calls := map[string][2]int{}
-	measure := func(phase string) {
-		calls[phase] = [2]int{gh.TotalCalls(), gh.Writes()}
-		t.Logf("%s: %d GitHub calls, %d writes\n%s", phase, gh.TotalCalls(), gh.Writes(), gh.CallSummary())
-		gh.ResetCalls()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		st.t.Fatalf("%s %s answered %d", event, delivery, resp.StatusCode)
 	}
+}
 
-	// opened
-	gh.ResetCalls()
-	if code := send("pull_request", "delivery-opened", opened); code >= 300 {
-		t.Fatalf("opened answered %d", code)
+func (st *stack) wait(what string) {
+	st.t.Helper()
+	select {
+	case err := <-st.done:
+		if err != nil {
+			st.t.Fatalf("%s: publish: %v", what, err)
+		}
+	case <-time.After(30 * time.Second):
+		st.t.Fatalf("%s: no publication; logs:\n%s", what, st.logs.b.String())
 	}
-	wait("opened")
-	measure("opened")
-	firstEnvelope := extractEnvelope(botComments(gh)[0].Body)
+}
+
+func (st *stack) measure(phase string) {
+	st.calls[phase] = [2]int{st.gh.TotalCalls(), st.gh.Writes()}
+	st.t.Logf("%s: %d GitHub calls, %d writes\n%s", phase, st.gh.TotalCalls(), st.gh.Writes(), st.gh.CallSummary())
+	st.gh.ResetCalls()
+}
+
+// lifecycle sends opened, a synchronize to e2eHead2 with diff2, a redelivery of it and a check
+// re-run of the new head's gate, and returns the first published receipt.
+func (st *stack) lifecycle(diff2 string) []byte {
+	t := st.t
+	opened := readPayload(t, "pull_request.opened.payload.json")
+	st.send("pull_request", "delivery-opened", opened)
+	st.wait("opened")
+	st.measure("opened")
+	first := extractEnvelope(botComments(st.gh)[0].Body)
 
 	// synchronize to a new head (payload head and "after" changed in memory)
-	gh.Push(e2eRepo, e2ePR, e2eHead2, []byte(e2eDiff2), nil)
+	st.gh.Push(e2eRepo, e2ePR, e2eHead2, []byte(diff2), nil)
 	sync := edit(t, readPayload(t, "pull_request.synchronize.payload.json"), func(m map[string]any) {
 		m["after"] = e2eHead2
 		m["pull_request"].(map[string]any)["head"].(map[string]any)["sha"] = e2eHead2
 	})
-	if code := send("pull_request", "delivery-sync", sync); code >= 300 {
-		t.Fatalf("synchronize answered %d", code)
-	}
-	wait("synchronize")
-	measure("synchronize")
+	st.send("pull_request", "delivery-sync", sync)
+	st.wait("synchronize")
+	st.measure("synchronize")
 
 	// redelivery of the same delivery: answered, nothing republished
-	if code := send("pull_request", "delivery-sync", sync); code >= 300 {
-		t.Fatalf("redelivery answered %d", code)
-	}
+	st.send("pull_request", "delivery-sync", sync)
 
 	// check re-run of the gate for head 2 (repository and head changed in memory to this PR's)
-	gate := gateOf(gh, e2eHead2)
 	var repo map[string]any
 	_ = json.Unmarshal(opened, &struct {
 		Repository *map[string]any `json:"repository"`
@@ -321,99 +353,158 @@ func TestServerStackEndToEnd(t *testing.T) {
 	rerun := edit(t, readPayload(t, "check_run.rerequested.rfc3339.payload.json"), func(m map[string]any) {
 		m["repository"] = repo
 		cr := m["check_run"].(map[string]any)
-		cr["head_sha"], cr["name"], cr["id"] = e2eHead2, DefaultCheckName, gate.ID
+		cr["head_sha"], cr["name"], cr["id"] = e2eHead2, DefaultCheckName, gateOf(st.gh, e2eHead2).ID
 	})
-	if code := send("check_run", "delivery-rerun", rerun); code >= 300 {
-		t.Fatalf("re-run answered %d", code)
-	}
-	wait("check re-run")
-	measure("redelivery+rerun")
+	st.send("check_run", "delivery-rerun", rerun)
+	st.wait("check re-run")
+	st.measure("redelivery+rerun")
 	select {
-	case err := <-done:
+	case err := <-st.done:
 		t.Fatalf("an extra publication happened (redelivery not deduplicated?): %v", err)
 	default:
 	}
+	return first
+}
 
-	// Exactly one advisory comment; one gate check per head with the gate's conclusion.
-	comments := botComments(gh)
+// assertPublished checks what must hold after any lifecycle, whatever the reviewer found.
+func (st *stack) assertPublished(authorBody string, first []byte) (comment string) {
+	t := st.t
+	comments := botComments(st.gh)
 	if len(comments) != 1 {
 		t.Fatalf("advisory comments = %d", len(comments))
 	}
+	want := gateConclusion(st.decisions.last().Gate)
 	for _, h := range []string{e2eHead1, e2eHead2} {
-		if g := gatesOf(gh, h); len(g) != 1 || g[0].Conclusion != "failure" {
-			t.Fatalf("gate checks for %s = %+v", h[:7], g)
+		if g := gatesOf(st.gh, h); len(g) != 1 || g[0].Status != "completed" || g[0].Conclusion != want {
+			t.Fatalf("gate checks for %s = %+v, want one concluding %s", h[:7], g, want)
 		}
 	}
-	// Inline comments on diff lines only, none repeated; the off-diff one is in the summary.
 	seen := map[string]int{}
-	for _, c := range gh.ReviewComments(e2eRepo, e2ePR) {
+	for _, c := range st.gh.ReviewComments(e2eRepo, e2ePR) {
 		seen[hiddenValue(c.Body, markerFP)]++
 	}
 	for fp, n := range seen {
-		if n != 1 {
+		if n != 1 || fp == "" {
 			t.Errorf("inline comment %q posted %d times", fp, n)
 		}
 	}
-	if len(seen) != 3 {
-		t.Errorf("inline comments = %v, want exec and TODO in README.md and exec in run.sh", seen)
-	}
-	if !strings.Contains(comments[0].Body, "README.md:90") {
-		t.Error("the finding outside the diff is not in the advisory comment")
-	}
-	for _, rv := range gh.Reviews(e2eRepo, e2ePR) {
+	for _, rv := range st.gh.Reviews(e2eRepo, e2ePR) {
 		if rv.Event != "COMMENT" {
 			t.Errorf("review event %s", rv.Event)
 		}
 	}
-	// Body: author text intact, one block; the receipt verifies against it offline and
-	// supersedes the first.
-	body := gh.PullBody(e2eRepo, e2ePR)
+	body := st.gh.PullBody(e2eRepo, e2ePR)
 	if !strings.HasPrefix(body, authorBody) || strings.Count(body, block.Begin) != 1 {
 		t.Fatalf("body = %q", body)
 	}
 	second := extractEnvelope(comments[0].Body)
-	pub := key.Public().(ed25519.PublicKey)
+	pub := st.key.Public().(ed25519.PublicKey)
 	subj := disclosure.Verify(second, disclosure.Options{PublicKey: pub}).SubjectDigest
 	rep := disclosure.Verify(second, disclosure.Options{PublicKey: pub, ExpectedSubjectDigest: subj, Body: &body, Policy: disclosure.DefaultPolicy()})
 	if !rep.OK || rep.BodyCoreDigestMatch != disclosure.MatchMatch || rep.VisibleBlockRendering == disclosure.MatchMismatch {
 		t.Fatalf("receipt: ok=%v body=%s visible=%s codes=%v", rep.OK, rep.BodyCoreDigestMatch, rep.VisibleBlockRendering, rep.ReasonCodes)
 	}
-	firstDigest := disclosure.Verify(firstEnvelope, disclosure.Options{}).ReceiptDigest
+	firstDigest := disclosure.Verify(first, disclosure.Options{}).ReceiptDigest
 	if !strings.Contains(string(mustJSON(t, predicateOf(t, second)["supersession"])), firstDigest) {
 		t.Fatal("second receipt does not supersede the first")
 	}
-	// The check output carries the same receipt.
-	if g := gateOf(gh, e2eHead2); !strings.Contains(g.Text, strings.TrimSpace(string(second))) {
+	if g := gateOf(st.gh, e2eHead2); !strings.Contains(g.Text, strings.TrimSpace(string(second))) {
 		t.Error("the gate check text does not carry the published receipt")
 	}
-	// The audit ledger verifies and nothing was denied.
-	f, err := os.Open(ledger)
+	f, err := os.Open(st.ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	res, err := pdp.Verify(f)
-	if err != nil || res.Records == 0 {
+	if res, err := pdp.Verify(f); err != nil || res.Records == 0 {
 		t.Fatalf("ledger: %+v %v", res, err)
 	}
-	if u := gh.Unhandled(); len(u) != 0 {
+	if u := st.gh.Unhandled(); len(u) != 0 {
 		t.Errorf("unimplemented routes called: %v", u)
 	}
 	if dir := os.Getenv("LENSGATE_PUBLISH_OUT"); dir != "" {
 		// For checking by hand with `lensgate receipt verify`.
 		_ = os.WriteFile(filepath.Join(dir, "receipt.json"), second, 0o644)
 		_ = os.WriteFile(filepath.Join(dir, "body.md"), []byte(body), 0o644)
-		_ = os.WriteFile(filepath.Join(dir, "publickey.hex"), []byte(disclosure.PublicKeyHex(key)+"\n"), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "publickey.hex"), []byte(disclosure.PublicKeyHex(st.key)+"\n"), 0o644)
 		_ = os.WriteFile(filepath.Join(dir, "subject-digest.txt"), []byte(subj+"\n"), 0o644)
 		_ = os.WriteFile(filepath.Join(dir, "comment.md"), []byte(comments[0].Body), 0o644)
 	}
-	// Calls per review: the opened review needs at least 5 writes (gate create and
-	// completion, body, review, comment) and 5 reads (check lookup twice, pull request read
-	// and re-read before the body write, comments); idempotence costs the review-comment list.
-	if c := calls["opened"]; c[1] != 5 || c[0]-c[1] > 16 {
+	return comments[0].Body
+}
+
+// TestServerStackEndToEnd runs the App with this publisher against the fake GitHub: opened,
+// synchronize to a new head, a redelivery and a check re-run.
+func TestServerStackEndToEnd(t *testing.T) {
+	st := newStack(t, lineReviewer{}, e2eDiff1)
+	authorBody := st.gh.PullBody(e2eRepo, e2ePR)
+	first := st.lifecycle(e2eDiff2)
+	comment := st.assertPublished(authorBody, first)
+
+	if d := st.decisions.last(); d.Gate.State != review.OutcomeFailed {
+		t.Fatalf("gate = %s", d.Gate.State)
+	}
+	seen := map[string]bool{}
+	for _, c := range st.gh.ReviewComments(e2eRepo, e2ePR) {
+		seen[hiddenValue(c.Body, markerFP)] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("inline comments = %v, want exec and TODO in README.md and exec in run.sh", seen)
+	}
+	if !strings.Contains(comment, "README.md:90") {
+		t.Error("the finding outside the diff is not in the advisory comment")
+	}
+	// Calls per review: the opened review needs 5 writes (gate create and completion, body,
+	// review, comment); reads are counted in docs/publishing.md.
+	if c := st.calls["opened"]; c[1] != 5 || c[0]-c[1] > 16 {
 		t.Errorf("opened: %d calls, %d writes", c[0], c[1])
 	}
+	if c := st.calls["redelivery+rerun"]; c[1] != 2 {
+		t.Errorf("re-run of an unchanged head made %d writes, want 2 (re-open and complete the gate)", c[1])
+	}
 }
+
+// The same lifecycle with the real review pipeline and its offline builtin runtime, which
+// flags the merge-conflict markers the diff adds.
+func TestServerStackWithBuiltinPipeline(t *testing.T) {
+	p := review.NewPipeline(review.Options{
+		Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{})),
+		Logger:   zerolog.Nop(), WorkRoot: t.TempDir(),
+	})
+	st := newStack(t, p, conflictDiff1)
+	authorBody := st.gh.PullBody(e2eRepo, e2ePR)
+	first := st.lifecycle(conflictDiff2)
+	st.assertPublished(authorBody, first)
+	d := st.decisions.last()
+	t.Logf("builtin gate %s, %d findings, %d inline", d.Gate.State, len(d.Findings), len(d.Inline))
+	if len(d.Findings) == 0 {
+		t.Fatal("the builtin runtime found nothing in a diff that adds conflict markers")
+	}
+	if len(d.Inline) > 0 && len(st.gh.ReviewComments(e2eRepo, e2ePR)) == 0 {
+		t.Error("inline comments were decided but none was placed")
+	}
+}
+
+const conflictDiff1 = `diff --git a/README.md b/README.md
+index 1111111..2222222 100644
+--- a/README.md
++++ b/README.md
+@@ -1 +1,4 @@
+ # Hello-World
++<<<<<<< HEAD
++A friendly line.
++>>>>>>> feature
+`
+
+const conflictDiff2 = conflictDiff1 + `diff --git a/NOTES.md b/NOTES.md
+new file mode 100644
+--- /dev/null
++++ b/NOTES.md
+@@ -0,0 +1,3 @@
++<<<<<<< HEAD
++notes
++=======
+`
 
 func botComments(gh *githubfake.Server) []githubfake.Comment {
 	var out []githubfake.Comment

@@ -19,6 +19,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 )
@@ -230,7 +231,9 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 		r.completeGate(ctx, d, nil, nil)
 		return
 	}
-	stale := pr.GetHead().GetSHA() != r.info.headSHA || pr.GetState() != "open"
+	// A durable queue can learn after the job started that a newer one replaced it.
+	superseded := errors.Is(queue.CheckCurrent(ctx), queue.ErrNotCurrent)
+	stale := superseded || pr.GetHead().GetSHA() != r.info.headSHA || pr.GetState() != "open"
 	if stale {
 		// The reviewed head is still described truthfully by its own check run; the comment,
 		// review and body belong to the newer head's run.

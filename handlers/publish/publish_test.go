@@ -572,3 +572,24 @@ func TestTriageLabelsThroughPDP(t *testing.T) {
 		t.Fatalf("issue comments = %+v", issueComments)
 	}
 }
+
+// A job a newer one superseded (the durable queue learns it late) only concludes the gate
+// check of the head it reviewed; the comment, review and body belong to the newer run.
+func TestSupersededJobPublishesOnlyItsCheck(t *testing.T) {
+	e := newTestEnv(t)
+	s := e.subject()
+	pub := e.publication("d1", decision(s, review.OutcomeFailed), s)
+	ctx := queue.WithCurrentCheck(context.Background(), func(context.Context) error { return queue.ErrNotCurrent })
+	if err := e.p.Begin(ctx, e.cl, pub); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+		t.Fatal(err)
+	}
+	if g := e.gateRuns(head1); len(g) != 1 || g[0].Conclusion != "failure" {
+		t.Fatalf("gate = %+v", g)
+	}
+	if len(e.botComments()) != 0 || len(e.gh.Reviews(repoFull, 1)) != 0 || e.gh.PullBody(repoFull, 1) != authorTxt {
+		t.Fatal("a superseded job wrote the comment, review or body")
+	}
+}
