@@ -16,26 +16,26 @@ const maxLocalDiffBytes = 512 << 20
 // LocalSubject builds a pull-request subject from a local git repository: the change from
 // base to head (head defaults to HEAD), as "git diff base head" shows it. The title and body
 // come from the head commit's message.
-func LocalSubject(ctx context.Context, dir, base, head string) (Subject, error) {
+func LocalSubject(ctx context.Context, dir, base, head string) (*Subject, error) {
 	if head == "" {
 		head = "HEAD"
 	}
 	if strings.HasPrefix(base, "-") || strings.HasPrefix(head, "-") {
-		return Subject{}, fmt.Errorf("%w: a revision may not start with '-'", ErrUnusableInput)
+		return nil, fmt.Errorf("%w: a revision may not start with '-'", ErrUnusableInput)
 	}
 	g := gitRunner{dir: dir}
 	baseSHA, err := g.revParse(ctx, base)
 	if err != nil {
-		return Subject{}, err
+		return nil, err
 	}
 	headSHA, err := g.revParse(ctx, head)
 	if err != nil {
-		return Subject{}, err
+		return nil, err
 	}
 	d, err := g.run(ctx, maxLocalDiffBytes, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", "--full-index",
 		baseSHA, headSHA, "--")
 	if err != nil {
-		return Subject{}, err
+		return nil, err
 	}
 	s := Subject{
 		Kind: KindPullRequest, BaseRef: base, HeadRef: head, BaseSHA: baseSHA, HeadSHA: headSHA,
@@ -62,10 +62,10 @@ func LocalSubject(ctx context.Context, dir, base, head string) (Subject, error) 
 	}
 	files, err := g.files(ctx, baseSHA, headSHA)
 	if err != nil {
-		return Subject{}, err
+		return nil, err
 	}
 	s.Files = files
-	return s, nil
+	return &s, nil
 }
 
 type gitRunner struct{ dir string }

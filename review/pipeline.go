@@ -47,6 +47,9 @@ type Options struct {
 	FreeMaxDiffBytes int64
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// DefaultRuntime reviews lenses of a repository whose runtime: is ASDD's "generic" (the
+	// operator's choice of adapter). Default: builtin.
+	DefaultRuntime string
 }
 
 // Pipeline reviews subjects. It holds no per-review state and is safe for concurrent use.
@@ -68,6 +71,9 @@ func NewPipeline(opts Options) *Pipeline {
 	}
 	if opts.Runtimes == nil {
 		opts.Runtimes = runtime.NewRegistry()
+	}
+	if opts.DefaultRuntime == "" {
+		opts.DefaultRuntime = config.DefaultRuntime
 	}
 	free := map[string]bool{}
 	for _, n := range opts.FreeRuntimes {
@@ -99,7 +105,10 @@ type lensPlan struct {
 
 // Review runs the whole pipeline on a pull request. It returns an error only for unusable
 // input; a runtime that fails, hangs or answers garbage leaves its lenses pending.
-func (p *Pipeline) Review(ctx context.Context, subj Subject, cfg *config.Repo) (*Decision, error) {
+func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) (*Decision, error) {
+	if subj == nil {
+		return nil, unusable("no subject")
+	}
 	if cfg == nil {
 		return nil, unusable("no repository configuration")
 	}
@@ -137,7 +146,7 @@ func (p *Pipeline) Review(ctx context.Context, subj Subject, cfg *config.Repo) (
 	if usesPaid {
 		overBudget = paid.gaps
 	}
-	intake := runIntake(&subj, cfg, changed, overBudget, totalLines)
+	intake := runIntake(subj, cfg, changed, overBudget, totalLines)
 
 	rtSubj := runtime.Subject{
 		Owner: subj.Owner, Repo: subj.Repo, Number: subj.Number, HeadSHA: subj.HeadSHA, BaseSHA: subj.BaseSHA,
@@ -175,7 +184,7 @@ func (p *Pipeline) Review(ctx context.Context, subj Subject, cfg *config.Repo) (
 		if subj.OpenPRsByAuthor >= 0 && !subj.Local {
 			meta["open_pr_count"] = itoa(subj.OpenPRsByAuthor)
 		}
-		wd, err = newWorkDir(p.opts.WorkRoot, &subj, paid.files, meta)
+		wd, err = newWorkDir(p.opts.WorkRoot, subj, paid.files, meta)
 		if err != nil {
 			// The work directory is the adapters' only input: without it they cannot run.
 			log.Error().Err(err).Msg("work directory")
@@ -324,10 +333,7 @@ func (p *Pipeline) Review(ctx context.Context, subj Subject, cfg *config.Repo) (
 // runtimes can be chosen; anything else leaves the lens pending with the reason.
 func (p *Pipeline) chooseRuntimes(plan policy.Plan, cfg *config.Repo) []lensPlan {
 	out := make([]lensPlan, len(plan.Items))
-	def := cfg.Runtime
-	if def == "" {
-		def = config.DefaultRuntime
-	}
+	def := p.defaultRuntime(cfg)
 	for i, it := range plan.Items {
 		lp := lensPlan{item: it}
 		switch {
@@ -347,6 +353,16 @@ func (p *Pipeline) chooseRuntimes(plan policy.Plan, cfg *config.Repo) []lensPlan
 		out[i] = lp
 	}
 	return out
+}
+
+// defaultRuntime is the repository's runtime:, with ASDD's "generic" meaning the operator's
+// default.
+func (p *Pipeline) defaultRuntime(cfg *config.Repo) string {
+	switch cfg.Runtime {
+	case "", "generic":
+		return p.opts.DefaultRuntime
+	}
+	return cfg.Runtime
 }
 
 func (p *Pipeline) enabled(name string) bool {

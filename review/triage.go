@@ -13,17 +13,17 @@ const maxTriageComment = 1500
 
 // Triage labels an issue through the repository's default runtime. Labels outside
 // triage_labels are dropped; a failing runtime yields no labels and the cause (fail closed).
-func (p *Pipeline) Triage(ctx context.Context, subj Subject, cfg *config.Repo) (*TriageDecision, error) {
+func (p *Pipeline) Triage(ctx context.Context, subj *Subject, cfg *config.Repo) (*TriageDecision, error) {
+	if subj == nil {
+		return nil, unusable("no subject")
+	}
 	if cfg == nil {
 		return nil, unusable("no repository configuration")
 	}
 	if subj.Kind != KindIssue {
 		return nil, unusable("subject kind %q is not an issue", subj.Kind)
 	}
-	name := cfg.Runtime
-	if name == "" {
-		name = config.DefaultRuntime
-	}
+	name := p.defaultRuntime(cfg)
 	td := &TriageDecision{Runtime: name, Labels: []string{}}
 	rt, ok := p.opts.Runtimes.Get(name)
 	if !ok {
@@ -39,7 +39,7 @@ func (p *Pipeline) Triage(ctx context.Context, subj Subject, cfg *config.Repo) (
 		Settings: runtime.Settings{TriageLabels: cfg.TriageLabels, Model: cfg.Models.Reviewer, TimeoutSeconds: cfg.Review.TimeoutSeconds},
 	}
 	if !p.free[name] {
-		wd, err := newWorkDir(p.opts.WorkRoot, &subj, nil, map[string]string{"pr_number": itoa(subj.Number)})
+		wd, err := newWorkDir(p.opts.WorkRoot, subj, nil, map[string]string{"pr_number": itoa(subj.Number)})
 		if err != nil {
 			td.Cause = "could not prepare the work directory: " + err.Error()
 			return td, nil

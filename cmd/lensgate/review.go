@@ -67,7 +67,7 @@ func (c *reviewCmd) Run(e *env) error {
 	}
 	var rc *disclosure.Receipt
 	if signer != nil {
-		rc, err = disclosure.Emit(review.Predicate(dec, &subj, time.Now()), *signer)
+		rc, err = disclosure.Emit(review.Predicate(dec, subj, time.Now()), *signer)
 		if err != nil {
 			return exitWith(exitUsage, fmt.Errorf("sign the receipt: %w", err))
 		}

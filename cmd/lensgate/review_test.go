@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lensgate/lensgate/disclosure"
+)
+
+func runReviewCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"review"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=t@example.invalid",
+		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=t@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// throwAwayRepo makes a git repository with one commit (a README and a Go file).
+func throwAwayRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	commit(t, dir, map[string]string{
+		"README.md":  "# Demo\n\nA demo project.\n",
+		"src/app.go": "package src\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
+	}, "Initial commit")
+	return dir
+}
+
+func commit(t *testing.T, dir string, files map[string]string, msg string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", msg)
+}
+
+func privateKeyPEM(t *testing.T) string {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+}
+
+// Planted problems are assembled at run time so this file itself stays clean for the builtin
+// reviewer.
+func plantedChanges(t *testing.T) map[string]map[string]string {
+	marker := func(c byte) string { return strings.Repeat(string(c), 7) }
+	return map[string]map[string]string{
+		"private key": {"deploy/id_ed25519": privateKeyPEM(t)},
+		"cloud key": {"app/settings.py": "REGION = \"eu-west-1\"\nAWS_ACCESS_KEY_ID = \"" + "AKIA" + "Q4NRTW7ZL2XKHJ5M" + "\"\n"},
+		"conflict markers": {"src/app.go": "package src\n\nfunc Add(a, b int) int {\n" + marker('<') + " HEAD\n\treturn a + b\n" +
+			marker('=') + "\n\treturn b + a\n" + marker('>') + " feature\n}\n"},
+		"dangerous workflow": {".github/workflows/preview.yml": "name: preview\non:\n  pull_request_target:\njobs:\n  build:\n" +
+			"    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n        with:\n" +
+			"          ref: ${{ github.event.pull_request.head" + ".sha }}\n      - run: make preview\n"},
+	}
+}
+
+func TestReviewDefaultPolicyFailsPlantedProblems(t *testing.T) {
+	for name, files := range plantedChanges(t) {
+		t.Run(name, func(t *testing.T) {
+			dir := throwAwayRepo(t)
+			commit(t, dir, files, "Change "+name)
+			code, out, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1")
+			if code != exitNegative {
+				t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+			}
+			for path := range files {
+				if !strings.Contains(out, path) {
+					t.Errorf("output does not name %s:\n%s", path, out)
+				}
+			}
+			if !strings.Contains(out, "Gate: failed") {
+				t.Errorf("output:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestReviewNamesEveryPlantedFile(t *testing.T) {
+	dir := throwAwayRepo(t)
+	all := map[string]string{}
+	for _, files := range plantedChanges(t) {
+		for p, c := range files {
+			all[p] = c
+		}
+	}
+	commit(t, dir, all, "Everything at once")
+	code, out, _ := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--format", "json")
+	if code != exitNegative {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	var doc struct {
+		Gate     struct{ State string }
+		Findings []struct {
+			Path     string
+			Rule     string
+			Severity string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("json output: %v\n%s", err, out)
+	}
+	rules := map[string]string{}
+	for _, f := range doc.Findings {
+		if f.Severity == "high" || f.Severity == "critical" {
+			rules[f.Path] = f.Rule
+		}
+	}
+	want := map[string]string{
+		"deploy/id_ed25519": "private-key", "app/settings.py": "aws-access-key-id",
+		"src/app.go": "conflict-marker", ".github/workflows/preview.yml": "workflow-pull-request-target-checkout",
+	}
+	for p, r := range want {
+		if rules[p] != r {
+			t.Errorf("%s: blocking rule %q, want %q (all: %v)", p, rules[p], r, rules)
+		}
+	}
+	if doc.Gate.State != "failed" {
+		t.Errorf("gate %s", doc.Gate.State)
+	}
+}
+
+func TestReviewPassesHarmlessDocs(t *testing.T) {
+	dir := throwAwayRepo(t)
+	commit(t, dir, map[string]string{"docs/guide.md": "Guide\n=====\n\nRun `make` to build.\n"}, "Add a guide")
+	code, out, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	for _, want := range []string{"Gate: passed", "security", "correctness", "tests", "Coverage: COMPLETE"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, md, _ := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--format", "markdown")
+	if code != exitOK || !strings.Contains(md, "| Lens | Role | Outcome |") || !strings.Contains(md, "gate: `passed`") {
+		t.Fatalf("markdown (exit %d):\n%s", code, md)
+	}
+}
+
+func TestReviewUsesBaseConfig(t *testing.T) {
+	dir := throwAwayRepo(t)
+	// The base revision ignores deploy/ ; the head tries to re-enable a stricter policy that
+	// must not apply, and adds a key under the ignored path.
+	commit(t, dir, map[string]string{".asdd.yml": "ignore_paths:\n  - \"deploy/**\"\n"}, "Configure")
+	commit(t, dir, map[string]string{"deploy/id_ed25519": privateKeyPEM(t), ".asdd.yml": "ignore_paths: []\n"}, "Key")
+	code, out, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "gap: deploy/id_ed25519: matches ignore_paths") {
+		t.Fatalf("ignored file is not a named coverage gap:\n%s", out)
+	}
+}
+
+func TestReviewUnusableInput(t *testing.T) {
+	dir := throwAwayRepo(t)
+	cases := [][]string{
+		{"--repo", dir, "--base", "no-such-ref"},
+		{"--repo", t.TempDir(), "--base", "HEAD~1"},
+		{"--repo", dir, "--base", "--upload-pack=evil"},
+		{"--repo", dir, "--base", "HEAD", "--config", filepath.Join(dir, "missing.yml")},
+		{"--repo", dir, "--base", "HEAD", "--format", "xml"},
+	}
+	for _, args := range cases {
+		if code, out, stderr := runReviewCLI(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want 2\n%s\n%s", args, code, out, stderr)
+		}
+	}
+}
+
+func TestReviewSignsReceipt(t *testing.T) {
+	dir := throwAwayRepo(t)
+	commit(t, dir, map[string]string{"docs/a.md": "hello\n"}, "Docs")
+	keyFile := filepath.Join(t.TempDir(), "key")
+	pub, err := disclosure.GenerateKey(keyFile, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--format", "json", "--sign-key", keyFile)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	var doc struct {
+		Receipt json.RawMessage `json:"receipt"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Receipt) == 0 {
+		t.Fatalf("no receipt in output: %v\n%s", err, out)
+	}
+	rep := disclosure.Verify(doc.Receipt, disclosure.Options{PublicKey: pub})
+	if rep.CryptoOK == nil || !*rep.CryptoOK || rep.StructureOK == nil || !*rep.StructureOK {
+		t.Fatalf("receipt does not verify: %+v", rep)
+	}
+}
