@@ -80,7 +80,7 @@ func plantedChanges(t *testing.T) map[string]map[string]string {
 	marker := func(c byte) string { return strings.Repeat(string(c), 7) }
 	return map[string]map[string]string{
 		"private key": {"deploy/id_ed25519": privateKeyPEM(t)},
-		"cloud key": {"app/settings.py": "REGION = \"eu-west-1\"\nAWS_ACCESS_KEY_ID = \"" + "AKIA" + "Q4NRTW7ZL2XKHJ5M" + "\"\n"},
+		"cloud key":   {"app/settings.py": "REGION = \"eu-west-1\"\nAWS_ACCESS_KEY_ID = \"" + "AKIA" + "Q4NRTW7ZL2XKHJ5M" + "\"\n"},
 		"conflict markers": {"src/app.go": "package src\n\nfunc Add(a, b int) int {\n" + marker('<') + " HEAD\n\treturn a + b\n" +
 			marker('=') + "\n\treturn b + a\n" + marker('>') + " feature\n}\n"},
 		"dangerous workflow": {".github/workflows/preview.yml": "name: preview\non:\n  pull_request_target:\njobs:\n  build:\n" +

@@ -38,7 +38,7 @@ var secretRules = []secretRule{
 		severity: runtime.SeverityCritical, title: "AWS access key id committed", placeholderOK: true,
 	},
 	{
-		id: "aws-secret-access-key",
+		id:       "aws-secret-access-key",
 		re:       regexp.MustCompile(`(?i)aws.{0,20}secret.{0,20}['"]?\s*[:=]\s*['"]?([A-Za-z0-9/+=]{40})\b`),
 		severity: runtime.SeverityCritical, title: "AWS secret access key committed", placeholderOK: true, entropy: 4.0,
 	},
