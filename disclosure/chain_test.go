@@ -1,0 +1,126 @@
+package disclosure
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func envTree(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestSupersessionChainOfLensgateReceipts(t *testing.T) {
+	s := testSigner()
+	p1 := typicalPredicate()
+	r1, err := Emit(p1, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2 := typicalPredicate()
+	p2.Subject.HeadSHA = "f000000000000000000000000000000000000000"
+	p2.Supersession = &Supersession{Supersedes: []Relation{{PriorDigest: r1.ReceiptDigest, Reason: "new head pushed"}}}
+	r2, err := Emit(p2, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs := []any{envTree(t, r2.Envelope), envTree(t, r1.Envelope)}
+
+	res := ResolveChain(envs, map[string]bool{r1.ReceiptDigest: true, r2.ReceiptDigest: true})
+	if res.Current == nil || *res.Current != r2.ReceiptDigest || !res.IntegrityOK || res.Ambiguous {
+		t.Fatalf("resolution: %+v", res)
+	}
+	if got := res.CorrectedBy[r1.ReceiptDigest]; len(got) != 1 || got[0] != r2.ReceiptDigest {
+		t.Fatalf("corrected_by: %v", res.CorrectedBy)
+	}
+	// The old receipt stays valid for what it binds.
+	if r := Verify(r1.Envelope, Options{PublicKey: testPub(), ExpectedSubjectDigest: r1.SubjectDigest, Policy: DefaultPolicy()}); !r.OK {
+		t.Fatalf("superseded receipt no longer verifies: %v", r.Errors)
+	}
+
+	// Unverified claims are ignored: a foreign key cannot supersede.
+	res = ResolveChain(envs, map[string]bool{r1.ReceiptDigest: true})
+	if res.Current != nil || len(res.Corrected) != 0 || len(res.UnverifiedSupersessionClaims) != 1 {
+		t.Fatalf("unverified claim honoured: %+v", res)
+	}
+	// A missing predecessor breaks integrity.
+	res = ResolveChain(envs[:1], map[string]bool{r2.ReceiptDigest: true})
+	if res.IntegrityOK || len(res.MissingPredecessors) != 1 {
+		t.Fatalf("missing predecessor: %+v", res)
+	}
+	// A URL-safe payload is unaddressable.
+	m := envTree(t, r1.Envelope).(map[string]any)
+	orig := m["payload"].(string)
+	if m["payload"] = toURLSafe(orig); m["payload"] == orig {
+		t.Fatal("test payload has no characters that differ between the alphabets")
+	}
+	res = ResolveChain([]any{m}, nil)
+	if len(res.Unaddressable) != 1 || res.IntegrityOK || len(res.CurrentCandidates) != 0 {
+		t.Fatalf("URL-safe payload addressed: %+v", res)
+	}
+}
+
+func toURLSafe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch c {
+		case '+':
+			b[i] = '-'
+		case '/':
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+func TestCap1PredicateRoundTrip(t *testing.T) {
+	p := typicalPredicate()
+	p.Coverage = Coverage{
+		Status: CoverageComplete,
+		Strata: []Stratum{{ID: "changed-files", Basis: Basis{Kind: "enumeration", EnumerationMethod: "git diff --name-only base...head"},
+			Eligible: 4, Examined: 3, Unexamined: []Unexamined{{Unit: "vendor/x.go", Disposition: "out_of_scope"}},
+			Supports: []string{"lens:security"}}},
+		Integrity:         &Integrity{Complete: true},
+		AbsenceAssertions: []AbsenceAssertion{{Stratum: "changed-files"}},
+	}
+	rc, err := Emit(p, testSigner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Verify(rc.Envelope, Options{PublicKey: testPub(), ExpectedSubjectDigest: rc.SubjectDigest, Policy: DefaultPolicy()})
+	if !r.OK || contains(r.AdvisoryCodes, AdvisoryCoverageLegacy) {
+		t.Fatalf("CAP-1 receipt: ok=%v advisories=%v errors=%v", r.OK, r.AdvisoryCodes, r.Errors)
+	}
+	// A failed unit cannot be part of a complete examination.
+	p.Coverage.Strata[0].Unexamined[0].Disposition = "failed"
+	if _, err := Emit(p, testSigner()); err == nil {
+		t.Fatal("complete coverage with a failed unit was signed")
+	}
+}
+
+func TestKeyFiles(t *testing.T) {
+	path := t.TempDir() + "/k"
+	pub, err := GenerateKey(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, err := LoadPrivateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if PublicKeyHex(priv) != hexOf(pub) {
+		t.Fatal("loaded key differs")
+	}
+	if _, err := GenerateKey(path, nil); err == nil {
+		t.Fatal("existing key overwritten")
+	}
+	for _, bad := range []string{"", "ed25519-seed:zz", "ed25519-seed:00"} {
+		if _, err := ParsePrivateKey([]byte(bad)); err == nil {
+			t.Errorf("parsed %q", bad)
+		}
+	}
+}
