@@ -245,9 +245,11 @@ var activeStates = []rivertype.JobState{
 }
 
 // ForcesRerun reports whether an event asks for a new review of a head that was already
-// reviewed: a re-run request, or an edit of the title or body (the receipt binds the body).
+// reviewed: a re-run request (check run or suite), a review command in a comment, or an edit of
+// the title, body or base (the receipt binds the body). Other events for a reviewed head coalesce.
 func ForcesRerun(reason string) bool {
-	return strings.HasSuffix(reason, ".rerequested") || strings.HasSuffix(reason, ".edited")
+	return strings.HasSuffix(reason, ".rerequested") || strings.HasSuffix(reason, ".edited") ||
+		strings.HasPrefix(reason, "issue_comment.")
 }
 
 // riverQueue implements queue.Queue over a River client of either driver.
