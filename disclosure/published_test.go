@@ -187,3 +187,27 @@ func TestPublishedChainUsesFileHashesAndStaysUnresolved(t *testing.T) {
 		t.Error("the file hash cited by r2 must be a missing predecessor")
 	}
 }
+
+// TestPublishedDefects pins the two known defects of the published data: the 224.r1 block does
+// not reproduce its signed disclosureCoreDigest although its wording re-renders exactly from the
+// predicate, and inspect_ai_5141 is signed by its own key, not the house key.
+func TestPublishedDefects(t *testing.T) {
+	dir := filepath.Join(corpusDir, "published-receipts")
+	house, _ := ParsePublicKey(readFile(t, filepath.Join(dir, "proofbundle_185.r2.publickey.hex")))
+	blk := string(readFile(t, filepath.Join(dir, "proofbundle_224.r1.block.md")))
+	r := Verify(readFile(t, filepath.Join(dir, "proofbundle_224.r1.receipt.json")), Options{PublicKey: house, Body: &blk})
+	if r.DisclosureCoreDigestMatch != MatchMismatch || r.VisibleBlockRendering != MatchMatch || !isTrue(r.CryptoOK) {
+		t.Fatalf("224.r1: disclosure=%s visible=%s", r.DisclosureCoreDigestMatch, r.VisibleBlockRendering)
+	}
+	blk = string(readFile(t, filepath.Join(dir, "proofbundle_185.block.md")))
+	r = Verify(readFile(t, filepath.Join(dir, "proofbundle_185.receipt.json")), Options{PublicKey: house, Body: &blk})
+	if r.DisclosureCoreDigestMatch != MatchMatch || r.VisibleBlockRendering != MatchMatch {
+		t.Fatalf("185: disclosure=%s visible=%s", r.DisclosureCoreDigestMatch, r.VisibleBlockRendering)
+	}
+	own, _ := ParsePublicKey(readFile(t, filepath.Join(dir, "inspect_ai_5141.publickey.hex")))
+	env := readFile(t, filepath.Join(dir, "inspect_ai_5141.receipt.json"))
+	subject := VerifyVersion(V01, env, Options{PublicKey: own}).SubjectDigest
+	if r := Verify(env, Options{PublicKey: own, ExpectedSubjectDigest: subject}); !r.OK || r.PredicateVersionStatus != VersionLegacy {
+		t.Fatalf("inspect_ai_5141 under its own key: %v", r.Errors)
+	}
+}
