@@ -382,11 +382,14 @@ func TestFindingIDsAreStableAcrossLineShifts(t *testing.T) {
 	mk := func(pad int) *Subject {
 		s := prSubject()
 		var b strings.Builder
-		b.WriteString("diff --git a/k.pem b/k.pem\nnew file mode 100644\n--- /dev/null\n+++ b/k.pem\n@@ -0,0 +1," + itoa(pad+1) + " @@\n")
+		b.WriteString("diff --git a/k.pem b/k.pem\nnew file mode 100644\n--- /dev/null\n+++ b/k.pem\n@@ -0,0 +1," + itoa(pad+4) + " @@\n")
 		for i := 0; i < pad; i++ {
 			b.WriteString("+\n")
 		}
 		b.WriteString("+" + key + "\n")
+		b.WriteString("+" + strings.Repeat("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ", 1) + "AAAAAAAAAAAAAAAAAAAAAA\n")
+		b.WriteString("+" + strings.Repeat("QyNTUxOQAAACBcZ2Vq", 3) + "AAAAAAAAAA\n")
+		b.WriteString("+-----END " + "OPENSSH PRIVATE KEY-----\n")
 		s.Diff = []byte(b.String())
 		s.Files = nil
 		return s

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/lensgate/lensgate/config"
@@ -199,5 +200,35 @@ func TestTriageLabelsStayInAllowList(t *testing.T) {
 	}
 	if !slices.Equal(res.Triage.Labels, []string{"bug"}) {
 		t.Fatalf("labels %q", res.Triage.Labels)
+	}
+}
+
+func TestKeyPlaceholdersAreNotSecrets(t *testing.T) {
+	header := "-----BEGIN " + "RSA PRIVATE KEY-----"
+	cases := []struct {
+		name  string
+		lines []string
+		want  int
+	}{
+		{"header only", []string{"    #   " + header, "    # File holding the key."}, 0},
+		{"stub in a string", []string{`key := "` + header + `\nAAAA\n-----END RSA PRIVATE KEY-----\n"`}, 0},
+		{"real body", []string{header, strings.Repeat("MIIEpAIBAAKCAQEA", 4), strings.Repeat("x3K9Lm2PqR7sT1vW", 4), "-----END RSA PRIVATE KEY-----"}, 1},
+		{"real body in a string", []string{`k := "` + header + `\n` + strings.Repeat("MIIEpAIBAAKCAQEA", 5) + `\n-----END RSA PRIVATE KEY-----"`}, 1},
+	}
+	for _, c := range cases {
+		var b strings.Builder
+		b.WriteString("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -0,0 +1," + fmt.Sprint(len(c.lines)) + " @@\n")
+		for _, l := range c.lines {
+			b.WriteString("+" + l + "\n")
+		}
+		req := requestFor(t, []byte(b.String()))
+		req.Lenses = []runtime.Lens{{Name: "security", Preset: "secrets"}}
+		res, err := New(Options{}).Review(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(res.Lenses[0].Findings); got != c.want {
+			t.Errorf("%s: %d findings, want %d", c.name, got, c.want)
+		}
 	}
 }

@@ -28,7 +28,7 @@ type secretRule struct {
 
 var secretRules = []secretRule{
 	{
-		id: "private-key", keyword: []byte("PRIVATE KEY"),
+		id: ruleKey, keyword: []byte("PRIVATE KEY"),
 		re:       regexp.MustCompile(`-----BEGIN ((RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY( BLOCK)?-----`),
 		severity: runtime.SeverityCritical, title: "Private key committed",
 	},
@@ -131,6 +131,7 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 		sawStart, sawEnd bool
 		midLines         []diff.Line
 		conflictFound    []runtime.Finding
+		key              *pemKey // a key header whose body is still being read
 	)
 	f.Walk(func(l diff.Line) bool {
 		if l.Kind != '+' {
@@ -141,9 +142,32 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 			text = text[:maxScanLine]
 		}
 		if needed[GroupSecrets] {
+			if key != nil {
+				if done, real := key.feed(text); done {
+					if real {
+						out[GroupSecrets] = append(out[GroupSecrets], key.finding)
+					}
+					key = nil
+				}
+			}
 			for i := range secretRules {
-				if fd, ok := matchSecret(&secretRules[i], text, path, l.New); ok {
+				fd, ok := matchSecret(&secretRules[i], text, path, l.New)
+				if !ok {
+					continue
+				}
+				if fd.Rule != ruleKey {
 					out[GroupSecrets] = append(out[GroupSecrets], fd)
+					continue
+				}
+				// A key header counts only with a key body after it; "-----BEGIN ... KEY-----"
+				// alone or followed by a stub ("AAAA", "...") is a placeholder in docs and tests.
+				pk := &pemKey{finding: fd}
+				if done, real := pk.feedRest(text); done {
+					if real {
+						out[GroupSecrets] = append(out[GroupSecrets], fd)
+					}
+				} else if key == nil {
+					key = pk
 				}
 			}
 		}
@@ -172,6 +196,9 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 		}
 		return true
 	})
+	if key != nil && key.real() {
+		out[GroupSecrets] = append(out[GroupSecrets], key.finding)
+	}
 	// A lone "=======" is a Markdown heading underline; it is a marker only next to the others.
 	if sawStart || sawEnd {
 		for _, l := range midLines {
@@ -281,4 +308,63 @@ func hiddenRune(b []byte) (rune, bool) {
 func hexRune(r rune) string {
 	const digits = "0123456789ABCDEF"
 	return string([]byte{digits[r>>12&0xF], digits[r>>8&0xF], digits[r>>4&0xF], digits[r&0xF]})
+}
+
+const ruleKey = "private-key"
+
+// minKeyBody is the least base64 a real private key has (an Ed25519 PKCS#8 key has 64).
+const minKeyBody = 60
+
+// pemKey follows the lines after a private key header to tell a real key from a placeholder.
+type pemKey struct {
+	finding runtime.Finding
+	body    int
+}
+
+func (k *pemKey) real() bool { return k.body >= minKeyBody }
+
+// feedRest looks at what follows the header on its own line (a key in a string literal with
+// "\n" escapes). done is true when the END line was seen there.
+func (k *pemKey) feedRest(line []byte) (done, real bool) {
+	i := bytes.Index(line, []byte("PRIVATE KEY"))
+	rest := line[i:]
+	if j := bytes.Index(rest, []byte("-----")); j >= 0 {
+		rest = rest[j+5:]
+	}
+	if end := bytes.Index(rest, []byte("-----END")); end >= 0 {
+		k.body += base64Count(rest[:end])
+		return true, k.real()
+	}
+	k.body += base64Count(rest)
+	return false, false
+}
+
+// feed reads one following added line. done is true at the END line or at the first line
+// that is not key body.
+func (k *pemKey) feed(line []byte) (done, real bool) {
+	if end := bytes.Index(line, []byte("-----END")); end >= 0 {
+		k.body += base64Count(line[:end])
+		return true, k.real()
+	}
+	t := bytes.Trim(line, " \t#\"'`,;+")
+	t = bytes.TrimSuffix(t, []byte("\\n"))
+	if len(t) < 16 || base64Count(t) != len(t) {
+		if bytes.HasPrefix(t, []byte("Proc-Type:")) || bytes.HasPrefix(t, []byte("DEK-Info:")) || len(t) == 0 {
+			return false, false
+		}
+		return true, k.real()
+	}
+	k.body += len(t)
+	return false, false
+}
+
+// base64Count counts the base64 alphabet characters in b.
+func base64Count(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=' {
+			n++
+		}
+	}
+	return n
 }
