@@ -32,6 +32,12 @@ type Server struct {
 	// SigningKeyFile is the Ed25519 key that signs receipts; its public key is served at
 	// /.well-known/lensgate/keys. Env LENSGATE_SIGNING_KEY_FILE. Optional.
 	SigningKeyFile string `yaml:"signing_key_file"`
+	// AuditFile is the hash-chained JSONL ledger of every policy decision on a GitHub write.
+	// Env LENSGATE_AUDIT_FILE. Default "lensgate-audit.jsonl" in the working directory.
+	AuditFile string `yaml:"audit_file"`
+	// DryRun reviews but never writes to GitHub; outcomes are only logged.
+	// Env LENSGATE_DRY_RUN. Default false.
+	DryRun bool `yaml:"dry_run"`
 
 	GitHub  ServerGitHub  `yaml:"github"`
 	Review  ServerReview  `yaml:"review"`
@@ -158,6 +164,15 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_LOG_FORMAT", "log_format", str(func(s *Server) *string { return &s.LogFormat })},
 		{"LENSGATE_SHUTDOWN_TIMEOUT", "shutdown_timeout", dur(func(s *Server) *time.Duration { return &s.ShutdownTimeout })},
 		{"LENSGATE_SIGNING_KEY_FILE", "signing_key_file", str(func(s *Server) *string { return &s.SigningKeyFile })},
+		{"LENSGATE_AUDIT_FILE", "audit_file", str(func(s *Server) *string { return &s.AuditFile })},
+		{"LENSGATE_DRY_RUN", "dry_run", func(s *Server, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return err
+			}
+			s.DryRun = b
+			return nil
+		}},
 		{"GITHUB_WEB_URL", "github.web_url", str(func(s *Server) *string { return &s.GitHub.WebURL })},
 		{"GITHUB_V3_API_URL", "github.v3_api_url", str(func(s *Server) *string { return &s.GitHub.V3APIURL })},
 		{"GITHUB_V4_API_URL", "github.v4_api_url", str(func(s *Server) *string { return &s.GitHub.V4APIURL })},
@@ -215,6 +230,7 @@ func DefaultServer() *Server {
 		LogLevel:        "info",
 		LogFormat:       "json",
 		ShutdownTimeout: 30 * time.Second,
+		AuditFile:       "lensgate-audit.jsonl",
 		GitHub: ServerGitHub{
 			WebURL:   "https://github.com",
 			V3APIURL: "https://api.github.com/",
@@ -311,6 +327,9 @@ func (s *Server) Validate() error {
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 			add("%s: %q is not an http(s) URL", key, u)
 		}
+	}
+	if s.AuditFile == "" && !s.DryRun {
+		add("audit_file is empty: every GitHub write needs an audit record")
 	}
 	if s.Listen == "" {
 		add("listen is empty")

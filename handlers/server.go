@@ -60,7 +60,17 @@ type Options struct {
 	InitialBackoff, MaxBackoff time.Duration
 	// Version is reported in the User-Agent and /healthz.
 	Version string
+	// Role splits a deployment: RoleAll (default) takes webhooks and runs reviews, RoleWeb only
+	// takes webhooks (a durable queue carries the jobs to workers), RoleWorker only runs reviews.
+	Role string
 }
+
+// Roles of a replica.
+const (
+	RoleAll    = "all"
+	RoleWeb    = "web"
+	RoleWorker = "worker"
+)
 
 // Server is the assembled App.
 type Server struct {
@@ -73,6 +83,7 @@ type Server struct {
 	handler  http.Handler
 	keys     []ed25519.PublicKey
 	version  string
+	role     string
 	ready    atomic.Bool
 	started  atomic.Bool
 }
@@ -94,6 +105,13 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	switch opts.Role {
+	case "":
+		opts.Role = RoleAll
+	case RoleAll, RoleWeb, RoleWorker:
+	default:
+		return nil, fmt.Errorf("handlers: unknown role %q (want all, web or worker)", opts.Role)
 	}
 	reg := opts.Registry
 	if reg == nil {
@@ -137,6 +155,7 @@ func New(opts Options) (*Server, error) {
 		registry: reg,
 		keys:     opts.SigningKeys,
 		version:  opts.Version,
+		role:     opts.Role,
 		worker: &Worker{
 			Clients:    cc,
 			Configs:    NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo),
@@ -170,7 +189,9 @@ func New(opts Options) (*Server, error) {
 	)
 
 	mux := http.NewServeMux()
-	mux.Handle(RouteHook, recoverer(hookHandler(dispatcher, em, opts.Logger), opts.Logger))
+	if opts.Role != RoleWorker {
+		mux.Handle(RouteHook, recoverer(hookHandler(dispatcher, em, opts.Logger), opts.Logger))
+	}
 	mux.HandleFunc("GET "+RouteHealth, s.health)
 	mux.HandleFunc("GET "+RouteReady, s.readiness)
 	mux.Handle("GET "+RouteMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -194,23 +215,26 @@ func (s *Server) Start(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("handlers: already started")
 	}
-	app, err := CheckApp(ctx, s.clients, s.cfg.GitHub.App.IntegrationID)
+	app, err := s.CheckApp(ctx)
 	if err != nil {
 		return err
 	}
 	s.worker.App = app
-	if err := s.queue.Start(ctx, s.worker.Handle); err != nil {
-		return fmt.Errorf("start queue: %w", err)
+	if s.role != RoleWeb {
+		if err := s.queue.Start(ctx, s.worker.Handle); err != nil {
+			return fmt.Errorf("start queue: %w", err)
+		}
 	}
 	s.ready.Store(true)
-	s.log.Info().Int64("app_id", app.ID).Str("app_slug", app.Slug).Msg("GitHub App ready")
+	s.log.Info().Int64("app_id", app.ID).Str("app_slug", app.Slug).Str("role", s.role).Msg("GitHub App ready")
 	return nil
 }
 
 // CheckApp authenticates as the App and reads GET /app, so a wrong id, key or API URL stops the
 // server at start instead of at the first webhook.
-func CheckApp(ctx context.Context, cc githubapp.ClientCreator, wantID int64) (AppIdentity, error) {
-	client, err := cc.NewAppClient()
+func (s *Server) CheckApp(ctx context.Context) (AppIdentity, error) {
+	wantID := s.cfg.GitHub.App.IntegrationID
+	client, err := s.clients.NewAppClient()
 	if err != nil {
 		return AppIdentity{}, fmt.Errorf("github app client: %w", err)
 	}

@@ -1,10 +1,233 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
 
-// serveCmd is not built yet.
-type serveCmd struct{}
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/handlers/queue/durable"
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/pdp"
+	"github.com/lensgate/lensgate/review/runtime"
+	"github.com/lensgate/lensgate/review/runtime/builtin"
+	"github.com/lensgate/lensgate/review/runtime/dryrun"
+	rtexec "github.com/lensgate/lensgate/review/runtime/exec"
+	"github.com/lensgate/lensgate/review/runtime/openai"
+)
+
+// serveCmd runs the GitHub App.
+type serveCmd struct {
+	Config string `help:"Server configuration file (YAML). Every key can also be set from the environment; without a file the environment alone is used." type:"path" env:"LENSGATE_CONFIG"`
+	Role   string `help:"all: take webhooks and run reviews; web: only take webhooks; worker: only run reviews (web and worker need a durable queue)." enum:"all,web,worker" default:"all" env:"LENSGATE_ROLE"`
+	Check  bool   `help:"Load and validate the configuration, call GET /app, and exit."`
+}
 
 func (c *serveCmd) Run(e *env) error {
-	return exitWith(exitUsage, errors.New("serve: not available in this build"))
+	cfg, err := config.LoadServer(c.Config, nil)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if c.Role != handlers.RoleAll && cfg.Queue.DSN == "" {
+		return exitWith(exitUsage, fmt.Errorf("serve: --role %s needs a durable queue (queue.dsn / LENSGATE_QUEUE_DSN)", c.Role))
+	}
+	log := newServerLogger(e.stderr, cfg)
+	app, closeAll, err := buildApp(e.ctx, cfg, c.Role, log)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	defer closeAll()
+	if c.Check {
+		id, err := app.CheckApp(e.ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "App %d (%s)\n", id.ID, id.Slug)
+		fmt.Fprintln(e.stdout, "configuration ok; GitHub App reachable")
+		return nil
+	}
+	return serve(e.ctx, cfg, app, log)
+}
+
+// serve starts the App, listens until ctx ends, then shuts down gracefully: stop taking
+// requests, let running reviews finish (or hand them back) within the shutdown timeout.
+func serve(ctx context.Context, cfg *config.Server, app *handlers.Server, log zerolog.Logger) error {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	runCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorkers()
+	if err := app.Start(runCtx); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           app.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info().Str("listen", ln.Addr().String()).Msg("listening")
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info().Dur("timeout", cfg.ShutdownTimeout).Msg("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	httpErr := srv.Shutdown(sctx)
+	qErr := app.Shutdown(sctx)
+	stopWorkers()
+	if err := errors.Join(httpErr, qErr); err != nil {
+		log.Warn().Err(err).Msg("shutdown incomplete")
+		return err
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// buildApp assembles runtimes, pipeline, publisher and queue from the configuration.
+func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.Logger) (*handlers.Server, func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	fail := func(err error) (*handlers.Server, func(), error) { closeAll(); return nil, nil, err }
+
+	reg, err := runtimeRegistry(cfg.Runtime)
+	if err != nil {
+		return fail(err)
+	}
+	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log})
+
+	var keys []ed25519.PublicKey
+	var signer *disclosure.Signer
+	if cfg.SigningKeyFile != "" {
+		k, err := disclosure.LoadPrivateKey(cfg.SigningKeyFile)
+		if err != nil {
+			return fail(fmt.Errorf("signing_key_file: %w", err))
+		}
+		keys = append(keys, k.Public().(ed25519.PublicKey))
+		signer = &disclosure.Signer{Key: k}
+	} else {
+		log.Warn().Msg("no signing_key_file: reviews are published without signed receipts")
+	}
+
+	var pub handlers.Publisher = handlers.LogPublisher{}
+	if !cfg.DryRun {
+		sink, err := pdp.OpenFileSink(cfg.AuditFile)
+		if err != nil {
+			return fail(err)
+		}
+		closers = append(closers, func() { _ = sink.Close() })
+		p, err := publish.New(publish.Options{Signer: signer, Audit: sink})
+		if err != nil {
+			return fail(err)
+		}
+		pub = p
+	}
+
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var q queue.Queue
+	if cfg.Queue.DSN != "" {
+		q, err = durable.Open(ctx, cfg.Queue.DSN, durable.Options{
+			InsertOnly: role == handlers.RoleWeb,
+			Workers:    cfg.Queue.Workers,
+			JobTimeout: cfg.Review.JobTimeout,
+			MaxQueued:  cfg.Queue.Size,
+			Logger:     &log,
+			Registerer: promReg,
+		})
+		if err != nil {
+			return fail(err)
+		}
+	}
+	server, err := handlers.New(handlers.Options{
+		Config:      cfg,
+		Logger:      log,
+		Reviewer:    pipeline,
+		Triager:     pipeline,
+		Publisher:   pub,
+		Queue:       q,
+		DefaultRepo: nil,
+		SigningKeys: keys,
+		Registry:    promReg,
+		Version:     version,
+		Role:        role,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return server, closeAll, nil
+}
+
+// runtimeRegistry enables the runtimes the operator listed. builtin and dryrun need nothing;
+// openai needs an endpoint and a token; exec adapters come from the adapter directory only.
+func runtimeRegistry(rc config.ServerRuntime) (*runtime.Registry, error) {
+	var rts []runtime.Runtime
+	for _, name := range rc.Enabled {
+		switch name {
+		case "builtin":
+			rts = append(rts, builtin.New(builtin.Options{}))
+		case "dryrun":
+			rts = append(rts, dryrun.Runtime{})
+		case "openai":
+			rt, err := openai.New(openai.Options{BaseURL: rc.OpenAIBaseURL, Token: rc.OpenAIToken, Model: rc.OpenAIModel})
+			if err != nil {
+				return nil, fmt.Errorf("runtimes: %w", err)
+			}
+			rts = append(rts, rt)
+		case "exec":
+			if rc.AdapterDir == "" {
+				return nil, errors.New("runtimes: exec needs runtimes.adapter_dir (LENSGATE_ADAPTER_DIR)")
+			}
+			adapters, err := rtexec.Discover(rc.AdapterDir, rtexec.Options{ModelURL: rc.OpenAIBaseURL, Token: rc.OpenAIToken, Model: rc.OpenAIModel})
+			if err != nil {
+				return nil, fmt.Errorf("runtimes: %w", err)
+			}
+			for _, a := range adapters {
+				rts = append(rts, a)
+			}
+		default:
+			return nil, fmt.Errorf("runtimes: unknown runtime %q (want builtin, dryrun, openai or exec)", name)
+		}
+	}
+	return runtime.NewRegistry(rts...), nil
+}
+
+func newServerLogger(w io.Writer, cfg *config.Server) zerolog.Logger {
+	if w == nil {
+		w = os.Stderr
+	}
+	if cfg.LogFormat == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+	}
+	lvl, err := zerolog.ParseLevel(strings.ToLower(cfg.LogLevel))
+	if err != nil {
+		lvl = zerolog.InfoLevel
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Str("service", "lensgate").Logger()
 }

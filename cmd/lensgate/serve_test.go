@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/githubfake"
+)
+
+// serveEnv points every GitHub setting of `lensgate serve` at the fake.
+func serveEnv(t *testing.T, gh *githubfake.Server) {
+	t.Helper()
+	ac := gh.AppConfig()
+	t.Setenv("GITHUB_WEB_URL", ac.WebURL)
+	t.Setenv("GITHUB_V3_API_URL", ac.V3APIURL)
+	t.Setenv("GITHUB_V4_API_URL", ac.V4APIURL)
+	t.Setenv("GITHUB_APP_INTEGRATION_ID", "4242")
+	t.Setenv("GITHUB_APP_WEBHOOK_SECRET", ac.App.WebhookSecret)
+	t.Setenv("GITHUB_APP_PRIVATE_KEY", ac.App.PrivateKey)
+	t.Setenv("LENSGATE_AUDIT_FILE", filepath.Join(t.TempDir(), "audit.jsonl"))
+	t.Setenv("LENSGATE_LOG_LEVEL", "warn")
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestServeRefusesUnsafeConfig(t *testing.T) {
+	gh := githubfake.New(t)
+	tests := []struct {
+		name, key, value, want string
+	}{
+		{"empty webhook secret", "GITHUB_APP_WEBHOOK_SECRET", "", "webhook_secret"},
+		{"invalid private key", "GITHUB_APP_PRIVATE_KEY", "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n", "private_key"},
+		{"unknown runtime", "LENSGATE_RUNTIMES", "builtin,magic", "magic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			serveEnv(t, gh)
+			t.Setenv(tt.key, tt.value)
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{"serve"}, io.Discard, &stderr)
+			if code != exitUsage || !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 mentioning %q", code, stderr.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestServeFailsFastOnWrongApp(t *testing.T) {
+	gh := githubfake.New(t)
+	serveEnv(t, gh)
+	t.Setenv("GITHUB_APP_INTEGRATION_ID", "999") // the fake App is 4242: its JWT is refused
+	t.Setenv("LENSGATE_LISTEN", freeAddr(t))
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"serve"}, io.Discard, &stderr)
+	if code == exitOK || !strings.Contains(stderr.String(), "GET /app") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+func TestServeCheck(t *testing.T) {
+	gh := githubfake.New(t)
+	serveEnv(t, gh)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"serve", "--check"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "App 4242 (lensgate)") {
+		t.Fatalf("stdout %q", stdout.String())
+	}
+}
+
+func TestServeRunsAndShutsDown(t *testing.T) {
+	gh := githubfake.New(t)
+	serveEnv(t, gh)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "receipt.key")
+	pub, err := disclosure.GenerateKey(keyFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(dir, "server.yml")
+	addr := freeAddr(t)
+	if err := os.WriteFile(cfgFile, []byte("listen: "+addr+"\nsigning_key_file: "+keyFile+"\nshutdown_timeout: 5s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() { done <- run(ctx, []string{"serve", "--config", cfgFile}, io.Discard, &stderr) }()
+	base := "http://" + addr
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(base + handlers.RouteReady)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("server not ready: %v; stderr %s", err, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(handlers.RouteHealth); code != http.StatusOK || !strings.Contains(body, `"ok"`) {
+		t.Fatalf("healthz %d %s", code, body)
+	}
+	code, body := get(handlers.RouteKeys)
+	var ks handlers.KeySet
+	if err := json.Unmarshal([]byte(body), &ks); code != http.StatusOK || err != nil || len(ks.Keys) != 1 {
+		t.Fatalf("keys %d %s", code, body)
+	}
+	if ks.Keys[0].Hex != hex.EncodeToString(pub) || ks.Keys[0].Crv != "Ed25519" || len(pub) != ed25519.PublicKeySize {
+		t.Fatalf("served key %+v, want %x", ks.Keys[0], pub)
+	}
+	// A signed unknown event is acknowledged; a metric scrape shows the App and client metrics.
+	req, _ := githubfake.WebhookRequest(base+handlers.RouteHook, "star", "d1", gh.WebhookSecret(), []byte(`{"action":"created"}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	_, metrics := get(handlers.RouteMetrics)
+	for _, want := range []string{"lensgate_github_requests_total", "lensgate_github_event_queued", "lensgate_queue_depth", "go_goroutines"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d after shutdown: %s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no graceful shutdown")
+	}
+}
