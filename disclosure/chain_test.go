@@ -1,7 +1,9 @@
 package disclosure
 
 import (
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"testing"
 )
 
@@ -115,7 +117,12 @@ func TestKeyFiles(t *testing.T) {
 	if _, err := GenerateKey(path, nil); err == nil {
 		t.Fatal("existing key overwritten")
 	}
-	for _, bad := range []string{"", "ed25519-seed:zz", "ed25519-seed:00"} {
+	der, _ := x509.MarshalPKCS8PrivateKey(priv)
+	fromPEM, err := ParsePrivateKey(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	if err != nil || !fromPEM.Equal(priv) {
+		t.Fatalf("PEM key: %v", err)
+	}
+	for _, bad := range []string{"", "ed25519-seed:zz", "ed25519-seed:00", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"} {
 		if _, err := ParsePrivateKey([]byte(bad)); err == nil {
 			t.Errorf("parsed %q", bad)
 		}

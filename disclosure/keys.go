@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -51,8 +53,20 @@ func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
 	return ParsePrivateKey(raw)
 }
 
-// ParsePrivateKey parses the contents of a key file.
+// ParsePrivateKey parses the contents of a key file: the keygen form, a raw 64-hex seed, or a
+// PKCS#8 PEM Ed25519 key (as openssl genpkey -algorithm ed25519 writes).
 func ParsePrivateKey(raw []byte) (ed25519.PrivateKey, error) {
+	if blk, _ := pem.Decode(raw); blk != nil {
+		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("load key: %w", err)
+		}
+		priv, ok := k.(ed25519.PrivateKey)
+		if !ok {
+			return nil, errors.New("load key: PEM key is not Ed25519")
+		}
+		return priv, nil
+	}
 	s := strings.TrimSpace(string(raw))
 	s = strings.TrimPrefix(s, keyFilePrefix)
 	seed, err := hex.DecodeString(s)

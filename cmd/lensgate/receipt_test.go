@@ -13,7 +13,7 @@ import (
 
 const pbCorpus = "../../disclosure/testdata/proofbundle"
 
-func runCLI(t *testing.T, args ...string) (int, string, string) {
+func runReceiptCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), args, &out, &errOut)
@@ -23,7 +23,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 func TestKeygenEmitVerify(t *testing.T) {
 	dir := t.TempDir()
 	key := filepath.Join(dir, "receipt.key")
-	code, out, stderr := runCLI(t, "keygen", "--out", key)
+	code, out, stderr := runReceiptCLI(t, "keygen", "--out", key)
 	if code != 0 {
 		t.Fatalf("keygen: %d %s", code, stderr)
 	}
@@ -35,13 +35,13 @@ func TestKeygenEmitVerify(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("key file mode %v %v", st.Mode(), err)
 	}
-	if code, _, _ := runCLI(t, "keygen", "--out", key); code != exitUsage {
+	if code, _, _ := runReceiptCLI(t, "keygen", "--out", key); code != exitUsage {
 		t.Fatal("keygen overwrote an existing key")
 	}
 
 	pred := filepath.Join(pbCorpus, "agent_review", "agent-review-v02-positive-control-emitter-default-is-v02", "predicate.json")
 	env := filepath.Join(dir, "receipt.json")
-	code, _, stderr = runCLI(t, "receipt", "emit", "--predicate", pred, "--key", key, "--out", env)
+	code, _, stderr = runReceiptCLI(t, "receipt", "emit", "--predicate", pred, "--key", key, "--out", env)
 	if code != 0 {
 		t.Fatalf("emit: %d %s", code, stderr)
 	}
@@ -50,7 +50,7 @@ func TestKeygenEmitVerify(t *testing.T) {
 		t.Fatalf("emit did not name the subject: %s", stderr)
 	}
 
-	code, out, _ = runCLI(t, "receipt", "verify", "--envelope", env, "--public-key", pub, "--subject-digest", subject[1], "--format", "json")
+	code, out, _ = runReceiptCLI(t, "receipt", "verify", "--envelope", env, "--public-key", pub, "--subject-digest", subject[1], "--format", "json")
 	if code != 0 {
 		t.Fatalf("verify: %d %s", code, out)
 	}
@@ -63,22 +63,22 @@ func TestKeygenEmitVerify(t *testing.T) {
 		t.Fatalf("report: %s", out)
 	}
 	// Without the expected subject a receipt is never ok.
-	if code, out, _ := runCLI(t, "receipt", "verify", "--envelope", env, "--public-key", pub); code != exitNegative ||
+	if code, out, _ := runReceiptCLI(t, "receipt", "verify", "--envelope", env, "--public-key", pub); code != exitNegative ||
 		!strings.Contains(out, "receipt:               NOT OK") {
 		t.Fatalf("verify without subject: %d\n%s", code, out)
 	}
 	// The corpus key (a file) is not the key that signed this receipt.
 	keyFile := filepath.Join(pbCorpus, "agent_review", "publickey.hex")
-	if code, out, _ := runCLI(t, "receipt", "verify", "--envelope", env, "--public-key", keyFile, "--subject-digest", subject[1]); code != exitNegative ||
+	if code, out, _ := runReceiptCLI(t, "receipt", "verify", "--envelope", env, "--public-key", keyFile, "--subject-digest", subject[1]); code != exitNegative ||
 		!strings.Contains(out, "signature:             NO") {
 		t.Fatalf("verify with a foreign key: %d\n%s", code, out)
 	}
-	if code, _, _ := runCLI(t, "receipt", "verify", "--envelope", env, "--public-key", strings.Repeat("0", 64)); code != exitUsage {
+	if code, _, _ := runReceiptCLI(t, "receipt", "verify", "--envelope", env, "--public-key", strings.Repeat("0", 64)); code != exitUsage {
 		t.Fatal("a low-order public key was accepted")
 	}
 	// Refusals exit 1 and say why.
 	refused := filepath.Join(pbCorpus, "agent_review", "agent-review-v02-counter-proof-fixcommit-must-be-the-full-sha", "predicate.json")
-	if code, _, stderr := runCLI(t, "receipt", "emit", "--predicate", refused, "--key", key); code != exitNegative ||
+	if code, _, stderr := runReceiptCLI(t, "receipt", "emit", "--predicate", refused, "--key", key); code != exitNegative ||
 		!strings.Contains(stderr, "FIXCOMMIT_NOT_FULL_SHA") {
 		t.Fatalf("refusal: %d %s", code, stderr)
 	}
@@ -88,13 +88,13 @@ func TestVerifyPublishedReceiptWithBody(t *testing.T) {
 	dir := filepath.Join(pbCorpus, "published-receipts")
 	env := filepath.Join(dir, "proofbundle_185.r2.receipt.json")
 	key := filepath.Join(dir, "proofbundle_185.r2.publickey.hex")
-	code, out, _ := runCLI(t, "receipt", "verify", "--envelope", env, "--public-key", key,
+	code, out, _ := runReceiptCLI(t, "receipt", "verify", "--envelope", env, "--public-key", key,
 		"--subject-digest", "0dde610e4f77e6dd6074b14ef0672fcbd3b2b7456030603dcf43de1713dd0b71", "--format", "json")
 	if code != 0 || !strings.Contains(out, `"COVERAGE_LEGACY_FIELDS"`) {
 		t.Fatalf("185.r2: %d\n%s", code, out)
 	}
 	// The published 185 block reproduces the signed disclosureCoreDigest.
-	code, out, _ = runCLI(t, "receipt", "verify", "--envelope", filepath.Join(dir, "proofbundle_185.receipt.json"),
+	code, out, _ = runReceiptCLI(t, "receipt", "verify", "--envelope", filepath.Join(dir, "proofbundle_185.receipt.json"),
 		"--public-key", key, "--body", filepath.Join(dir, "proofbundle_185.block.md"), "--format", "json")
 	if !strings.Contains(out, `"disclosure_core_digest_match": "MATCH"`) {
 		t.Fatalf("185 block: %d\n%s", code, out)
@@ -103,7 +103,7 @@ func TestVerifyPublishedReceiptWithBody(t *testing.T) {
 
 func TestReceiptConformanceCommand(t *testing.T) {
 	corpus := filepath.Join(pbCorpus, "agent_review")
-	code, out, stderr := runCLI(t, "receipt", "conformance", "--dir", corpus, "--format", "json")
+	code, out, stderr := runReceiptCLI(t, "receipt", "conformance", "--dir", corpus, "--format", "json")
 	if code != 0 {
 		t.Fatalf("conformance: %d %s", code, stderr)
 	}
@@ -124,10 +124,10 @@ func TestReceiptConformanceCommand(t *testing.T) {
 			t.Errorf("%s: %+v", r.CaseID, r)
 		}
 	}
-	if code, out, _ := runCLI(t, "receipt", "conformance", "--dir", corpus); code != 0 || !strings.Contains(out, "35/35 cases passed") {
+	if code, out, _ := runReceiptCLI(t, "receipt", "conformance", "--dir", corpus); code != 0 || !strings.Contains(out, "35/35 cases passed") {
 		t.Fatalf("text: %d\n%s", code, out)
 	}
-	if code, _, _ := runCLI(t, "receipt", "conformance", "--dir", t.TempDir()); code != exitUsage {
+	if code, _, _ := runReceiptCLI(t, "receipt", "conformance", "--dir", t.TempDir()); code != exitUsage {
 		t.Fatalf("empty dir exit %d", code)
 	}
 	// One failing case exits 1.
@@ -138,7 +138,7 @@ func TestReceiptConformanceCommand(t *testing.T) {
 	body, _ := os.ReadFile(filepath.Join(src, "body.json"))
 	_ = os.WriteFile(filepath.Join(dst, "body.json"), body, 0o644)
 	_ = os.WriteFile(filepath.Join(dst, "case.json"), []byte(`{"caseId":"case-a","input":"body.json","expected":{"classification":"valid"}}`), 0o644)
-	if code, _, _ := runCLI(t, "receipt", "conformance", "--dir", dir); code != exitNegative {
+	if code, _, _ := runReceiptCLI(t, "receipt", "conformance", "--dir", dir); code != exitNegative {
 		t.Fatalf("failing case exit %d", code)
 	}
 }
@@ -148,12 +148,12 @@ func TestDisclosureDigestCommand(t *testing.T) {
 	body := "# Title\n\nSome PR text.\n\n<!-- proofbundle:agent-review:begin -->\n- **X:** y\n<!-- proofbundle:agent-review:end -->\n\nTail.\n"
 	p := filepath.Join(dir, "body.md")
 	_ = os.WriteFile(p, []byte(body), 0o644)
-	code, out, _ := runCLI(t, "disclosure", "digest", "--body", p)
+	code, out, _ := runReceiptCLI(t, "disclosure", "digest", "--body", p)
 	if code != 0 || !strings.Contains(out, "bodyCoreDigest       ad3dd98c8782995d4665fa0bfeb2e4bf17d78cf6df392da0878d2052cdaa5a9a") {
 		t.Fatalf("digest: %d\n%s", code, out)
 	}
 	_ = os.WriteFile(p, []byte(body+body), 0o644)
-	if code, _, stderr := runCLI(t, "disclosure", "digest", "--body", p); code != exitUsage || !strings.Contains(stderr, "more than one") {
+	if code, _, stderr := runReceiptCLI(t, "disclosure", "digest", "--body", p); code != exitUsage || !strings.Contains(stderr, "more than one") {
 		t.Fatalf("two blocks: %d %s", code, stderr)
 	}
 }
