@@ -262,6 +262,7 @@ type riverQueue[TTx any] struct {
 	metrics *metrics
 
 	handler atomic.Pointer[queue.Handler]
+	closed  atomic.Bool // set by Stop; Enqueue then refuses work like a full queue
 
 	mu      sync.Mutex
 	started bool
@@ -359,6 +360,10 @@ func (q *riverQueue[TTx]) Enqueue(ctx context.Context, job queue.Job) error {
 	}
 	if job.EnqueuedAt.IsZero() {
 		job.EnqueuedAt = time.Now().UTC()
+	}
+	if q.closed.Load() {
+		q.metrics.observeEnqueue(resultFull, 0)
+		return fmt.Errorf("%w: %w", queue.ErrFull, queue.ErrStopped)
 	}
 	start := time.Now()
 	res, err := q.enqueue(ctx, job)
@@ -482,7 +487,7 @@ func (q *riverQueue[TTx]) checkCurrent(ctx context.Context, key string, jobID in
 		return fmt.Errorf("durable queue: check current job: %w", err)
 	}
 	if current != jobID {
-		return fmt.Errorf("job %d for %s: %w", jobID, key, queue.ErrNotCurrent)
+		return fmt.Errorf("job %d for %s: %w (%w)", jobID, key, queue.ErrNotCurrent, queue.ErrSuperseded)
 	}
 	return nil
 }
@@ -522,6 +527,7 @@ func (q *riverQueue[TTx]) Stop(ctx context.Context) error {
 		return nil
 	}
 	q.stopped = true
+	q.closed.Store(true)
 	var stopErr error
 	if q.started {
 		if err := q.client.Stop(ctx); err != nil {

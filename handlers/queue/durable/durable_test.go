@@ -209,7 +209,7 @@ func testSupersedeRunning(t *testing.T, dsn string) {
 	if err := q.Enqueue(ctx, prJob("o/r#3", "new", "d2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-stale; !errors.Is(err, queue.ErrNotCurrent) {
+	if err := <-stale; !errors.Is(err, queue.ErrNotCurrent) || !errors.Is(err, queue.ErrSuperseded) {
 		t.Fatalf("CheckCurrent in stale job = %v, want ErrNotCurrent", err)
 	}
 	waitFor(t, "jobs to settle", func() bool { return settled(jobsOf(t, q)) })
@@ -453,6 +453,12 @@ func testInsertOnly(t *testing.T, dsn string) {
 	}
 	if jobs := jobsOf(t, web); len(jobs) != 1 || jobs[0].State != "available" {
 		t.Fatalf("jobs = %+v, want one available", jobs)
+	}
+	if err := web.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := web.Enqueue(ctx, prJob("o/r#10", "h2", "d2")); !errors.Is(err, queue.ErrFull) || !errors.Is(err, queue.ErrStopped) {
+		t.Fatalf("Enqueue after Stop: %v, want ErrFull and ErrStopped", err)
 	}
 }
 
