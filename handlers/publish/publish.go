@@ -250,7 +250,7 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 		r.fail(err)
 	}
 	r.unchanged = sticky != nil && hiddenValue(sticky.GetBody(), markerState) == r.stateOf(d, pr.GetBody())
-	rc := r.disclose(ctx, d, pr.GetBody(), sticky)
+	rc := r.disclose(ctx, r.pullTarget(d), pr.GetBody(), pr.GetUpdatedAt().Time, sticky)
 	if len(plan.post) > 0 {
 		r.postReview(ctx, d, &plan)
 	}
@@ -274,15 +274,35 @@ func (r *run) getPull(ctx context.Context) (*github.PullRequest, error) {
 	return pr, err
 }
 
-// publishTriage applies triage labels and the sticky triage comment to an issue.
+// publishTriage applies triage labels, the disclosure block with a signed receipt in the
+// issue body, and the sticky triage comment.
 func (r *run) publishTriage(ctx context.Context, pub *handlers.Publication) {
 	t := pub.Triage
-	if len(t.Labels) > 0 && r.authorize(ctx, pdp.Action{Kind: pdp.KindLabelsAdd, Target: "labels", Labels: t.Labels}) {
+	sticky, err := r.findSticky(ctx)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	tgt := r.issueTarget(t)
+	body, revised, err := tgt.read(ctx)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	r.unchanged = false
+	if prepared, perr := block.Prepare(body); perr == nil {
+		if core, cerr := block.BodyCoreDigest(prepared); cerr == nil {
+			r.state = tgt.state(core)
+			r.unchanged = sticky != nil && hiddenValue(sticky.GetBody(), markerState) == r.state
+		}
+	}
+	if len(t.Labels) > 0 && !r.unchanged && r.authorize(ctx, pdp.Action{Kind: pdp.KindLabelsAdd, Target: "labels", Labels: t.Labels}) {
 		r.fail(r.p.call(ctx, "add labels", func(ctx context.Context) (*github.Response, error) {
 			_, resp, err := r.gh.Issues.AddLabelsToIssue(ctx, r.info.owner, r.info.repo, r.info.number, t.Labels)
 			return resp, err
 		}, nil))
 	}
+	rc := r.disclose(ctx, tgt, body, revised, sticky)
 	var b strings.Builder
 	b.WriteString(markerAdvisory + "\n### lensgate triage\n\n")
 	if t.Cause != "" {
@@ -295,11 +315,14 @@ func (r *run) publishTriage(ctx context.Context, pub *handlers.Publication) {
 			b.WriteString("Suggested labels: " + oneLine(strings.Join(t.Labels, ", "), 500) + "\n\n")
 		}
 	}
-	b.WriteString("\nThis comment is written by an automated triage bot; a maintainer decides.\n")
-	sticky, err := r.findSticky(ctx)
-	if err != nil {
-		r.fail(err)
-		return
+	b.WriteString("\nThis comment is written by an automated triage bot; a maintainer decides.\n\n")
+	state := r.state
+	if rc != nil {
+		b.WriteString(receiptSection(rc.envelope, rc.receiptDigest, rc.subjectDigest))
+		state = rc.state
+	}
+	if state != "" {
+		b.WriteString(markerState + state + markerEnd + "\n")
 	}
 	r.writeSticky(ctx, sticky, b.String())
 }

@@ -538,12 +538,14 @@ func TestReviewEvents(t *testing.T) {
 
 func TestTriageLabelsThroughPDP(t *testing.T) {
 	e := newTestEnv(t)
-	e.gh.AddIssue(repoFull, githubfake.Issue{Number: 5, Title: "Crash", Body: "It crashes."})
-	s := &review.Subject{Kind: review.KindIssue, Owner: "acme", Repo: "widgets", Number: 5}
+	is := e.gh.AddIssue(repoFull, githubfake.Issue{Number: 5, Title: "Crash", Body: "It crashes.\r\n", User: "bob"})
+	s := &review.Subject{Kind: review.KindIssue, Owner: "acme", Repo: "widgets", Number: 5,
+		NodeID: is.NodeID, RepositoryNodeID: e.gh.RepoNodeID(repoFull), Author: "bob", Body: is.Body}
 	ctx := context.Background()
 	for _, labels := range [][]string{{"bug", "approved"}, {"bug", "needs-triage"}} {
 		pub := &handlers.Publication{Job: queue.Job{DeliveryID: "i1"}, App: e.app, Subject: s,
-			Triage: &review.TriageDecision{Labels: labels, Comment: "Looks like a crash. <!-- lensgate:advisory -->"}}
+			Triage: &review.TriageDecision{Labels: labels, Comment: "Looks like a crash. <!-- lensgate:advisory -->", Runtime: "builtin",
+				Runs: []review.Run{{Lens: "triage", Runtime: "builtin", Started: time.Unix(1e9, 0), Finished: time.Unix(1e9+1, 0), Outcome: review.OutcomePassed}}}}
 		if err := e.p.Publish(ctx, e.cl, pub); err != nil {
 			t.Fatal(err)
 		}
@@ -570,6 +572,20 @@ func TestTriageLabelsThroughPDP(t *testing.T) {
 	issueComments := e.gh.Comments(repoFull, 5)
 	if len(issueComments) != 1 || strings.Count(issueComments[0].Body, markerAdvisory) != 1 {
 		t.Fatalf("issue comments = %+v", issueComments)
+	}
+	// The issue body carries the block after the author's text, and the receipt in the comment
+	// verifies against it.
+	body := e.gh.IssueBody(repoFull, 5)
+	if !strings.HasPrefix(body, "It crashes.\r\n") || strings.Count(body, block.Begin) != 1 {
+		t.Fatalf("issue body = %q", body)
+	}
+	env := extractEnvelope(issueComments[0].Body)
+	if rep := e.verify(env, body); !rep.OK || rep.BodyCoreDigestMatch != disclosure.MatchMatch {
+		b, _ := json.MarshalIndent(rep, "", " ")
+		t.Fatalf("issue receipt: %s", b)
+	}
+	if predicateOf(t, env)["supersession"] == nil {
+		t.Error("the second triage receipt does not supersede the first")
 	}
 }
 

@@ -176,3 +176,67 @@ func priorHead(envelope []byte) string {
 	}
 	return st.Predicate.SubjectContext.HeadSHA
 }
+
+// issuePredicate is the triage receipt of an issue: which runtime looked at it and what it
+// suggested is in the comment; the receipt binds the issue body it saw.
+func issuePredicate(info subjectInfo, t *review.TriageDecision, revised, now time.Time, prior, reason string) *disclosure.Predicate {
+	if revised.IsZero() {
+		revised = now
+	}
+	p := &disclosure.Predicate{
+		ReviewID: fmt.Sprintf("lensgate:%s/%s#%d:triage:%d", info.owner, info.repo, info.number, now.Unix()),
+		Subject: disclosure.SubjectContext{
+			Kind: disclosure.KindIssue, Forge: "github.com", RepositoryID: info.repoNodeID,
+			IssueNodeID: info.nodeID, RevisedAt: revised.UTC().Format(time.RFC3339),
+			HumanRef: fmt.Sprintf("github-issue:%s/%s#%d", info.owner, info.repo, info.number),
+		},
+		NonClaims: []string{
+			"labels are suggestions of an automated triage runtime; a maintainer decides",
+			"lensgate does not close, prioritise or speak for maintainers",
+		},
+		Limitations: []string{"self-declared triage by an automated runtime, no independent witness"},
+		Coverage:    disclosure.Coverage{Status: disclosure.CoverageUnknown},
+		DeclaredAt:  now,
+		SignedAt:    now,
+		Producer:    &disclosure.Producer{ID: "lensgate"},
+	}
+	if info.author != "" {
+		p.Authoring = []disclosure.AssuredItem{{AssertedBy: "github:" + info.author}}
+	}
+	for _, r := range t.Runs {
+		p.ReviewRuns = append(p.ReviewRuns, disclosure.AssuredItem{AssertedBy: fmt.Sprintf("lensgate/triage/%s", r.Runtime)})
+	}
+	// Triage reads the whole body in one run: complete when that run finished, a named gap
+	// when it did not, unknown when no run was recorded.
+	expected, observed := 1, 0
+	if t.Cause == "" && len(t.Runs) > 0 {
+		observed = 1
+	}
+	switch {
+	case t.Cause != "":
+		p.Limitations = append(p.Limitations, "triage did not complete: "+oneLine(t.Cause, 300))
+		p.Coverage = disclosure.Coverage{Status: disclosure.CoveragePartial, ExpectedRuns: &expected, ObservedRuns: &observed,
+			KnownGaps: []string{"triage run did not complete"}}
+	case observed == 1:
+		p.Coverage = disclosure.Coverage{Status: disclosure.CoverageComplete, ExpectedRuns: &expected, ObservedRuns: &observed,
+			Window: "issue body revised at " + p.Subject.RevisedAt, Sources: []string{"issue title and body"},
+			CollectionMethod: "lensgate triage of the GitHub issue", KnownGaps: []string{}}
+	}
+	if prior != "" {
+		p.Supersession = &disclosure.Supersession{Supersedes: []disclosure.Relation{{PriorDigest: prior, Reason: reason}}}
+	}
+	return p
+}
+
+// triageStateKey identifies a triage outcome over one issue body core.
+func triageStateKey(t *review.TriageDecision, core string) string {
+	labels := append([]string(nil), t.Labels...)
+	sort.Strings(labels)
+	b, _ := json.Marshal(struct {
+		Labels         []string
+		Comment, Cause string
+		Body           string
+	}{labels, t.Comment, t.Cause, core})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 
@@ -133,11 +134,25 @@ func (r *run) upsertSticky(ctx context.Context, d *review.Decision, existing *gi
 	r.writeSticky(ctx, existing, body)
 }
 
+// bodyTarget is a body that carries a disclosure block: a pull request's or an issue's.
+type bodyTarget struct {
+	// read returns the current body and when the subject was last revised.
+	read func(ctx context.Context) (string, time.Time, error)
+	// write replaces the body.
+	write func(ctx context.Context, body string) (*github.Response, error)
+	// state is the state key of this run's outcome over a body core digest.
+	state func(core string) string
+	// predicate builds the statement for a body revised at revisedAt.
+	predicate func(revisedAt time.Time, prior, reason string) *disclosure.Predicate
+	// reason explains why a new receipt supersedes prior.
+	reason func(prior *receiptInfo) string
+}
+
 // disclose signs the receipt and splices its block into the body. It re-reads the body right
 // before writing and starts over when the author edited it meanwhile, so no edit is lost and
 // the signed body core matches what is published. An unchanged subject and outcome keep the
 // previous receipt instead of signing a new one.
-func (r *run) disclose(ctx context.Context, d *review.Decision, body string, sticky *github.IssueComment) *receiptInfo {
+func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised time.Time, sticky *github.IssueComment) *receiptInfo {
 	if r.p.signer == nil {
 		return nil
 	}
@@ -158,25 +173,16 @@ func (r *run) disclose(ctx context.Context, d *review.Decision, body string, sti
 			r.notes = append(r.notes, "disclosure block not written: "+err.Error())
 			return prior
 		}
-		state := stateKey(r.info, d, core)
+		state := tgt.state(core)
 		if prior != nil && priorState == state && bodyShowsReceipt(body, prior.fileDigest) {
 			prior.state = state
 			return prior
 		}
-		reason := "re-review of the same head"
-		switch {
-		case prior == nil:
-		case priorHead(prior.envelope) != r.info.headSHA:
-			reason = "new head " + r.info.headSHA
-		default:
-			reason = "pull request body or outcome changed"
-		}
-		priorDigest := ""
+		priorDigest, reason := "", ""
 		if prior != nil {
-			priorDigest = prior.receiptDigest
+			priorDigest, reason = prior.receiptDigest, tgt.reason(prior)
 		}
-		pred := predicate(r.info, d, r.p.now().UTC(), priorDigest, reason)
-		disc, err := disclosure.Disclose(body, pred, *r.p.signer)
+		disc, err := disclosure.Disclose(body, tgt.predicate(revised, priorDigest, reason), *r.p.signer)
 		if err != nil {
 			r.notes = append(r.notes, "receipt not signed: "+oneLine(err.Error(), 500))
 			return prior
@@ -187,13 +193,13 @@ func (r *run) disclose(ctx context.Context, d *review.Decision, body string, sti
 			fresh: true, state: state,
 		}
 		// Re-read just before writing: an author edit since the first read means starting over.
-		pr, err := r.getPull(ctx)
+		current, rev, err := tgt.read(ctx)
 		if err != nil {
 			r.fail(err)
 			return rc
 		}
-		if pr.GetBody() != body {
-			body = pr.GetBody()
+		if current != body {
+			body, revised = current, rev
 			r.notes = append(r.notes, "the body changed while publishing; receipt re-signed over the new body")
 			continue
 		}
@@ -201,11 +207,10 @@ func (r *run) disclose(ctx context.Context, d *review.Decision, body string, sti
 			return rc
 		}
 		r.fail(r.p.call(ctx, "update body", func(ctx context.Context) (*github.Response, error) {
-			_, resp, err := r.gh.PullRequests.Edit(ctx, r.info.owner, r.info.repo, r.info.number, &github.PullRequest{Body: github.String(disc.Body)})
-			return resp, err
+			return tgt.write(ctx, disc.Body)
 		}, func(ctx context.Context) (bool, error) {
-			pr, err := r.getPull(ctx)
-			return err == nil && pr.GetBody() == disc.Body, err
+			now, _, err := tgt.read(ctx)
+			return err == nil && now == disc.Body, err
 		}))
 		return rc
 	}
@@ -213,8 +218,57 @@ func (r *run) disclose(ctx context.Context, d *review.Decision, body string, sti
 	return prior
 }
 
+// pullTarget is the pull request body of a decision.
+func (r *run) pullTarget(d *review.Decision) bodyTarget {
+	return bodyTarget{
+		read: func(ctx context.Context) (string, time.Time, error) {
+			pr, err := r.getPull(ctx)
+			return pr.GetBody(), pr.GetUpdatedAt().Time, err
+		},
+		write: func(ctx context.Context, body string) (*github.Response, error) {
+			_, resp, err := r.gh.PullRequests.Edit(ctx, r.info.owner, r.info.repo, r.info.number, &github.PullRequest{Body: github.String(body)})
+			return resp, err
+		},
+		state: func(core string) string { return stateKey(r.info, d, core) },
+		predicate: func(_ time.Time, prior, reason string) *disclosure.Predicate {
+			return predicate(r.info, d, r.p.now().UTC(), prior, reason)
+		},
+		reason: func(prior *receiptInfo) string {
+			if priorHead(prior.envelope) != r.info.headSHA {
+				return "new head " + r.info.headSHA
+			}
+			return "pull request body or outcome changed"
+		},
+	}
+}
+
 // bodyShowsReceipt reports whether the body's block carries the Receipt line of fileDigest.
 func bodyShowsReceipt(body, fileDigest string) bool {
 	lines, err := block.Parse(body)
 	return err == nil && block.ReceiptDigest(lines) == fileDigest
+}
+
+// issueTarget is the issue body of a triage decision.
+func (r *run) issueTarget(t *review.TriageDecision) bodyTarget {
+	return bodyTarget{
+		read: func(ctx context.Context) (string, time.Time, error) {
+			var is *github.Issue
+			err := r.p.call(ctx, "get issue", func(ctx context.Context) (*github.Response, error) {
+				var resp *github.Response
+				var err error
+				is, resp, err = r.gh.Issues.Get(ctx, r.info.owner, r.info.repo, r.info.number)
+				return resp, err
+			}, nil)
+			return is.GetBody(), is.GetUpdatedAt().Time, err
+		},
+		write: func(ctx context.Context, body string) (*github.Response, error) {
+			_, resp, err := r.gh.Issues.Edit(ctx, r.info.owner, r.info.repo, r.info.number, &github.IssueRequest{Body: github.String(body)})
+			return resp, err
+		},
+		state: func(core string) string { return triageStateKey(t, core) },
+		predicate: func(revised time.Time, prior, reason string) *disclosure.Predicate {
+			return issuePredicate(r.info, t, revised, r.p.now().UTC(), prior, reason)
+		},
+		reason: func(*receiptInfo) string { return "issue body or triage outcome changed" },
+	}
 }
