@@ -228,7 +228,7 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 
 	// Hash binding: the signed bytes must be the canonical form of what they say.
 	canonicalOK := false
-	if canon, err := jcs.Canonical(stv); err != nil {
+	if canon, err := jcs.AppendCanonical(make([]byte, 0, len(o.Payload)), stv); err != nil {
 		r.reason(CodeStatementNotCanonicalizable)
 		r.Errors = append(r.Errors, "statement cannot be canonicalized: "+err.Error())
 	} else if canonicalOK = string(canon) == string(o.Payload); !canonicalOK {
