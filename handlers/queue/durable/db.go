@@ -28,8 +28,6 @@ type database[TTx any] interface {
 	queryOne(ctx context.Context, query string, args []any, dest ...any) error
 	// queryRows calls each with a scan function for every row.
 	queryRows(ctx context.Context, tx TTx, query string, args []any, each func(scan func(...any) error) error) error
-	// forUpdate is the row-lock suffix of a SELECT (empty where the whole database is locked).
-	forUpdate() string
 	close()
 }
 
@@ -91,8 +89,7 @@ func (d pgxDB) queryRows(ctx context.Context, tx pgx.Tx, query string, args []an
 	}
 	return rows.Err()
 }
-func (d pgxDB) forUpdate() string { return " FOR UPDATE" }
-func (d pgxDB) close()            { d.pool.Close() }
+func (d pgxDB) close() { d.pool.Close() }
 
 // sqliteDB serves SQLite through database/sql with a single connection, so every transaction
 // has the database to itself.
@@ -139,8 +136,7 @@ func (d sqliteDB) queryRows(ctx context.Context, tx *sql.Tx, query string, args 
 	}
 	return rows.Err()
 }
-func (d sqliteDB) forUpdate() string { return "" }
-func (d sqliteDB) close()            { _ = d.db.Close() }
+func (d sqliteDB) close() { _ = d.db.Close() }
 
 // schemaStatements create the tables the queue keeps beside River's: accepted delivery ids
 // (redelivery detection) and the newest job per subject (supersession).
@@ -163,9 +159,11 @@ var schemaStatements = []string{
 const (
 	sqlInsertDelivery = `INSERT INTO lensgate_delivery (delivery_id, subject_key, received_at)
 		VALUES ($1, $2, $3) ON CONFLICT (delivery_id) DO NOTHING`
-	sqlEnsureSubject = `INSERT INTO lensgate_subject (subject_key, head_sha, job_id, updated_at)
-		VALUES ($1, '', 0, $2) ON CONFLICT (subject_key) DO NOTHING`
-	sqlSelectSubject = `SELECT head_sha, job_id FROM lensgate_subject WHERE subject_key = $1`
+	// sqlLockSubject creates the subject's row if needed and returns it locked (the no-op
+	// update takes the row lock) until the transaction ends.
+	sqlLockSubject = `INSERT INTO lensgate_subject (subject_key, head_sha, job_id, updated_at)
+		VALUES ($1, '', 0, $2) ON CONFLICT (subject_key) DO UPDATE SET updated_at = lensgate_subject.updated_at
+		RETURNING head_sha, job_id`
 	sqlUpdateSubject = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2, updated_at = $3
 		WHERE subject_key = $4`
 	sqlCurrentJob       = `SELECT job_id FROM lensgate_subject WHERE subject_key = $1`

@@ -394,12 +394,9 @@ func (q *riverQueue[TTx]) enqueue(ctx context.Context, job queue.Job) (enqueueRe
 				return queue.ErrDuplicate
 			}
 		}
-		if _, err := q.db.exec(ctx, tx, sqlEnsureSubject, job.Key, now); err != nil {
-			return fmt.Errorf("subject row: %w", err)
-		}
 		var head string
 		var current int64
-		if err := q.db.queryRow(ctx, tx, sqlSelectSubject+q.db.forUpdate(), []any{job.Key}, &head, &current); err != nil {
+		if err := q.db.queryRow(ctx, tx, sqlLockSubject, []any{job.Key, now}, &head, &current); err != nil {
 			return fmt.Errorf("lock subject: %w", err)
 		}
 		rerun := ""
