@@ -1,9 +1,11 @@
 package githubfake
 
 import (
+	"bytes"
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -174,6 +176,15 @@ func (s *Server) serve(w *statusRecorder, r *http.Request, route string, auth au
 
 	for _, h := range hooks {
 		h(r)
+	}
+	if fault != nil && fault.Delay > 0 {
+		// Consume the body first: only then does net/http notice a client that hangs up.
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 25<<20))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "Problems reading the body")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	if fault != nil && fault.delay(r) {
 		return

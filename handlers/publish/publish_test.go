@@ -409,12 +409,13 @@ func TestGitHubFailures(t *testing.T) {
 	)
 	cases := []struct {
 		name   string
+		opts   func(*Options)
 		inject func(e *testEnv)
 		// tamper changes the subject the publisher believes in (a stale snapshot).
 		tamper func(s *review.Subject, d *review.Decision)
 		check  func(t *testing.T, e *testEnv)
 	}{
-		{"422 on one inline comment", nil, func(s *review.Subject, d *review.Decision) {
+		{"422 on one inline comment", nil, nil, func(s *review.Subject, d *review.Decision) {
 			// The snapshot claims main.go:6 is in the diff; GitHub's files say otherwise.
 			s.Files[0].Patch += "\n+extra"
 			s.Diff = nil
@@ -429,35 +430,42 @@ func TestGitHubFailures(t *testing.T) {
 				t.Fatalf("refused comment not moved to the summary")
 			}
 		}},
-		{"403 secondary rate limit with Retry-After", func(e *testEnv) {
+		{"403 secondary rate limit with Retry-After", nil, func(e *testEnv) {
 			e.gh.SecondaryRateLimitNext(routeComment, 1, 1)
 		}, nil, func(t *testing.T, e *testEnv) {
 			if n := e.gh.CallCount(routeComment); n != 2 {
 				t.Errorf("comment create calls = %d, want 2", n)
 			}
 		}},
-		{"500 after the comment landed", func(e *testEnv) {
+		{"500 after the comment landed", nil, func(e *testEnv) {
 			e.gh.Inject(routeComment, githubfake.Fault{Status: http.StatusInternalServerError, AfterWrite: true})
 		}, nil, func(t *testing.T, e *testEnv) {
 			if n := e.gh.CallCount(routeComment); n != 1 {
 				t.Errorf("comment create calls = %d, want 1 (found on re-check)", n)
 			}
 		}},
-		{"500 after the review landed", func(e *testEnv) {
+		{"500 after the review landed", nil, func(e *testEnv) {
 			e.gh.Inject(routeReview, githubfake.Fault{Status: http.StatusBadGateway, AfterWrite: true})
 		}, nil, func(t *testing.T, e *testEnv) {
 			if n := len(e.gh.Reviews(repoFull, 1)); n != 1 {
 				t.Errorf("reviews = %d", n)
 			}
 		}},
-		{"500 twice on the check update", func(e *testEnv) {
+		{"500 twice on the check update", nil, func(e *testEnv) {
 			e.gh.FailNext(routeCheck, http.StatusInternalServerError, 2)
 		}, nil, func(t *testing.T, e *testEnv) {
 			if r := e.gateRuns(head1); len(r) != 1 || r[0].Conclusion != "failure" {
 				t.Errorf("gate = %+v", r)
 			}
 		}},
-		{"500 after the body landed", func(e *testEnv) {
+		{"timeout on the comment create", func(o *Options) { o.CallTimeout = 300 * time.Millisecond }, func(e *testEnv) {
+			e.gh.DelayNext(routeComment, time.Minute, 1)
+		}, nil, func(t *testing.T, e *testEnv) {
+			if n := e.gh.CallCount(routeComment); n != 2 {
+				t.Errorf("comment create calls = %d, want 2 (timed out, then retried)", n)
+			}
+		}},
+		{"500 after the body landed", nil, func(e *testEnv) {
 			e.gh.Inject(routeBody, githubfake.Fault{Status: http.StatusBadGateway, AfterWrite: true})
 		}, nil, func(t *testing.T, e *testEnv) {
 			if n := e.gh.CallCount(routeBody); n != 1 {
@@ -467,7 +475,11 @@ func TestGitHubFailures(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newTestEnv(t)
+			var opts []func(*Options)
+			if tc.opts != nil {
+				opts = append(opts, tc.opts)
+			}
+			e := newTestEnv(t, opts...)
 			if tc.inject != nil {
 				tc.inject(e)
 			}
