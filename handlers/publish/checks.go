@@ -62,7 +62,7 @@ func (r *run) findCheck(ctx context.Context, name string) (*github.CheckRun, err
 // putCheck creates the check run or updates the existing one. Output annotations are the
 // first batch; callers send further batches with addAnnotations.
 func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name string, lenses []string, status, conclusion string, out *github.CheckRunOutput) error {
-	target := "check:" + name
+	const target = "checks"
 	if existing == nil {
 		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCheckRunCreate, Target: target, Lenses: lenses}) {
 			return nil

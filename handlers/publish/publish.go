@@ -137,8 +137,10 @@ func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers
 	}
 	policy := pdp.Policy{
 		TriageLabels: info.triageLabels, Publication: info.publication,
-		// Begin and Publish are separate runs; per-lens checks add one action each.
-		MaxActions:          max(info.maxActions, 4+len(info.publication)),
+		// Begin and Publish are separate runs. All check-run writes of a run are one action
+		// (ASDD's set-status), so a full publication is checks, body, review, comment and a
+		// reaction: five, the default max_actions_per_run.
+		MaxActions:          info.maxActions,
 		AllowRequestChanges: p.allowRequestChanges,
 	}
 	runID := pub.Job.DeliveryID + "/" + phase

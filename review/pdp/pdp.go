@@ -99,7 +99,9 @@ func (p *PDP) Authorize(ctx context.Context, a Action) Decision {
 	defer p.mu.Unlock()
 	p.seq++
 	reason, ok := p.evaluate(a)
-	key := string(a.Kind) + "|" + a.Repo + "|" + fmt.Sprint(a.Number) + "|" + a.Target
+	// The target, not the kind, identifies an action: creating and then completing one check
+	// run is one action.
+	key := a.Repo + "|" + fmt.Sprint(a.Number) + "|" + a.Target
 	newTarget := ok && !p.targets[key]
 	if ok && newTarget && p.cfg.Policy.MaxActions > 0 && len(p.targets)+1 > p.cfg.Policy.MaxActions {
 		reason, ok = fmt.Sprintf("action cap: %d actions > %d per run", len(p.targets)+1, p.cfg.Policy.MaxActions), false

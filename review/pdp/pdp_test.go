@@ -202,6 +202,9 @@ func TestCaps(t *testing.T) {
 	if d := p.Authorize(ctx, act(KindCommentUpsert)); !d.Allowed {
 		t.Fatalf("comment denied: %s", d.Reason)
 	}
+	if a, w := p.Counts(); a != 2 || w != 4 {
+		t.Fatalf("counts = %d actions, %d writes", a, w)
+	}
 	r := act(KindReviewCreate)
 	r.ReviewEvent = EventComment
 	if d := p.Authorize(ctx, r); d.Allowed || !strings.Contains(d.Reason, "action cap: 3 actions > 2") {
