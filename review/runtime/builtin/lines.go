@@ -15,11 +15,13 @@ import (
 // secretRule is one pattern for a committed credential. Keyword is a cheap literal that must be
 // on the line before the regular expression runs.
 type secretRule struct {
-	id       string
-	keyword  []byte
-	re       *regexp.Regexp
-	severity string
-	title    string
+	id      string
+	keyword []byte
+	// foldWords, when set, replace keyword: one of them must be on the line, in any case.
+	foldWords []string
+	re        *regexp.Regexp
+	severity  string
+	title     string
 	// placeholderOK skips matches that look like documentation placeholders.
 	placeholderOK bool
 	// entropy, when positive, is the minimum Shannon entropy (bits per byte) of the secret.
@@ -78,7 +80,7 @@ var secretRules = []secretRule{
 		severity: runtime.SeverityCritical, title: "OpenAI API key committed",
 	},
 	{
-		id: "hardcoded-password",
+		id: "hardcoded-password", foldWords: []string{"pass", "secret", "key", "token"},
 		re: regexp.MustCompile(`(?i)\b(password|passwd|secret|api_?key|access_?token|auth_?token)\b["']?\s*[:=]\s*` +
 			`["']([^"'\s$<>{}]{12,})["']`),
 		severity: runtime.SeverityMedium, title: "Hard-coded credential", placeholderOK: true, entropy: 3.5,
@@ -256,10 +258,40 @@ func matchSecret(r *secretRule, text []byte, path string, line int) (runtime.Fin
 }
 
 func keywordPresent(r *secretRule, text []byte) bool {
-	if r.keyword == nil {
-		return bytes.IndexByte(text, '=') >= 0 || bytes.IndexByte(text, ':') >= 0
+	if r.foldWords != nil {
+		if bytes.IndexByte(text, '=') < 0 && bytes.IndexByte(text, ':') < 0 {
+			return false
+		}
+		for _, w := range r.foldWords {
+			if containsFold(text, w) {
+				return true
+			}
+		}
+		return false
 	}
 	return bytes.Contains(text, r.keyword)
+}
+
+// containsFold reports whether text contains the lower-case ASCII word in any case, without
+// allocating.
+func containsFold(text []byte, word string) bool {
+	n := len(word)
+	for i := 0; i+n <= len(text); i++ {
+		j := 0
+		for ; j < n; j++ {
+			c := text[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != word[j] {
+				break
+			}
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
 }
 
 // redact shows only a short prefix of a secret.
