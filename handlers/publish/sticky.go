@@ -18,6 +18,9 @@ import (
 // maxListPages bounds paginated reads (100 items per page).
 const maxListPages = 20
 
+// maxListedFindings bounds the findings listed in the advisory comment.
+const maxListedFindings = 100
+
 // findSticky returns the App's advisory comment: the oldest comment by the App's own login
 // that carries the hidden marker. A comment by anyone else with the marker is ignored.
 func (r *run) findSticky(ctx context.Context) (*github.IssueComment, error) {
@@ -92,19 +95,26 @@ func (r *run) upsertSticky(ctx context.Context, d *review.Decision, existing *gi
 		b.WriteString(clean(truncate(d.Comment, 8000)) + "\n\n")
 	}
 	b.WriteString(lensTable(d) + "\n")
+	if len(plan.moved) > 0 {
+		b.WriteString("#### Not placed inline\n\n" + strings.Join(plan.moved, "") + "\n")
+	}
+	// Every finding, briefly: the inline ones are marked, so this comment alone tells the
+	// current state even when older inline comments sit on outdated lines.
 	var listed []string
-	for _, f := range d.Findings {
-		mode := r.info.publication[f.Lens]
-		if mode == config.PublicationInline || mode == config.PublicationReview {
-			continue // shown inline, or under "not placed inline" below
+	for i, f := range d.Findings {
+		if i == maxListedFindings {
+			listed = append(listed, fmt.Sprintf("- … and %d more in the check run\n", len(d.Findings)-i))
+			break
 		}
-		listed = append(listed, findingLine(f))
+		line := findingLine(f)
+		if mode := r.info.publication[f.Lens]; mode == config.PublicationInline || mode == config.PublicationReview {
+			f.Body = "" // the detail is in the inline comment
+			line = strings.TrimSuffix(findingLine(f), "\n") + " _(inline)_\n"
+		}
+		listed = append(listed, line)
 	}
 	if len(listed) > 0 {
 		b.WriteString("#### Findings\n\n" + strings.Join(listed, "") + "\n")
-	}
-	if len(plan.moved) > 0 {
-		b.WriteString("#### Not placed inline\n\n" + strings.Join(plan.moved, "") + "\n")
 	}
 	if len(d.Intake.Messages) > 0 {
 		for _, m := range d.Intake.Messages {
