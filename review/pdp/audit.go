@@ -224,28 +224,64 @@ type ChainError struct {
 func (e *ChainError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
 
 // Verify reads a JSONL ledger and checks every record's hash, event id and link to its
-// predecessor. Blank lines are not allowed: a ledger is written by lensgate only.
+// predecessor. It hashes each record as written (every field, known or not), so it also
+// verifies ledgers of other ASDD implementations, and any added, removed or changed field
+// breaks the chain. Blank lines are not allowed.
 func Verify(r io.Reader) (VerifyResult, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	res := VerifyResult{Last: Genesis}
 	for sc.Scan() {
 		res.Records++
-		var rec Record
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&rec); err != nil {
-			return res, &ChainError{Line: res.Records, Reason: "not an audit record: " + err.Error()}
-		}
-		if err := VerifyRecord(rec, res.Last); err != nil {
+		h, err := verifyLine(sc.Bytes(), res.Last)
+		if err != nil {
 			return res, &ChainError{Line: res.Records, Reason: err.Error()}
 		}
-		res.Last = rec.Hash
+		res.Last = h
 	}
 	if err := sc.Err(); err != nil {
 		return res, fmt.Errorf("read audit ledger: %w", err)
 	}
 	return res, nil
+}
+
+// verifyLine checks one JSON record against its predecessor's hash and returns its own.
+func verifyLine(line []byte, prev string) (string, error) {
+	v, err := jcs.Parse(line)
+	if err != nil {
+		return "", fmt.Errorf("not an audit record: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return "", errors.New("not an audit record: not a JSON object")
+	}
+	if m["schema"] != AuditSchema {
+		return "", fmt.Errorf("schema %v is not %s", m["schema"], AuditSchema)
+	}
+	if m["prev"] != prev {
+		return "", fmt.Errorf("prev %v does not link to the previous record %q", m["prev"], prev)
+	}
+	hash, _ := m["hash"].(string)
+	eventID, _ := m["event_id"].(string)
+	body := make(map[string]any, len(m))
+	for k, x := range m {
+		if k != "hash" && k != "event_id" {
+			body[k] = x
+		}
+	}
+	canon, err := jcs.Canonical(body)
+	if err != nil {
+		return "", fmt.Errorf("canonicalise record: %w", err)
+	}
+	sum := sha256.Sum256(canon)
+	want := "sha256:" + hex.EncodeToString(sum[:])
+	if hash != want {
+		return "", fmt.Errorf("hash %q does not match the record content %q", hash, want)
+	}
+	if eventID != want[len("sha256:"):len("sha256:")+32] {
+		return "", errors.New("event_id does not match the hash")
+	}
+	return hash, nil
 }
 
 // VerifyRecords checks an in-memory chain that starts at Genesis.

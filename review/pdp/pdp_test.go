@@ -275,10 +275,15 @@ func TestFileSinkChainAndTamper(t *testing.T) {
 			l[0] = string(b) + "\n"
 			return l
 		}, 2, "does not link"},
-		{"unknown field", func(l []string) []string {
+		{"field added", func(l []string) []string {
 			l[0] = strings.Replace(l[0], `{"schema"`, `{"x":1,"schema"`, 1)
 			return l
+		}, 1, "does not match the record content"},
+		{"duplicate key", func(l []string) []string {
+			l[0] = strings.Replace(l[0], `{"schema"`, `{"kind":"merge","schema"`, 1)
+			return l
 		}, 1, "not an audit record"},
+		{"not json", func(l []string) []string { l[3] = "{\n"; return l }, 4, "not an audit record"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -317,5 +322,24 @@ func TestPolicyFromRepo(t *testing.T) {
 	pol := PolicyFromRepo(repo)
 	if pol.MaxActions != 5 || pol.Publication["correctness"] != config.PublicationInline || pol.AllowRequestChanges {
 		t.Fatalf("policy = %+v", pol)
+	}
+}
+
+// Ledgers written by the ASDD reference implementation verify with the same verifier, and a
+// one-character edit in one of them is found.
+func TestVerifyASDDLedgers(t *testing.T) {
+	for _, name := range []string{"audit.dry-run.jsonl", "audit.live-merged.jsonl"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "asdd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Verify(bytes.NewReader(data))
+		if err != nil || res.Records != 6 {
+			t.Fatalf("%s: %+v %v", name, res, err)
+		}
+		tampered := bytes.Replace(data, []byte(`"verdict":"`), []byte(`"verdict":"x`), 1)
+		if _, err := Verify(bytes.NewReader(tampered)); err == nil {
+			t.Fatalf("%s: tampered ledger verified", name)
+		}
 	}
 }
