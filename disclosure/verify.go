@@ -52,11 +52,11 @@ func Verify(envelope []byte, opts Options) (r *Report) {
 	if err != nil {
 		return unreadable(err.Error())
 	}
-	st, payload, err := readStatement(env)
+	st, payload, canonical, err := readStatementCanonical(env)
 	if err != nil {
 		return unreadable(err.Error())
 	}
-	pre := &parsed{statement: st, payload: payload}
+	pre := &parsed{statement: st, payload: payload, canonical: canonical}
 	pt, _ := st["predicateType"].(string)
 	v, known := versionOfType(pt)
 	if !known {
@@ -121,30 +121,36 @@ func internalError(v Version, p any) *Report {
 
 // readStatement decodes and strictly parses the payload of an envelope tree.
 func readStatement(env any) (map[string]any, []byte, error) {
+	st, payload, _, err := readStatementCanonical(env)
+	return st, payload, err
+}
+
+// readStatementCanonical also reports whether the payload is its own canonical form.
+func readStatementCanonical(env any) (map[string]any, []byte, bool, error) {
 	m, ok := asObj(env)
 	if !ok {
-		return nil, nil, errors.New("envelope is not a JSON object")
+		return nil, nil, false, errors.New("envelope is not a JSON object")
 	}
 	p64, ok := m["payload"].(string)
 	if !ok {
-		return nil, nil, errors.New("payload is missing or not a string")
+		return nil, nil, false, errors.New("payload is missing or not a string")
 	}
 	if dsse.DecodedLenBound(len(p64)) > dsse.MaxPayload+2 {
-		return nil, nil, errors.New("payload exceeds the input budget")
+		return nil, nil, false, errors.New("payload exceeds the input budget")
 	}
 	payload, _, err := dsse.DecodeBase64(p64)
 	if err != nil {
-		return nil, nil, fmt.Errorf("payload: %w", err)
+		return nil, nil, false, fmt.Errorf("payload: %w", err)
 	}
-	st, err := jcs.Parse(payload)
+	st, canonical, err := jcs.ParseCanonical(payload)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	sm, ok := asObj(st)
 	if !ok {
-		return nil, nil, errors.New("statement is not a JSON object")
+		return nil, nil, false, errors.New("statement is not a JSON object")
 	}
-	return sm, payload, nil
+	return sm, payload, canonical, nil
 }
 
 func failClosed(r *Report, err error) {
@@ -159,6 +165,7 @@ func failClosed(r *Report, err error) {
 type parsed struct {
 	statement map[string]any
 	payload   []byte
+	canonical bool
 }
 
 // verifyTree is the per-version verifier over a parsed envelope.
@@ -183,9 +190,10 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 	}
 	r.CryptoOK = ptr(crypto)
 	var stv any
+	var canonical bool
 	if pre != nil && string(pre.payload) == string(o.Payload) {
-		stv = pre.statement
-	} else if stv, err = jcs.Parse(o.Payload); err != nil {
+		stv, canonical = pre.statement, pre.canonical
+	} else if stv, canonical, err = jcs.ParseCanonical(o.Payload); err != nil {
 		failClosed(r, err)
 		return r
 	}
@@ -226,13 +234,17 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 		r.Errors = append(r.Errors, "predicate: "+is.Text)
 	}
 
-	// Hash binding: the signed bytes must be the canonical form of what they say.
-	canonicalOK := false
-	if canon, err := jcs.AppendCanonical(make([]byte, 0, len(o.Payload)), stv); err != nil {
-		r.reason(CodeStatementNotCanonicalizable)
-		r.Errors = append(r.Errors, "statement cannot be canonicalized: "+err.Error())
-	} else if canonicalOK = string(canon) == string(o.Payload); !canonicalOK {
-		r.Errors = append(r.Errors, "payload is not RFC-8785 canonical (hash_binding fail-closed)")
+	// Hash binding: the signed bytes must be the canonical form of what they say. The parser
+	// already knows when they are; otherwise re-serialize to tell "not canonical" from "cannot
+	// be canonicalized".
+	canonicalOK := canonical
+	if !canonical {
+		if canon, err := jcs.AppendCanonical(make([]byte, 0, len(o.Payload)), stv); err != nil {
+			r.reason(CodeStatementNotCanonicalizable)
+			r.Errors = append(r.Errors, "statement cannot be canonicalized: "+err.Error())
+		} else if canonicalOK = string(canon) == string(o.Payload); !canonicalOK {
+			r.Errors = append(r.Errors, "payload is not RFC-8785 canonical (hash_binding fail-closed)")
+		}
 	}
 	r.StructureOK = ptr(len(vissues) == 0 && len(shape) == 0 && typeOK && canonicalOK)
 

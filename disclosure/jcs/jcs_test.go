@@ -87,6 +87,39 @@ func TestCanonicalRefusesUnsafeNumbers(t *testing.T) {
 	}
 }
 
+func TestParseCanonicalVerdict(t *testing.T) {
+	tests := map[string]bool{
+		`{"a":1,"b":[true,null,"x"]}`:     true,
+		`{"b":1,"a":2}`:                   false,
+		`{"a":1 }`:                        false,
+		` {}`:                             false,
+		`"\u0001\n"`:                      true,
+		`"\u000A"`:                        false,
+		`"\u001F"`:                        false,
+		`"\u0041"`:                        false,
+		`"\/"`:                            false,
+		`"\ud83d\ude00"`:                  false,
+		"\"\U0001F600\"":                  true,
+		`1.0`:                             false,
+		`1.5`:                             true,
+		`-0`:                              false,
+		`1e21`:                            false,
+		`1e+21`:                           true,
+		`9007199254740992`:                false,
+		"{\"\ufb01\":1,\"\U0001F600\":2}": false,
+		"{\"\U0001F600\":2,\"\ufb01\":1}": true,
+	}
+	for in, want := range tests {
+		_, got, err := ParseCanonical([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got != want {
+			t.Errorf("%s: canonical=%v, want %v", in, got, want)
+		}
+	}
+}
+
 func TestNumberKinds(t *testing.T) {
 	for in, isInt := range map[Number]bool{"1": true, "-3": true, "1.0": false, "1e2": false, "2E-1": false} {
 		if in.IsInt() != isInt {
@@ -100,11 +133,15 @@ func FuzzCanonical(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := Parse(data)
+		v, canonical, err := ParseCanonical(data)
 		if err != nil {
 			return
 		}
 		c, err := Canonical(v)
+		// The streaming verdict must agree with re-serializing.
+		if want := err == nil && string(c) == string(data); canonical != want {
+			t.Fatalf("ParseCanonical says %v, re-serializing says %v: %q", canonical, want, data)
+		}
 		if err != nil {
 			return
 		}

@@ -53,26 +53,37 @@ var ErrDuplicateKey = errors.New("duplicate object key")
 // Parse decodes one JSON document strictly. Objects become map[string]any, arrays []any,
 // strings string, numbers Number, and true/false/null bool and nil.
 func Parse(data []byte) (any, error) {
+	v, _, err := ParseCanonical(data)
+	return v, err
+}
+
+// ParseCanonical is Parse that also reports whether data is exactly the RFC 8785 form of the
+// value it holds, found while parsing: no whitespace, keys in order, canonical escapes and
+// number tokens. canonical is false whenever Canonical(v) would differ from data or fail.
+func ParseCanonical(data []byte) (v any, canonical bool, err error) {
 	if !utf8.Valid(data) {
-		return nil, &SyntaxError{0, "input is not valid UTF-8"}
+		return nil, false, &SyntaxError{0, "input is not valid UTF-8"}
 	}
 	p := parser{data: data}
 	p.skipSpace()
-	v, err := p.value(0)
+	v, err = p.value(0)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p.skipSpace()
 	if p.pos != len(p.data) {
-		return nil, p.fail("trailing data after the document")
+		return nil, false, p.fail("trailing data after the document")
 	}
-	return v, nil
+	return v, !p.nonCanonical, nil
 }
 
 type parser struct {
 	data  []byte
 	pos   int
 	nodes int
+	// nonCanonical is set as soon as the input shows a token or layout that RFC 8785 would
+	// write differently; while it stays false the input is its own canonical form.
+	nonCanonical bool
 }
 
 func (p *parser) fail(msg string) error { return &SyntaxError{p.pos, msg} }
@@ -82,6 +93,7 @@ func (p *parser) skipSpace() {
 		switch p.data[p.pos] {
 		case ' ', '\t', '\n', '\r':
 			p.pos++
+			p.nonCanonical = true
 		default:
 			return
 		}
@@ -135,6 +147,7 @@ func (p *parser) object(depth int) (any, error) {
 		p.pos++
 		return m, nil
 	}
+	prev, first := "", true
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
@@ -148,6 +161,10 @@ func (p *parser) object(depth int) (any, error) {
 		if _, dup := m[k]; dup {
 			return nil, &SyntaxError{keyAt, fmt.Sprintf("%v %q", ErrDuplicateKey, k)}
 		}
+		if !first && !p.nonCanonical && CompareKeys(prev, k) >= 0 {
+			p.nonCanonical = true
+		}
+		prev, first = k, false
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
 			return nil, p.fail("expected ':'")
@@ -293,7 +310,13 @@ func (p *parser) number() (any, error) {
 	if isInt && intDigits > maxIntDigits {
 		return nil, &SyntaxError{start, "integer literal too large"}
 	}
-	return Number(d[start:p.pos]), nil
+	n := Number(d[start:p.pos])
+	if !p.nonCanonical {
+		if c, err := appendNumber(nil, n); err != nil || string(c) != string(n) {
+			p.nonCanonical = true
+		}
+	}
+	return n, nil
 }
 
 func (p *parser) digits() bool {
@@ -348,8 +371,11 @@ func (p *parser) str() (string, error) {
 		e := p.data[p.pos]
 		p.pos++
 		switch e {
-		case '"', '\\', '/':
+		case '"', '\\':
 			buf = append(buf, e)
+		case '/':
+			buf = append(buf, e)
+			p.nonCanonical = true
 		case 'b':
 			buf = append(buf, '\b')
 		case 'f':
@@ -361,9 +387,15 @@ func (p *parser) str() (string, error) {
 		case 't':
 			buf = append(buf, '\t')
 		case 'u':
+			hexAt := p.pos
 			r, err := p.hex4()
 			if err != nil {
 				return "", err
+			}
+			// Only control characters without a short escape are written as \u00xx.
+			if r >= 0x20 || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t' ||
+				p.data[hexAt+2] >= 'A' && p.data[hexAt+2] <= 'F' || p.data[hexAt+3] >= 'A' && p.data[hexAt+3] <= 'F' {
+				p.nonCanonical = true
 			}
 			if utf16.IsSurrogate(r) {
 				if r >= 0xdc00 || p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
