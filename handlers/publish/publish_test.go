@@ -621,3 +621,38 @@ func TestSupersededJobPublishesOnlyItsCheck(t *testing.T) {
 		t.Fatal("a superseded job wrote the comment, review or body")
 	}
 }
+
+// An author's body edit after publication (an edited event) gets a new receipt over the new
+// body that supersedes the previous one; the author's new text stays as written.
+func TestBodyEditSupersedes(t *testing.T) {
+	e := newTestEnv(t)
+	if err := e.runOnce("d1", review.OutcomeFailed); err != nil {
+		t.Fatal(err)
+	}
+	first := extractEnvelope(e.botComments()[0].Body)
+	published := e.gh.PullBody(repoFull, 1)
+	edited := "New first line by the author.\n" + published + "\nA footer.\n"
+	e.gh.SetPullBody(repoFull, 1, edited)
+	if err := e.runOnce("d2-edited", review.OutcomeFailed); err != nil {
+		t.Fatal(err)
+	}
+	body := e.gh.PullBody(repoFull, 1)
+	if !strings.HasPrefix(body, "New first line by the author.\n"+authorTxt) || !strings.HasSuffix(body, "\nA footer.\n") {
+		t.Fatalf("author text changed: %q", body)
+	}
+	second := extractEnvelope(e.botComments()[0].Body)
+	if rep := e.verify(second, body); !rep.OK {
+		t.Fatalf("second receipt: %v", rep.ReasonCodes)
+	}
+	if rep := e.verify(first, body); rep.BodyCoreDigestMatch != disclosure.MatchMismatch {
+		t.Errorf("first receipt against the edited body: %s, want MISMATCH", rep.BodyCoreDigestMatch)
+	}
+	sup := predicateOf(t, second)["supersession"].(map[string]any)["supersedes"].([]any)[0].(map[string]any)
+	if sup["priorDigest"].(map[string]any)["sha256"] != disclosure.Verify(first, disclosure.Options{}).ReceiptDigest ||
+		!strings.Contains(sup["reason"].(string), "body") {
+		t.Fatalf("supersession = %v", sup)
+	}
+	if n := len(e.gh.Reviews(repoFull, 1)); n != 1 {
+		t.Errorf("reviews = %d: the edit must not repeat inline comments", n)
+	}
+}
