@@ -52,11 +52,11 @@ func Verify(envelope []byte, opts Options) (r *Report) {
 	if err != nil {
 		return unreadable(err.Error())
 	}
-	st, payload, canonical, err := readStatementCanonical(env)
+	pre, err := readParsed(env)
 	if err != nil {
 		return unreadable(err.Error())
 	}
-	pre := &parsed{statement: st, payload: payload, canonical: canonical}
+	st := pre.statement
 	pt, _ := st["predicateType"].(string)
 	v, known := versionOfType(pt)
 	if !known {
@@ -121,36 +121,46 @@ func internalError(v Version, p any) *Report {
 
 // readStatement decodes and strictly parses the payload of an envelope tree.
 func readStatement(env any) (map[string]any, []byte, error) {
-	st, payload, _, err := readStatementCanonical(env)
-	return st, payload, err
+	p, err := readParsed(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.statement, p.payload, nil
 }
 
-// readStatementCanonical also reports whether the payload is its own canonical form.
-func readStatementCanonical(env any) (map[string]any, []byte, bool, error) {
+// parsed carries a statement the dispatcher already decoded, so it is not parsed twice.
+type parsed struct {
+	statement map[string]any
+	payload   []byte
+	alphabet  dsse.Alphabet
+	canonical bool // the payload is its own RFC 8785 form
+}
+
+func readParsed(env any) (*parsed, error) {
 	m, ok := asObj(env)
 	if !ok {
-		return nil, nil, false, errors.New("envelope is not a JSON object")
+		return nil, errors.New("envelope is not a JSON object")
 	}
 	p64, ok := m["payload"].(string)
 	if !ok {
-		return nil, nil, false, errors.New("payload is missing or not a string")
+		return nil, errors.New("payload is missing or not a string")
 	}
 	if dsse.DecodedLenBound(len(p64)) > dsse.MaxPayload+2 {
-		return nil, nil, false, errors.New("payload exceeds the input budget")
+		return nil, errors.New("payload exceeds the input budget")
 	}
-	payload, _, err := dsse.DecodeBase64(p64)
+	payload, alpha, err := dsse.DecodeBase64(p64)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("payload: %w", err)
+		return nil, fmt.Errorf("payload: %w", err)
 	}
 	st, canonical, err := jcs.ParseCanonical(payload)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, err
 	}
 	sm, ok := asObj(st)
 	if !ok {
-		return nil, nil, false, errors.New("statement is not a JSON object")
+		return nil, errors.New("statement is not a JSON object")
 	}
-	return sm, payload, canonical, nil
+	return &parsed{statement: sm, payload: payload, alphabet: alpha, canonical: canonical}, nil
 }
 
 func failClosed(r *Report, err error) {
@@ -161,18 +171,17 @@ func failClosed(r *Report, err error) {
 	r.finish()
 }
 
-// parsed carries a statement the dispatcher already decoded, so it is not parsed twice.
-type parsed struct {
-	statement map[string]any
-	payload   []byte
-	canonical bool
-}
-
 // verifyTree is the per-version verifier over a parsed envelope.
 func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 	r := newReport(v)
 	v2 := v != V01
-	o, err := dsse.Open(env)
+	var o *dsse.Opened
+	var err error
+	if pre != nil {
+		o, err = dsse.OpenDecoded(env, pre.payload, pre.alphabet)
+	} else {
+		o, err = dsse.Open(env)
+	}
 	if err != nil {
 		failClosed(r, err)
 		return r
@@ -191,7 +200,7 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 	r.CryptoOK = ptr(crypto)
 	var stv any
 	var canonical bool
-	if pre != nil && string(pre.payload) == string(o.Payload) {
+	if pre != nil {
 		stv, canonical = pre.statement, pre.canonical
 	} else if stv, canonical, err = jcs.ParseCanonical(o.Payload); err != nil {
 		failClosed(r, err)

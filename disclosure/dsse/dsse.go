@@ -49,17 +49,23 @@ var ErrNotCanonicalBase64 = errors.New("not canonical padded base64")
 // that does not re-encode to the same text (whitespace, newlines, stray characters, non-zero
 // padding bits).
 func DecodeBase64(s string) ([]byte, Alphabet, error) {
-	if b, err := decodeCanonical(base64.StdEncoding, s); err == nil {
+	if b, err := decodeCanonical(stdStrict, s); err == nil {
 		return b, Standard, nil
 	}
-	if b, err := decodeCanonical(base64.URLEncoding, s); err == nil {
+	if b, err := decodeCanonical(urlStrict, s); err == nil {
 		return b, URLSafe, nil
 	}
 	return nil, 0, ErrNotCanonicalBase64
 }
 
 // DecodeStdBase64 decodes canonical padded standard base64 only.
-func DecodeStdBase64(s string) ([]byte, error) { return decodeCanonical(base64.StdEncoding, s) }
+func DecodeStdBase64(s string) ([]byte, error) { return decodeCanonical(stdStrict, s) }
+
+// Strict decoders, built once (read-only).
+var (
+	stdStrict = base64.StdEncoding.Strict()
+	urlStrict = base64.URLEncoding.Strict()
+)
 
 func decodeCanonical(enc *base64.Encoding, s string) ([]byte, error) {
 	// Padding is mandatory, and Strict refuses non-zero padding bits; Strict still skips CR and
@@ -67,7 +73,7 @@ func decodeCanonical(enc *base64.Encoding, s string) ([]byte, error) {
 	if len(s)%4 != 0 || strings.ContainsAny(s, "\r\n") {
 		return nil, ErrNotCanonicalBase64
 	}
-	b, err := enc.Strict().DecodeString(s)
+	b, err := enc.DecodeString(s)
 	if err != nil {
 		return nil, ErrNotCanonicalBase64
 	}
@@ -196,6 +202,20 @@ func Open(env any) (*Opened, error) {
 	payload, alpha, err := DecodeBase64(p64)
 	if err != nil {
 		return nil, fmt.Errorf("payload: %w", err)
+	}
+	return OpenDecoded(env, payload, alpha)
+}
+
+// OpenDecoded is Open for a caller that already decoded the envelope's payload string with
+// DecodeBase64; it applies the remaining rules without decoding it again.
+func OpenDecoded(env any, payload []byte, alpha Alphabet) (*Opened, error) {
+	m, ok := env.(map[string]any)
+	if !ok {
+		return nil, errors.New("envelope is not a JSON object")
+	}
+	pt, ok := m["payloadType"].(string)
+	if !ok || pt == "" {
+		return nil, errors.New("payloadType must be a non-empty string")
 	}
 	if len(payload) > MaxPayload {
 		return nil, fmt.Errorf("payload exceeds the %d byte budget", MaxPayload)
