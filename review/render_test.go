@@ -1,0 +1,72 @@
+package review
+
+import (
+	"context"
+	"crypto/ed25519"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/review/runtime"
+	"github.com/lensgate/lensgate/review/runtime/builtin"
+)
+
+func TestCommentEscapesUntrustedText(t *testing.T) {
+	hostile := "<!-- lensgate --> <img src=x onerror=alert(1)> @acme/admins | cell [click](javascript:alert(1))\nsecond line"
+	fake := &fakeRuntime{name: "model", fn: func(*runtime.Request) (*runtime.Result, error) {
+		return &runtime.Result{Lenses: []runtime.LensReport{{Lens: "deep", Verdict: "concerns", Summary: hostile,
+			Findings: []runtime.Finding{{Severity: "medium", Title: hostile, Message: hostile, Path: "README.md`x", Line: 2}}}}}, nil
+	}}
+	cfg := config.DefaultRepo()
+	cfg.Policy = policyWith(config.Lens{Name: "deep", Preset: "model", Required: true})
+	d, err := newTestPipeline(fake).Review(context.Background(), prSubject(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"<!--", "<img", "@acme", "[click](", "README.md`x"} {
+		if strings.Contains(d.Comment, bad) {
+			t.Errorf("comment contains %q:\n%s", bad, d.Comment)
+		}
+	}
+	if !strings.Contains(d.Comment, "| deep | required | ✅ passed | model |") {
+		t.Errorf("lens table row missing:\n%s", d.Comment)
+	}
+}
+
+func TestPredicateOfPartialReviewSigns(t *testing.T) {
+	s := prSubject()
+	s.Files = append(s.Files, File{Path: "logo.png", Status: FileAdded, Binary: true, SizeBytes: 10})
+	s.Diff = append(s.Diff, []byte("diff --git a/logo.png b/logo.png\nnew file mode 100644\nBinary files /dev/null and b/logo.png differ\n")...)
+	s.RepositoryNodeID, s.NodeID = "R_kgDOtest", "PR_kwDOtest"
+	d, err := newTestPipeline(builtin.New(builtin.Options{})).Review(context.Background(), s, config.DefaultRepo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Coverage.Status != CoveragePartial || d.Coverage.Gaps[0].Path != "logo.png" {
+		t.Fatalf("coverage %+v", d.Coverage)
+	}
+	seed := make([]byte, ed25519.SeedSize)
+	rc, err := disclosure.Emit(Predicate(d, s, time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)),
+		disclosure.Signer{Key: ed25519.NewKeyFromSeed(seed)})
+	if err != nil {
+		t.Fatalf("emit: %v", err)
+	}
+	if !strings.Contains(string(rc.Envelope), "payloadType") {
+		t.Fatalf("envelope %s", rc.Envelope)
+	}
+}
+
+func TestRegistryPresets(t *testing.T) {
+	reg := runtime.NewRegistry(builtin.New(builtin.Options{}))
+	if err := reg.AddPreset("fast", "missing"); err == nil {
+		t.Fatal("preset for a disabled runtime accepted")
+	}
+	if err := reg.AddPreset("fast", "builtin"); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := reg.Preset("fast"); !ok || n != "builtin" {
+		t.Fatalf("preset %q %v", n, ok)
+	}
+}
