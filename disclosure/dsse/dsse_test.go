@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -228,10 +229,17 @@ func BenchmarkOpenVerify(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	n := 0
 	for b.Loop() {
 		o, err := Open(v)
 		if err != nil || !o.Verify(pub) {
 			b.Fatal("does not verify")
 		}
+		n++
 	}
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
+	b.ReportMetric(float64(cpu)/float64(n), "cpu-ns/op")
 }
