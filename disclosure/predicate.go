@@ -370,7 +370,11 @@ func Disclose(body string, p *Predicate, s Signer) (*Disclosure, error) {
 	if err != nil {
 		return nil, fmt.Errorf("disclose: %w", err)
 	}
-	final, err := RenderBlockJSON(mustCanonicalPredicate(rc), sha256Hex(rc.Envelope))
+	signed, err := signedPredicateJSON(rc)
+	if err != nil {
+		return nil, fmt.Errorf("disclose: %w", err)
+	}
+	final, err := RenderBlockJSON(signed, sha256Hex(rc.Envelope))
 	if err != nil {
 		return nil, fmt.Errorf("disclose: %w", err)
 	}
@@ -386,17 +390,16 @@ func withReceipt(f block.Fields, digest string) block.Fields {
 	return f
 }
 
-// mustCanonicalPredicate re-reads the signed predicate from the envelope, so the block shows
+// signedPredicateJSON re-reads the signed predicate from the envelope, so the block shows
 // exactly what was signed.
-func mustCanonicalPredicate(rc *Receipt) []byte {
+func signedPredicateJSON(rc *Receipt) ([]byte, error) {
 	env, err := jcs.Parse(rc.Envelope)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	st, _, err := readStatement(env)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	b, _ := jcs.Canonical(st["predicate"])
-	return b
+	return jcs.Canonical(st["predicate"])
 }
