@@ -75,10 +75,16 @@ func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name stri
 			opts.DetailsURL = github.String(r.p.detailsURL)
 		}
 		err := r.p.call(ctx, "create check run "+name, func(ctx context.Context) (*github.Response, error) {
-			_, resp, err := r.gh.Checks.CreateCheckRun(ctx, r.info.owner, r.info.repo, opts)
+			cr, resp, err := r.gh.Checks.CreateCheckRun(ctx, r.info.owner, r.info.repo, opts)
+			if err == nil {
+				r.p.rememberCheck(r.checkKey(name), cr)
+			}
 			return resp, err
 		}, func(ctx context.Context) (bool, error) {
 			c, err := r.findCheck(ctx, name)
+			if c != nil {
+				r.p.rememberCheck(r.checkKey(name), c)
+			}
 			return c != nil, err
 		})
 		if err != nil {
@@ -94,7 +100,10 @@ func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name stri
 		opts.Conclusion = github.String(conclusion)
 	}
 	err := r.p.call(ctx, "update check run "+name, func(ctx context.Context) (*github.Response, error) {
-		_, resp, err := r.gh.Checks.UpdateCheckRun(ctx, r.info.owner, r.info.repo, existing.GetID(), opts)
+		cr, resp, err := r.gh.Checks.UpdateCheckRun(ctx, r.info.owner, r.info.repo, existing.GetID(), opts)
+		if err == nil {
+			r.p.rememberCheck(r.checkKey(name), cr)
+		}
 		return resp, err
 	}, nil)
 	if err != nil {
@@ -141,10 +150,14 @@ func firstNonEmpty(s ...string) string {
 // same head does not add them again.
 func (r *run) completeGate(ctx context.Context, d *review.Decision, rc *receiptInfo, moved []string) {
 	name := r.p.checkName
-	existing, err := r.findCheck(ctx, name)
-	if err != nil {
-		r.fail(err)
-		return
+	// The gate check Begin created or re-opened in this job; listing is the fallback.
+	existing := r.p.takeCheck(r.checkKey(name))
+	if existing == nil {
+		var err error
+		if existing, err = r.findCheck(ctx, name); err != nil {
+			r.fail(err)
+			return
+		}
 	}
 	receipt := ""
 	if rc != nil {
@@ -184,6 +197,10 @@ func (r *run) completeGate(ctx context.Context, d *review.Decision, rc *receiptI
 		return
 	}
 	if existing == nil {
+		existing = r.p.takeCheck(r.checkKey(name))
+	}
+	if existing == nil {
+		var err error
 		if existing, err = r.findCheck(ctx, name); err != nil || existing == nil {
 			r.fail(fmt.Errorf("gate check run not found after creating it: %v", err))
 			return
@@ -222,7 +239,7 @@ func (r *run) lensChecks(ctx context.Context, d *review.Decision) {
 		if l.Cause != "" {
 			b.WriteString("Cause: " + oneLine(l.Cause, 500) + "\n\n")
 		}
-		for _, f := range l.Findings {
+		for _, f := range sortedFindings(l.Findings) {
 			b.WriteString(findingLine(f))
 		}
 		var anns []*github.CheckRunAnnotation
@@ -274,4 +291,34 @@ func (r *run) receiptFromEnvelope(env []byte) *receiptInfo {
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// maxRememberedChecks bounds the check runs remembered between Begin and Publish.
+const maxRememberedChecks = 1024
+
+func (r *run) checkKey(name string) string {
+	return fmt.Sprintf("%s#%d@%s/%s", r.info.fullName, r.info.number, r.info.headSHA, name)
+}
+
+// rememberCheck keeps the check run a write returned, so the same job's Publish needs no
+// lookup (and does not depend on the list catching up with the create).
+func (p *Publisher) rememberCheck(key string, cr *github.CheckRun) {
+	if cr == nil || cr.GetID() == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.checks) >= maxRememberedChecks {
+		clear(p.checks) // jobs that never published; a lookup replaces the entry
+	}
+	p.checks[key] = cr
+}
+
+// takeCheck returns and forgets a remembered check run.
+func (p *Publisher) takeCheck(key string) *github.CheckRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cr := p.checks[key]
+	delete(p.checks, key)
+	return cr
 }

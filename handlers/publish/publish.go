@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-github/v62/github"
@@ -58,6 +59,9 @@ type Publisher struct {
 	retry               Retry
 	callTimeout         time.Duration
 	now                 func() time.Time
+
+	mu     sync.Mutex
+	checks map[string]*github.CheckRun // gate check runs between Begin and Publish
 }
 
 var _ handlers.Publisher = (*Publisher)(nil)
@@ -70,6 +74,7 @@ func New(o Options) (*Publisher, error) {
 	p := &Publisher{
 		signer: o.Signer, audit: o.Audit, checkName: o.CheckName, detailsURL: o.DetailsURL,
 		allowRequestChanges: o.AllowRequestChanges, retry: o.Retry, callTimeout: o.CallTimeout, now: o.Now,
+		checks: map[string]*github.CheckRun{},
 	}
 	if p.checkName == "" {
 		p.checkName = DefaultCheckName
@@ -185,6 +190,7 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *handlers.
 		return err
 	}
 	if cr != nil && cr.GetStatus() == "in_progress" {
+		p.rememberCheck(r.checkKey(p.checkName), cr)
 		return nil
 	}
 	return r.putCheck(ctx, cr, p.checkName, nil, "in_progress", "", out)

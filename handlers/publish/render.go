@@ -3,6 +3,7 @@ package publish
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -191,7 +192,7 @@ func checkText(d *review.Decision, moved []string, receipt string) string {
 	var b strings.Builder
 	if len(d.Findings) > 0 {
 		b.WriteString("### Findings\n\n")
-		for _, f := range d.Findings {
+		for _, f := range sortedFindings(d.Findings) {
 			b.WriteString(findingLine(f))
 		}
 		b.WriteString("\n")
@@ -215,4 +216,24 @@ func checkText(d *review.Decision, moved []string, receipt string) string {
 		body = truncate(body, room-64) + "\n\n(truncated; the advisory comment lists the rest)\n"
 	}
 	return body + receipt
+}
+
+// sortedFindings orders findings worst first, then by place, so a re-run that reports the
+// same findings in another order renders the same text (and writes nothing).
+func sortedFindings(fs []review.Finding) []review.Finding {
+	out := append([]review.Finding(nil), fs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Severity.Rank() != b.Severity.Rank() {
+			return a.Severity.Rank() > b.Severity.Rank()
+		}
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.ID < b.ID
+	})
+	return out
 }

@@ -101,7 +101,7 @@ func (r *run) upsertSticky(ctx context.Context, d *review.Decision, existing *gi
 	// Every finding, briefly: the inline ones are marked, so this comment alone tells the
 	// current state even when older inline comments sit on outdated lines.
 	var listed []string
-	for i, f := range d.Findings {
+	for i, f := range sortedFindings(d.Findings) {
 		if i == maxListedFindings {
 			listed = append(listed, fmt.Sprintf("- … and %d more in the check run\n", len(d.Findings)-i))
 			break
