@@ -23,6 +23,7 @@ const (
 	GroupSecrets   = "secrets"
 	GroupWorkflows = "workflows"
 	GroupUnicode   = "unicode"
+	GroupUnsafe    = "unsafe-code"
 	GroupProtected = "protected"
 	GroupConflicts = "conflicts"
 	GroupBinaries  = "binaries"
@@ -32,7 +33,7 @@ const (
 
 // groupsFor maps a preset or lens name to its check groups.
 var groupsFor = map[string][]string{
-	"security":    {GroupSecrets, GroupWorkflows, GroupUnicode, GroupProtected},
+	"security":    {GroupSecrets, GroupWorkflows, GroupUnicode, GroupUnsafe, GroupProtected},
 	"secrets":     {GroupSecrets},
 	"ci":          {GroupWorkflows},
 	"workflows":   {GroupWorkflows},
@@ -137,6 +138,7 @@ var groupTitles = map[string]string{
 	GroupSecrets:   "secrets",
 	GroupWorkflows: "CI workflows",
 	GroupUnicode:   "hidden Unicode",
+	GroupUnsafe:    "disabled protections",
 	GroupProtected: "protected paths",
 	GroupConflicts: "conflict markers",
 	GroupBinaries:  "large binaries",
@@ -196,7 +198,7 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 		if ignore.Match(path) {
 			continue
 		}
-		if needed[GroupSecrets] || needed[GroupConflicts] || needed[GroupUnicode] {
+		if needed[GroupSecrets] || needed[GroupConflicts] || needed[GroupUnicode] || needed[GroupUnsafe] {
 			scanLines(f, needed, out)
 		}
 		if needed[GroupWorkflows] && isWorkflow(path) {

@@ -86,6 +86,10 @@ func TestPlantedDiffs(t *testing.T) {
 		{"bidi.diff", []string{"code-without-tests pkg/access/check.go:0", "hidden-unicode pkg/access/check.go:4"}},
 		{"no-tests.diff", []string{"code-without-tests internal/billing/invoice.go:0"}},
 		{"protected.diff", []string{"protected-path services/auth/session.py:0", "protected-path services/auth/test_session.py:0"}},
+		{"unsafe.diff", []string{
+			"remote-script-piped-to-shell Dockerfile:3",
+			"tls-verification-disabled internal/client/http.go:11",
+		}},
 		{"clean-docs.diff", nil},
 		{"clean-code.diff", nil},
 		{"clean-workflow.diff", []string{"protected-path .github/workflows/ci.yml:0"}},
@@ -230,5 +234,30 @@ func TestKeyPlaceholdersAreNotSecrets(t *testing.T) {
 		if got := len(res.Lenses[0].Findings); got != c.want {
 			t.Errorf("%s: %d findings, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// TestASDDSecurityScanVector runs the diff of the ASDD reference security scanner's vector
+// (testdata/asdd-security-scan, Apache-2.0). lensgate deliberately differs on two lines: a key
+// header without a key body and a low-entropy password are placeholders here.
+func TestASDDSecurityScanVector(t *testing.T) {
+	d, err := os.ReadFile(filepath.Join("testdata", "asdd-security-scan", "changes.diff"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := New(Options{}).Review(context.Background(), requestFor(t, d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"aws-access-key-id app/net.py:12",
+		"code-without-tests app/net.py:0",
+		"hidden-unicode app/net.py:21",
+		"remote-script-piped-to-shell app/net.py:15",
+		"tls-verification-disabled app/net.py:13",
+		"tls-verification-disabled app/net.py:14",
+	}
+	if got := found(res); !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
 	}
 }

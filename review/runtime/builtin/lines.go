@@ -19,13 +19,36 @@ type secretRule struct {
 	keyword []byte
 	// foldWords, when set, replace keyword: one of them must be on the line, in any case.
 	foldWords []string
-	re        *regexp.Regexp
-	severity  string
-	title     string
+	// assign requires an assignment (= or :) on the line.
+	assign   bool
+	re       *regexp.Regexp
+	severity string
+	title    string
 	// placeholderOK skips matches that look like documentation placeholders.
 	placeholderOK bool
 	// entropy, when positive, is the minimum Shannon entropy (bits per byte) of the secret.
 	entropy float64
+	// message replaces the credential advice for rules that are not about credentials.
+	message string
+}
+
+// unsafeRules are code patterns that switch off a protection.
+var unsafeRules = []secretRule{
+	{
+		id: "tls-verification-disabled", foldWords: []string{"insecureskipverify", "verify", "unauthorized", "cert_none", "unverified"},
+		re: regexp.MustCompile(`InsecureSkipVerify\s*:\s*true|\bverify\s*=\s*False\b|rejectUnauthorized\s*:\s*false|` +
+			`NODE_TLS_REJECT_UNAUTHORIZED\s*=\s*['"]?0|ssl\._create_unverified_context|ssl\.CERT_NONE`),
+		severity: runtime.SeverityHigh, title: "TLS certificate verification disabled",
+		message: "Certificate checks are switched off, so anyone on the network path can impersonate the server. " +
+			"Trust the right CA instead.",
+	},
+	{
+		id: "remote-script-piped-to-shell", foldWords: []string{"curl", "wget"},
+		re:       regexp.MustCompile(`\b(curl|wget)\b[^|\n]*\|\s*(sudo\s+)?(ba|z|da)?sh\b`),
+		severity: runtime.SeverityHigh, title: "Remote script piped into a shell",
+		message: "A script downloaded at run time is executed unseen; a compromised or spoofed host runs code here. " +
+			"Pin and verify what is downloaded (checksum or signature) before running it.",
+	},
 }
 
 var secretRules = []secretRule{
@@ -80,7 +103,7 @@ var secretRules = []secretRule{
 		severity: runtime.SeverityCritical, title: "OpenAI API key committed",
 	},
 	{
-		id: "hardcoded-password", foldWords: []string{"pass", "secret", "key", "token"},
+		id: "hardcoded-password", foldWords: []string{"pass", "secret", "key", "token"}, assign: true,
 		re: regexp.MustCompile(`(?i)\b(password|passwd|secret|api_?key|access_?token|auth_?token)\b["']?\s*[:=]\s*` +
 			`["']([^"'\s$<>{}]{12,})["']`),
 		severity: runtime.SeverityMedium, title: "Hard-coded credential", placeholderOK: true, entropy: 3.5,
@@ -173,6 +196,13 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 				}
 			}
 		}
+		if needed[GroupUnsafe] {
+			for i := range unsafeRules {
+				if fd, ok := matchSecret(&unsafeRules[i], text, path, l.New); ok {
+					out[GroupUnsafe] = append(out[GroupUnsafe], fd)
+				}
+			}
+		}
 		if needed[GroupConflicts] {
 			switch {
 			case conflictMarker(text, '<'):
@@ -249,19 +279,22 @@ func matchSecret(r *secretRule, text []byte, path string, line int) (runtime.Fin
 	if r.entropy > 0 && entropy(secret) < r.entropy {
 		return runtime.Finding{}, false
 	}
+	msg := r.message
+	if msg == "" {
+		msg = "A credential (" + redact(secret) + ") is added in this change. Remove it, rotate it now " +
+			"(it is in the history), and load it from a secret store instead."
+	}
 	return runtime.Finding{
-		Rule: r.id, Severity: r.severity, Path: path, Line: line, Title: r.title,
-		Message: "A credential (" + redact(secret) + ") is added in this change. Remove it, rotate it now " +
-			"(it is in the history), and load it from a secret store instead.",
+		Rule: r.id, Severity: r.severity, Path: path, Line: line, Title: r.title, Message: msg,
 		Key: lineKey(secret),
 	}, true
 }
 
 func keywordPresent(r *secretRule, text []byte) bool {
+	if r.assign && bytes.IndexByte(text, '=') < 0 && bytes.IndexByte(text, ':') < 0 {
+		return false
+	}
 	if r.foldWords != nil {
-		if bytes.IndexByte(text, '=') < 0 && bytes.IndexByte(text, ':') < 0 {
-			return false
-		}
 		for _, w := range r.foldWords {
 			if containsFold(text, w) {
 				return true
