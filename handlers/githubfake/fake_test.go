@@ -429,6 +429,14 @@ func TestFaultsAndCounters(t *testing.T) {
 		t.Errorf("writes = %d pending = %d", f.s.Writes(), f.s.PendingFaults(route))
 	}
 
+	// The primary rate limit: go-github reports a RateLimitError with the reset time.
+	f.s.Inject("GET /repos/{owner}/{repo}", Fault{Status: http.StatusForbidden, PrimaryRateLimit: true, RetryAfter: 60})
+	_, _, err = f.s.TokenClient().Repositories.Get(ctx, "acme", "widgets")
+	var rl *github.RateLimitError
+	if !errors.As(err, &rl) || rl.Rate.Remaining != 0 || time.Until(rl.Rate.Reset.Time) < 30*time.Second {
+		t.Fatalf("primary rate limit: %v", err)
+	}
+
 	// A write that lands although the client sees a 502.
 	f.s.Inject(route, Fault{Status: http.StatusBadGateway, AfterWrite: true})
 	if _, resp, _ := f.gh.Issues.CreateComment(ctx, "acme", "widgets", 1, &github.IssueComment{Body: github.String("lost answer")}); status(resp) != 502 {

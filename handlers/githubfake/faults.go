@@ -20,6 +20,9 @@ type Fault struct {
 	Delay time.Duration
 	// Message overrides the error message.
 	Message string
+	// PrimaryRateLimit answers 403 with the exhausted X-RateLimit-* headers of GitHub's primary
+	// rate limit; RetryAfter then sets how far in the future the reset is (seconds).
+	PrimaryRateLimit bool
 	// AfterWrite performs the request first and then answers with Status, as GitHub does when
 	// a write lands but the response is lost (a 502 from a proxy, a timeout).
 	AfterWrite bool
@@ -100,6 +103,18 @@ func (f *Fault) delay(r *http.Request) bool {
 func (f *Fault) fail(w http.ResponseWriter) bool {
 	if f.Status == 0 {
 		return false
+	}
+	if f.PrimaryRateLimit {
+		reset := time.Now().Add(time.Duration(f.RetryAfter) * time.Second).Unix()
+		w.Header().Set("X-RateLimit-Limit", "5000")
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Used", "5000")
+		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
+		w.Header().Set("X-RateLimit-Resource", "core")
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(f.Status)
+		_, _ = w.Write([]byte(`{"message":"API rate limit exceeded for installation ID 1.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}`))
+		return true
 	}
 	if f.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
