@@ -116,7 +116,7 @@ func (r *countingReviewer) calls() int {
 
 // env is the whole App against the fake GitHub.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	gh       *githubfake.Server
 	app      *handlers.Server
 	http     *httptest.Server
@@ -129,7 +129,7 @@ type env struct {
 
 type envOption func(*config.Server, *handlers.Options)
 
-func newEnv(t *testing.T, opts ...envOption) *env {
+func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	gh := githubfake.New(t)
 	ac := gh.AppConfig()

@@ -12,7 +12,7 @@ import (
 )
 
 // newPipeline is the real review pipeline with the offline builtin runtime.
-func newPipeline(t *testing.T) *review.Pipeline {
+func newPipeline(t testing.TB) *review.Pipeline {
 	t.Helper()
 	return review.NewPipeline(review.Options{
 		Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{})),
@@ -21,4 +21,4 @@ func newPipeline(t *testing.T) *review.Pipeline {
 	})
 }
 
-func newTriager(t *testing.T) handlers.Triager { return newPipeline(t) }
+func newTriager(t testing.TB) handlers.Triager { return newPipeline(t) }

@@ -326,3 +326,9 @@ func recoverer(next http.Handler, log zerolog.Logger) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// SubscribedEvents are the webhook events the App must subscribe to (app.yml default_events).
+// installation and installation_repositories are handled too but always delivered.
+func SubscribedEvents() []string {
+	return []string{"check_run", "check_suite", "issue_comment", "issues", "pull_request"}
+}

@@ -122,6 +122,17 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	}
 	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log})
 
+	var defaultRepo *config.Repo
+	if f := cfg.Review.DefaultConfigFile; f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fail(fmt.Errorf("review.default_config_file: %w", err))
+		}
+		if defaultRepo, err = config.ParseRepo(f, data); err != nil {
+			return fail(fmt.Errorf("review.default_config_file: %w", err))
+		}
+	}
+
 	var keys []ed25519.PublicKey
 	var signer *disclosure.Signer
 	if cfg.SigningKeyFile != "" {
@@ -172,7 +183,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		Triager:     pipeline,
 		Publisher:   pub,
 		Queue:       q,
-		DefaultRepo: nil,
+		DefaultRepo: defaultRepo,
 		SigningKeys: keys,
 		Registry:    promReg,
 		Version:     version,

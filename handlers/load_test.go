@@ -1,0 +1,145 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/review/pdp"
+)
+
+var (
+	loadRate     = flag.Int("load.rate", 200, "signed webhook deliveries per second in BenchmarkWebhookLoad")
+	loadDuration = flag.Duration("load.duration", 3*time.Second, "how long BenchmarkWebhookLoad sends")
+	loadPRs      = flag.Int("load.prs", 50, "distinct pull requests the load is spread over")
+)
+
+// TestGitHubCallsPerReview counts what one review of a pull request costs in GitHub API calls,
+// with the handlers' reads alone and with the real publisher.
+func TestGitHubCallsPerReview(t *testing.T) {
+	t.Run("reads", func(t *testing.T) {
+		e := newEnv(t)
+		e.addFixturePR(readmeDiff)
+		e.gh.ResetCalls()
+		e.send("pull_request", "d-calls", fixture(t, "pull_request.opened.payload.json"))
+		e.drain()
+		want := map[string]int{
+			"POST /app/installations/{id}/access_tokens":       1,
+			"GET /repos/{owner}/{repo}/pulls/{number}":         2, // the pull request and its diff
+			"GET /repos/{owner}/{repo}/contents/{path...}":     1, // .asdd.yml at the base branch
+			"GET /repos/{owner}/{repo}":                        1, // the owner's .github repository (absent)
+			"GET /repos/{owner}/{repo}/pulls/{number}/files":   1,
+			"GET /repos/{owner}/{repo}/pulls/{number}/commits": 1,
+		}
+		got := e.gh.Calls()
+		for route, n := range want {
+			if got[route] != n {
+				t.Errorf("%s: %d calls, want %d", route, got[route], n)
+			}
+		}
+		if e.gh.TotalCalls() != 7 || e.gh.Writes() != 0 {
+			t.Fatalf("calls: %s", e.gh.CallSummary())
+		}
+		t.Logf("one review, handler reads only: %d calls\n%s", e.gh.TotalCalls(), e.gh.CallSummary())
+	})
+	t.Run("with the publisher", func(t *testing.T) {
+		p, err := publish.New(publish.Options{Audit: &pdp.MemorySink{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnv(t, func(_ *config.Server, o *handlers.Options) { o.Publisher = p })
+		e.addFixturePR(readmeDiff)
+		e.gh.ResetCalls()
+		e.send("pull_request", "d-calls", fixture(t, "pull_request.opened.payload.json"))
+		e.drain()
+		if e.gh.Writes() == 0 || len(e.gh.CheckRuns(fixtureRepo, fixtureHead)) != 1 {
+			t.Fatalf("publisher wrote nothing: %s", e.gh.CallSummary())
+		}
+		t.Logf("one review with publishing: %d calls (%d writes)\n%s", e.gh.TotalCalls(), e.gh.Writes(), e.gh.CallSummary())
+	})
+}
+
+// BenchmarkWebhookLoad drives the running server over loopback HTTP with signed deliveries at a
+// fixed rate and reports the acknowledgement latency. Each delivery is a synchronize with a new
+// head for one of load.prs pull requests, so the queue coalesces and supersedes under load.
+//
+//	go test -run '^$' -bench WebhookLoad -benchtime 1x ./handlers/ -args -load.rate=200 -load.duration=30s
+func BenchmarkWebhookLoad(b *testing.B) {
+	e := newEnv(b, func(c *config.Server, _ *handlers.Options) {
+		c.Queue.Size = 10000
+		c.LogLevel = "warn"
+	})
+	base := fixture(b, "pull_request.synchronize.payload.json")
+	e.addFixturePR(readmeDiff)
+	for i := 1; i <= *loadPRs; i++ {
+		e.gh.AddPullRequest(fixtureRepo, githubfake.PullRequest{Number: 100 + i, HeadSHA: fixtureHead, BaseRef: fixtureRef, Diff: []byte(readmeDiff)})
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
+	secret := e.gh.WebhookSecret()
+	url := e.http.URL + handlers.RouteHook
+	for b.Loop() {
+		total := int(float64(*loadRate) * loadDuration.Seconds())
+		lat := make([]time.Duration, total)
+		codes := make([]int, total)
+		var wg sync.WaitGroup
+		interval := time.Second / time.Duration(*loadRate)
+		start := time.Now()
+		for i := range total {
+			// Open loop: each delivery has its own send time, so a slow answer never lowers the rate.
+			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+				time.Sleep(d)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pr := 100 + 1 + i%*loadPRs
+				head := fmt.Sprintf("%040x", i+1)
+				// The push happens on GitHub first, then its webhook arrives.
+				e.gh.Push(fixtureRepo, pr, head, []byte(readmeDiff), nil)
+				body := bytes.ReplaceAll(base, []byte(fixtureHead), []byte(head))
+				body = bytes.ReplaceAll(body, []byte(`"number": 2,`), []byte(fmt.Sprintf(`"number": %d,`, pr)))
+				req, err := githubfake.WebhookRequest(url, "pull_request", fmt.Sprint("load-", i), secret, body)
+				if err != nil {
+					codes[i] = -2
+					return
+				}
+				t0 := time.Now()
+				resp, err := client.Do(req.WithContext(context.Background()))
+				lat[i] = time.Since(t0)
+				if err != nil {
+					codes[i] = -1
+					return
+				}
+				resp.Body.Close()
+				codes[i] = resp.StatusCode
+			}()
+		}
+		sent := time.Since(start)
+		wg.Wait()
+		slices.Sort(lat)
+		count := map[int]int{}
+		for _, c := range codes {
+			count[c]++
+		}
+		p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+		b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+		b.ReportMetric(float64(total)/sent.Seconds(), "deliveries/s")
+		b.Logf("%d deliveries sent in %s: status counts %v; p50 %s p99 %s max %s", total, sent.Round(time.Millisecond), count, p(0.5), p(0.99), lat[len(lat)-1])
+	}
+	b.StopTimer()
+	e.drain()
+	reviews := len(e.pub.all())
+	b.Logf("reviews published %d; GitHub calls %d (%.1f per review)", reviews, e.gh.TotalCalls(), float64(e.gh.TotalCalls())/float64(max(reviews, 1)))
+}
