@@ -118,11 +118,14 @@ type Finding struct {
 // InlineComment is a finding placed on a line of the diff. Fingerprint lets a publisher skip
 // comments it already posted.
 type InlineComment struct {
-	Path        string `json:"path"`
-	Line        int    `json:"line"`
-	Side        string `json:"side"` // "RIGHT" (head) or "LEFT" (base)
-	Body        string `json:"body"`
-	Fingerprint string `json:"fingerprint"`
+	// Lens and Severity let a publisher honour the lens's publication mode.
+	Lens        string   `json:"lens"`
+	Severity    Severity `json:"severity"`
+	Path        string   `json:"path"`
+	Line        int      `json:"line"`
+	Side        string   `json:"side"` // "RIGHT" (head) or "LEFT" (base)
+	Body        string   `json:"body"`
+	Fingerprint string   `json:"fingerprint"`
 }
 
 // Intake is the result of the spend gate that runs before any model is called.

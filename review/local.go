@@ -142,17 +142,45 @@ func (g gitRunner) files(ctx context.Context, base, head string) ([]File, error)
 		files = append(files, f)
 	}
 	stats := parseNumstat(num)
+	var query strings.Builder
+	var asked []int
 	for i := range files {
 		if st, ok := stats[files[i].Path]; ok {
 			files[i].Additions, files[i].Deletions, files[i].Binary = st.add, st.del, st.binary
 		}
-		if files[i].Status != FileRemoved && len(files) <= 5000 {
-			if out, err := g.run(ctx, 64, "cat-file", "-s", head+":"+files[i].Path); err == nil {
-				files[i].SizeBytes, _ = strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+		if files[i].Status != FileRemoved && !strings.ContainsAny(files[i].Path, "\n\r") {
+			query.WriteString(head + ":" + files[i].Path + "\n")
+			asked = append(asked, i)
+		}
+	}
+	if len(asked) > 0 {
+		// One cat-file process answers every size: "<oid> <type> <size>" or "<object> missing".
+		out, err := g.runInput(ctx, query.String(), 16<<20, "cat-file", "--batch-check")
+		if err == nil {
+			lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+			for k, line := range lines {
+				if k >= len(asked) {
+					break
+				}
+				f := strings.Fields(line)
+				if len(f) == 3 {
+					files[asked[k]].SizeBytes, _ = strconv.ParseInt(f[2], 10, 64)
+				}
 			}
 		}
 	}
 	return files, nil
+}
+
+func (g gitRunner) runInput(ctx context.Context, stdin string, limit int, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", g.dir}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout = &limitWriter{w: &out, n: limit}
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%w: git %s: %v", ErrUnusableInput, args[0], err)
+	}
+	return out.Bytes(), nil
 }
 
 type numstat struct {

@@ -376,8 +376,8 @@ func safeReview(ctx context.Context, rt runtime.Runtime, req *runtime.Request, t
 	if timeoutSeconds <= 0 {
 		timeoutSeconds = config.DefaultTimeoutSeconds
 	}
-	// Room for the quality pass and bounded retries inside the runtime.
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(timeoutSeconds)*4*time.Second+30*time.Second)
+	// Room for two passes of three attempts each inside a runtime, plus backoff.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(timeoutSeconds)*7*time.Second+30*time.Second)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {

@@ -95,6 +95,10 @@ func inlineComments(findings []Finding, files []diff.File) []InlineComment {
 		if len(out) >= MaxInline {
 			break
 		}
+		// Notes stay in the advisory comment: inline space is for what needs attention.
+		if f.Severity.Rank() < SeverityMedium.Rank() {
+			continue
+		}
 		idx, ok := byPath[f.Path]
 		if !ok || f.Line <= 0 {
 			continue
@@ -114,7 +118,7 @@ func inlineComments(findings []Finding, files []diff.File) []InlineComment {
 			continue
 		}
 		out = append(out, InlineComment{
-			Path: f.Path, Line: f.Line, Side: "RIGHT", Fingerprint: f.ID,
+			Lens: f.Lens, Severity: f.Severity, Path: f.Path, Line: f.Line, Side: "RIGHT", Fingerprint: f.ID,
 			Body: fmt.Sprintf("**%s** · %s: %s\n\n%s\n\n<sub>lensgate %s lens · %s</sub>",
 				f.Severity, mdText(f.Lens), mdText(f.Title), mdText(f.Body), mdText(f.Lens), f.ID),
 		})

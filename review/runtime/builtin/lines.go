@@ -152,6 +152,8 @@ const maxScanLine = 8 << 10
 
 func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Finding) {
 	path := f.Path()
+	// Code patterns in prose are examples, not code.
+	prose := isProse(path)
 	var (
 		sawStart, sawEnd bool
 		midLines         []diff.Line
@@ -196,7 +198,7 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 				}
 			}
 		}
-		if needed[GroupUnsafe] {
+		if needed[GroupUnsafe] && !prose {
 			for i := range unsafeRules {
 				if fd, ok := matchSecret(&unsafeRules[i], text, path, l.New); ok {
 					out[GroupUnsafe] = append(out[GroupUnsafe], fd)
@@ -432,4 +434,12 @@ func base64Count(b []byte) int {
 		}
 	}
 	return n
+}
+
+func isProse(path string) bool {
+	switch ext(path) {
+	case ".md", ".markdown", ".rst", ".txt", ".adoc":
+		return true
+	}
+	return false
 }
