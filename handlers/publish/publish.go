@@ -263,7 +263,7 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 		r.postReview(ctx, d, &plan)
 	}
 	r.completeGate(ctx, d, rc, plan.moved)
-	r.upsertSticky(ctx, d, sticky, rc, plan)
+	r.upsertSticky(ctx, pub, sticky, rc, plan)
 	if !r.unchanged {
 		r.reactions(ctx, d) // reacting again to the same outcome would only repeat a write
 	}

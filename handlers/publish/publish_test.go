@@ -656,3 +656,26 @@ func TestBodyEditSupersedes(t *testing.T) {
 		t.Errorf("reviews = %d: the edit must not repeat inline comments", n)
 	}
 }
+
+// A pull request that changes the configuration gets the new file's problems in the advisory
+// comment; the policy source is named.
+func TestProposedConfigFeedback(t *testing.T) {
+	e := newTestEnv(t)
+	s := e.subject()
+	pub := e.publication("d1", decision(s, review.OutcomePassed), s)
+	pub.Config = handlers.ConfigSource{Origin: "repository", Source: "acme/widgets@main", Path: ".asdd.yml"}
+	pub.Proposed = &handlers.ProposedConfig{Path: ".asdd.yml", HeadSHA: head1, Problems: config.Problems{
+		{File: ".asdd.yml", Line: 3, Key: "runtime", Message: "unknown runtime <!-- x -->", Hint: "use builtin"},
+	}}
+	ctx := context.Background()
+	if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+		t.Fatal(err)
+	}
+	c := e.botComments()[0].Body
+	for _, want := range []string{"Policy from: repository `acme/widgets@main:.asdd.yml`", "This pull request changes `.asdd.yml`",
+		".asdd.yml:3: unknown runtime &lt;!-- x --&gt; (hint: use builtin)"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("comment lacks %q:\n%s", want, c)
+		}
+	}
+}

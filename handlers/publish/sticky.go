@@ -11,6 +11,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 )
@@ -87,7 +88,8 @@ func (r *run) commentLenses() []string {
 // upsertSticky renders the advisory comment: gate, lens table, findings of comment lenses and
 // every finding not placed inline, the signed receipt, and the state key that lets a re-run
 // recognise an unchanged publication.
-func (r *run) upsertSticky(ctx context.Context, d *review.Decision, existing *github.IssueComment, rc *receiptInfo, plan inlinePlan) {
+func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, existing *github.IssueComment, rc *receiptInfo, plan inlinePlan) {
+	d := pub.Decision
 	var b strings.Builder
 	b.WriteString(markerAdvisory + "\n")
 	fmt.Fprintf(&b, "### %s\n\n", gateTitle(d))
@@ -95,6 +97,7 @@ func (r *run) upsertSticky(ctx context.Context, d *review.Decision, existing *gi
 		b.WriteString(clean(truncate(d.Comment, 8000)) + "\n\n")
 	}
 	b.WriteString(lensTable(d) + "\n")
+	b.WriteString(configSection(pub))
 	if len(plan.moved) > 0 {
 		b.WriteString("#### Not placed inline\n\n" + strings.Join(plan.moved, "") + "\n")
 	}
@@ -281,4 +284,40 @@ func (r *run) issueTarget(t *review.TriageDecision) bodyTarget {
 		},
 		reason: func(*receiptInfo) string { return "issue body or triage outcome changed" },
 	}
+}
+
+// configSection says where the policy came from and, when the pull request changes the
+// configuration file, what is wrong with the proposed one: it is validated, never applied.
+func configSection(pub *handlers.Publication) string {
+	var b strings.Builder
+	if src := pub.Config; src.Origin != "" {
+		where := src.Origin
+		if src.Source != "" {
+			where += " `" + oneLine(src.Source, 200)
+			if src.Path != "" {
+				where += ":" + oneLine(src.Path, 200)
+			}
+			where += "`"
+		}
+		b.WriteString("Policy from: " + where + ".\n\n")
+	}
+	if p := pub.Proposed; p != nil {
+		fmt.Fprintf(&b, "#### This pull request changes `%s`\n\nThe new file is checked, not applied: the review uses the base branch's policy.\n", oneLine(p.Path, 200))
+		switch {
+		case p.Err != nil:
+			b.WriteString("The new file could not be read: " + oneLine(p.Err.Error(), 300) + "\n")
+		case len(p.Problems) == 0:
+			b.WriteString("The new file is valid.\n")
+		default:
+			for i, pr := range p.Problems {
+				if i == 50 {
+					fmt.Fprintf(&b, "- … and %d more\n", len(p.Problems)-i)
+					break
+				}
+				b.WriteString("- " + oneLine(pr.String(), 500) + "\n")
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
