@@ -1,6 +1,7 @@
 package disclosure
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -209,5 +210,44 @@ func TestPublishedDefects(t *testing.T) {
 	subject := VerifyVersion(V01, env, Options{PublicKey: own}).SubjectDigest
 	if r := Verify(env, Options{PublicKey: own, ExpectedSubjectDigest: subject}); !r.OK || r.PredicateVersionStatus != VersionLegacy {
 		t.Fatalf("inspect_ai_5141 under its own key: %v", r.Errors)
+	}
+}
+
+// TestUpstreamRegressionTable replays upstream's frozen v0.1 table (measured with proofbundle
+// 5.1.0): the direct v0.1 verifier with the house key, without and with the receipt's own
+// subject digest.
+func TestUpstreamRegressionTable(t *testing.T) {
+	var table struct {
+		PubkeySHA256Prefix string `json:"pubkey_sha256_16"`
+		Receipts           map[string]struct {
+			With    map[string]any `json:"mit_eigenem_digest"`
+			Without map[string]any `json:"ohne_erwartung"`
+			Subject string         `json:"subject_digest_aus_nutzlast"`
+		} `json:"receipts"`
+	}
+	raw := readFile(t, filepath.Join(corpusDir, "agent_review", "_regression", "v01_unter_510.json"))
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	keyText := readFile(t, filepath.Join(corpusDir, "published-receipts", "proofbundle_185.r2.publickey.hex"))
+	if got := sha256Hex(bytes.TrimSpace(keyText))[:16]; got != table.PubkeySHA256Prefix {
+		t.Fatalf("house key fingerprint %s, table has %s", got, table.PubkeySHA256Prefix)
+	}
+	house, _ := ParsePublicKey(keyText)
+	rows := 0
+	for name, want := range table.Receipts {
+		env := readFile(t, filepath.Join(corpusDir, "published-receipts", name))
+		for expected, w := range map[string]map[string]any{"": want.Without, want.Subject: want.With} {
+			got := reportMap(t, VerifyVersion(V01, env, Options{PublicKey: house, ExpectedSubjectDigest: expected}))
+			for k, v := range w {
+				if mustJSON(t, got[k]) != mustJSON(t, v) {
+					t.Errorf("%s (expected %q): %s = %s, table has %s", name, expected, k, mustJSON(t, got[k]), mustJSON(t, v))
+				}
+			}
+			rows++
+		}
+	}
+	if rows != 12 {
+		t.Errorf("%d rows, want 12", rows)
 	}
 }
