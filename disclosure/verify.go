@@ -61,6 +61,7 @@ func Verify(envelope []byte, opts Options) (r *Report) {
 	v, known := versionOfType(pt)
 	if !known {
 		r := newReport(V01)
+		r.PredicateType = pt
 		r.PredicateTypeOK = ptr(false)
 		r.reason(CodePredicateTypeUnknown)
 		r.Errors = append(r.Errors, fmt.Sprintf("unknown predicateType: '%v'", st["predicateType"]))
