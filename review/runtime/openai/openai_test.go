@@ -390,3 +390,30 @@ func TestNewNeedsEndpointAndToken(t *testing.T) {
 		t.Fatal("accepted a missing token")
 	}
 }
+
+func TestTriageThroughTheModel(t *testing.T) {
+	model := &fakeModel{t: t}
+	model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
+		if strings.Contains(req.Messages[0].Content, "Crash on save") {
+			t.Error("issue text reached the system message")
+		}
+		_, inside, _ := fenced(t, req.Messages[1].Content)
+		if !strings.Contains(inside, "Crash on save") {
+			t.Error("issue title is not fenced")
+		}
+		reply(w, `{"schema":"asdd/triage/v0.1","labels":["bug","p0-urgent"],"comment":"Thanks, a maintainer will look."}`)
+	}
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+	cfg := config.DefaultRepo()
+	cfg.Runtime = openai.Name
+	cfg.Models.Reviewer = "m"
+	td, err := pipeline(t, srv, nil).Triage(context.Background(),
+		&review.Subject{Kind: review.KindIssue, Number: 4, Title: "Crash on save", Body: "It crashes."}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(td.Labels) != 1 || td.Labels[0] != "bug" || td.Cause != "" || !strings.Contains(td.Comment, "maintainer") {
+		t.Fatalf("triage %+v", td)
+	}
+}
