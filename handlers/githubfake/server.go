@@ -308,7 +308,7 @@ func (s *Server) CallSummary() string {
 }
 
 // OnNext runs fn once, before the next request to route is handled (outside the state lock, so
-// fn may call the Server's helpers). Tests use it to simulate concurrent edits.
+// fn may call the Server's methods). Tests use it to simulate concurrent edits.
 func (s *Server) OnNext(route string, fn func(*http.Request)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
