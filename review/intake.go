@@ -23,7 +23,9 @@ const (
 var disclosureRE = regexp.MustCompile(`(?im)^[ \t]*(-[ \t]*)?\[[xX]\].*(human|agent|\bAI\b|assist)`)
 
 // runIntake runs the spend gate. Checks that need forge metadata (labels, the body checkbox,
-// the author's open pull requests) are skipped for a local subject.
+// the author's open pull requests) are skipped for a local subject. The lane and disclosure
+// checks are ASDD's intake floors: they apply to repositories that adopted an .asdd.yml, not to
+// one that merely installed lensgate and runs on the defaults.
 func runIntake(s *Subject, cfg *config.Repo, changed []runtime.Changed, overBudget []Gap, diffLines int) Intake {
 	var msgs []IntakeMessage
 	add := func(check string, passed bool, msg string) {
@@ -47,7 +49,8 @@ func runIntake(s *Subject, cfg *config.Repo, changed []runtime.Changed, overBudg
 				"description (for example a line \"Spec: docs/specs/my-change.md\").")
 		}
 	}
-	if !s.Local && s.IsPullRequest() {
+	adopted := cfg.Source != ""
+	if !s.Local && s.IsPullRequest() && adopted {
 		lanes := cfg.Lanes
 		if len(lanes) == 0 {
 			lanes = config.DefaultLanes()
@@ -64,16 +67,16 @@ func runIntake(s *Subject, cfg *config.Repo, changed []runtime.Changed, overBudg
 			add(CheckLane, false, fmt.Sprintf("Add exactly one lane label: one of %s (found %d).",
 				strings.Join(lanes, ", "), n))
 		}
-		if cfg.MaxOpenPRsPerAuthor > 0 && s.OpenPRsByAuthor > cfg.MaxOpenPRsPerAuthor {
-			add(CheckOpenPRs, false, fmt.Sprintf("You have %d open pull requests here; the limit is %d. "+
-				"Land or close some before opening more.", s.OpenPRsByAuthor, cfg.MaxOpenPRsPerAuthor))
-		}
 		if disclosureRE.MatchString(s.Body) {
 			add(CheckDisclosure, true, "")
 		} else {
 			add(CheckDisclosure, false, "Say who wrote this change: tick the \"human\" or the "+
 				"\"AI-assisted\" box of the pull request template in the description.")
 		}
+	}
+	if !s.Local && cfg.MaxOpenPRsPerAuthor > 0 && s.OpenPRsByAuthor > cfg.MaxOpenPRsPerAuthor {
+		add(CheckOpenPRs, false, fmt.Sprintf("You have %d open pull requests here; the limit is %d. "+
+			"Land or close some before opening more.", s.OpenPRsByAuthor, cfg.MaxOpenPRsPerAuthor))
 	}
 	in := Intake{Passed: true, Messages: msgs}
 	for _, m := range msgs {

@@ -264,6 +264,7 @@ func TestIntakeIsASpendGate(t *testing.T) {
 	cfg := config.DefaultRepo()
 	cfg.Policy = policyWith(config.Lens{Name: "deep", Preset: "model", Required: true},
 		config.Lens{Name: "security", Preset: "security", Required: true})
+	cfg.Source = ".asdd.yml"
 	cfg.MaxOpenPRsPerAuthor = 2
 	cfg.RequireSpec = true
 	subj := prSubject()
@@ -435,5 +436,28 @@ func TestTriage(t *testing.T) {
 	td, err = newTestPipeline(fake).Triage(context.Background(), issue, cfg)
 	if err != nil || len(td.Labels) != 0 || td.Cause == "" {
 		t.Fatalf("failed triage: %+v, %v", td, err)
+	}
+}
+
+func TestIntakeFloorsNeedAnAdoptedConfig(t *testing.T) {
+	subj := prSubject()
+	subj.Labels = nil
+	subj.Body = ""
+	p := newTestPipeline(builtin.New(builtin.Options{}))
+	d, err := p.Review(context.Background(), subj, config.DefaultRepo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Intake.Passed || len(d.Intake.Messages) != 0 || d.Gate.State != OutcomePassed {
+		t.Fatalf("defaults without .asdd.yml: intake %+v gate %s", d.Intake, d.Gate.State)
+	}
+	cfg := config.DefaultRepo()
+	cfg.Source = ".asdd.yml"
+	d, err = p.Review(context.Background(), subj, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Intake.Passed || d.Gate.State != OutcomeFailed {
+		t.Fatalf("adopted config: intake %+v gate %s", d.Intake, d.Gate.State)
 	}
 }
