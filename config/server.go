@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -32,6 +33,11 @@ type Server struct {
 	// SigningKeyFile is the Ed25519 key that signs receipts; its public key is served at
 	// /.well-known/lensgate/keys. Env LENSGATE_SIGNING_KEY_FILE. Optional.
 	SigningKeyFile string `yaml:"signing_key_file"`
+	// PreviousPublicKeys are retired receipt public keys (64 hex characters each, as
+	// `lensgate keygen` prints them), still served at /.well-known/lensgate/keys after the
+	// current key so old receipts stay verifiable. Env LENSGATE_PREVIOUS_PUBLIC_KEYS
+	// (comma-separated).
+	PreviousPublicKeys []string `yaml:"previous_public_keys"`
 	// AuditFile is the hash-chained JSONL ledger of every policy decision on a GitHub write.
 	// Env LENSGATE_AUDIT_FILE. Default "lensgate-audit.jsonl" in the working directory.
 	AuditFile string `yaml:"audit_file"`
@@ -124,6 +130,9 @@ type ServerQueue struct {
 	EventWorkers   int `yaml:"event_workers"`
 	// DSN selects a durable queue; empty keeps jobs in memory. Env LENSGATE_QUEUE_DSN.
 	DSN string `yaml:"dsn"`
+	// CatchupWindow is how far back failed webhook deliveries are redelivered at start (GitHub
+	// does not retry them); 0 turns catch-up off. Env LENSGATE_CATCHUP_WINDOW. Default 24h.
+	CatchupWindow time.Duration `yaml:"catchup_window"`
 }
 
 // ServerEnvVar documents one environment variable of the server configuration.
@@ -164,6 +173,10 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_LOG_FORMAT", "log_format", str(func(s *Server) *string { return &s.LogFormat })},
 		{"LENSGATE_SHUTDOWN_TIMEOUT", "shutdown_timeout", dur(func(s *Server) *time.Duration { return &s.ShutdownTimeout })},
 		{"LENSGATE_SIGNING_KEY_FILE", "signing_key_file", str(func(s *Server) *string { return &s.SigningKeyFile })},
+		{"LENSGATE_PREVIOUS_PUBLIC_KEYS", "previous_public_keys", func(s *Server, v string) error {
+			s.PreviousPublicKeys = splitList(v)
+			return nil
+		}},
 		{"LENSGATE_AUDIT_FILE", "audit_file", str(func(s *Server) *string { return &s.AuditFile })},
 		{"LENSGATE_DRY_RUN", "dry_run", func(s *Server, v string) error {
 			b, err := strconv.ParseBool(v)
@@ -202,12 +215,7 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_SNAPSHOT_ATTEMPTS", "review.snapshot_attempts", num(func(s *Server) *int { return &s.Review.SnapshotAttempts })},
 		{"LENSGATE_JOB_TIMEOUT", "review.job_timeout", dur(func(s *Server) *time.Duration { return &s.Review.JobTimeout })},
 		{"LENSGATE_RUNTIMES", "runtimes.enabled", func(s *Server, v string) error {
-			s.Runtime.Enabled = nil
-			for _, f := range strings.Split(v, ",") {
-				if f = strings.TrimSpace(f); f != "" {
-					s.Runtime.Enabled = append(s.Runtime.Enabled, f)
-				}
-			}
+			s.Runtime.Enabled = splitList(v)
 			return nil
 		}},
 		{"LENSGATE_ADAPTER_DIR", "runtimes.adapter_dir", str(func(s *Server) *string { return &s.Runtime.AdapterDir })},
@@ -219,6 +227,7 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_EVENT_QUEUE_SIZE", "queue.event_queue_size", num(func(s *Server) *int { return &s.Queue.EventQueueSize })},
 		{"LENSGATE_EVENT_WORKERS", "queue.event_workers", num(func(s *Server) *int { return &s.Queue.EventWorkers })},
 		{"LENSGATE_QUEUE_DSN", "queue.dsn", str(func(s *Server) *string { return &s.Queue.DSN })},
+		{"LENSGATE_CATCHUP_WINDOW", "queue.catchup_window", dur(func(s *Server) *time.Duration { return &s.Queue.CatchupWindow })},
 	}
 }
 
@@ -244,7 +253,7 @@ func DefaultServer() *Server {
 			JobTimeout:       10 * time.Minute,
 		},
 		Runtime: ServerRuntime{Enabled: []string{"builtin"}},
-		Queue:   ServerQueue{Size: 100, Workers: 2, EventQueueSize: 100, EventWorkers: 2},
+		Queue:   ServerQueue{Size: 100, Workers: 2, EventQueueSize: 100, EventWorkers: 2, CatchupWindow: 24 * time.Hour},
 	}
 }
 
@@ -273,7 +282,7 @@ func LoadServer(path string, lookup func(string) (string, bool)) (*Server, error
 		}
 		if err := ev.set(s, v); err != nil {
 			// Never echo the value: it may be a secret.
-			problems = append(problems, fmt.Sprintf("%s: invalid value for %s", ev.Name, ev.Key))
+			problems = append(problems, fmt.Sprintf("%s (%s): invalid value", ev.Key, ev.Name))
 		}
 	}
 	if len(problems) > 0 {
@@ -282,7 +291,7 @@ func LoadServer(path string, lookup func(string) (string, bool)) (*Server, error
 	if s.GitHub.App.PrivateKey == "" && s.GitHub.App.PrivateKeyFile != "" {
 		b, err := os.ReadFile(s.GitHub.App.PrivateKeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("server config: github.app.private_key_file: %w", err)
+			return nil, fmt.Errorf("server config: %s: %w", ServerKeyName("github.app.private_key_file"), err)
 		}
 		s.GitHub.App.PrivateKey = string(b)
 	}
@@ -301,68 +310,165 @@ func decodeServerYAML(path string, data []byte, s *Server) error {
 	if err := dec.Decode(s); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
-			return fmt.Errorf("server config %s:\n  %s", path, strings.Join(te.Errors, "\n  "))
+			keys := yamlKeysByLine(data)
+			msgs := make([]string, len(te.Errors))
+			for i, m := range te.Errors {
+				msgs[i] = m
+				var line int
+				if _, serr := fmt.Sscanf(m, "line %d:", &line); serr == nil && keys[line] != "" {
+					msgs[i] = strings.Replace(m, ":", ": "+ServerKeyName(keys[line])+":", 1)
+				}
+			}
+			return fmt.Errorf("server config %s:\n  %s", path, strings.Join(msgs, "\n  "))
 		}
 		return fmt.Errorf("server config %s: %w", path, err)
 	}
 	return nil
 }
 
-// Validate reports every problem that would stop the server from working safely.
+// yamlKeysByLine maps each line holding a key to its dotted path, so a type error at a line can
+// name the key.
+func yamlKeysByLine(data []byte) map[int]string {
+	out := map[int]string{}
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return out
+	}
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			path := k.Value
+			if prefix != "" {
+				path = prefix + "." + k.Value
+			}
+			out[k.Line] = path
+			if v.Line != k.Line {
+				out[v.Line] = path
+			}
+			walk(v, path)
+		}
+	}
+	walk(root.Content[0], "")
+	return out
+}
+
+// Validate reports every problem that would stop the server from working safely, one line per
+// key, each naming the key and its environment variable.
 func (s *Server) Validate() error {
 	var p []string
-	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	add := func(key, format string, args ...any) {
+		p = append(p, ServerKeyName(key)+": "+fmt.Sprintf(format, args...))
+	}
 	if s.GitHub.App.IntegrationID <= 0 {
-		add("github.app.integration_id (GITHUB_APP_INTEGRATION_ID) must be the App's numeric id")
+		add("github.app.integration_id", "must be the App's numeric id")
 	}
 	if strings.TrimSpace(s.GitHub.App.WebhookSecret) == "" {
-		add("github.app.webhook_secret (GITHUB_APP_WEBHOOK_SECRET) is empty: unsigned webhooks would be accepted")
+		add("github.app.webhook_secret", "is empty: unsigned webhooks would be accepted")
 	}
 	if s.GitHub.App.PrivateKey == "" {
-		add("github.app.private_key (GITHUB_APP_PRIVATE_KEY) or private_key_file is required")
+		add("github.app.private_key", "is required (or github.app.private_key_file)")
 	} else if err := ServerCheckPrivateKey([]byte(s.GitHub.App.PrivateKey)); err != nil {
-		add("github.app.private_key: %v", err)
+		add("github.app.private_key", "%v", err)
 	}
-	for key, u := range map[string]string{"github.web_url": s.GitHub.WebURL, "github.v3_api_url": s.GitHub.V3APIURL, "github.v4_api_url": s.GitHub.V4APIURL} {
-		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			add("%s: %q is not an http(s) URL", key, u)
+	for _, u := range []struct{ key, val string }{
+		{"github.web_url", s.GitHub.WebURL}, {"github.v3_api_url", s.GitHub.V3APIURL}, {"github.v4_api_url", s.GitHub.V4APIURL},
+	} {
+		if pu, err := url.Parse(u.val); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			add(u.key, "%q is not an http(s) URL", u.val)
+		}
+	}
+	for i, k := range s.PreviousPublicKeys {
+		if b, err := hex.DecodeString(strings.TrimSpace(k)); err != nil || len(b) != 32 {
+			p = append(p, fmt.Sprintf("previous_public_keys[%d] (LENSGATE_PREVIOUS_PUBLIC_KEYS): not a 64-hex Ed25519 public key", i))
 		}
 	}
 	if s.AuditFile == "" && !s.DryRun {
-		add("audit_file is empty: every GitHub write needs an audit record")
+		add("audit_file", "is empty: every GitHub write needs an audit record")
 	}
 	if s.Listen == "" {
-		add("listen is empty")
+		add("listen", "is empty")
 	}
 	switch s.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		add("log_level %q: want debug, info, warn or error", s.LogLevel)
+		add("log_level", "%q: want debug, info, warn or error", s.LogLevel)
 	}
 	switch s.LogFormat {
 	case "json", "console":
 	default:
-		add("log_format %q: want json or console", s.LogFormat)
+		add("log_format", "%q: want json or console", s.LogFormat)
 	}
-	if s.Queue.Size < 1 || s.Queue.Workers < 1 || s.Queue.EventQueueSize < 1 || s.Queue.EventWorkers < 1 {
-		add("queue sizes and worker counts must be at least 1")
+	for _, n := range []struct {
+		key string
+		val int
+	}{
+		{"queue.size", s.Queue.Size}, {"queue.workers", s.Queue.Workers},
+		{"queue.event_queue_size", s.Queue.EventQueueSize}, {"queue.event_workers", s.Queue.EventWorkers},
+		{"review.snapshot_attempts", s.Review.SnapshotAttempts},
+	} {
+		if n.val < 1 {
+			add(n.key, "must be at least 1")
+		}
 	}
-	if s.Review.SnapshotAttempts < 1 {
-		add("review.snapshot_attempts must be at least 1")
+	for _, d := range []struct {
+		key string
+		val time.Duration
+	}{
+		{"review.job_timeout", s.Review.JobTimeout}, {"github.timeout", s.GitHub.Timeout}, {"shutdown_timeout", s.ShutdownTimeout},
+	} {
+		if d.val <= 0 {
+			add(d.key, "must be positive")
+		}
 	}
-	if s.Review.JobTimeout <= 0 || s.GitHub.Timeout <= 0 || s.ShutdownTimeout <= 0 {
-		add("timeouts must be positive")
+	if s.Queue.CatchupWindow < 0 {
+		add("queue.catchup_window", "must not be negative (0 turns catch-up off)")
 	}
 	if strings.TrimSpace(s.Review.Command) == "" {
-		add("review.command is empty")
+		add("review.command", "is empty")
 	}
 	if len(s.Runtime.Enabled) == 0 {
-		add("runtimes.enabled is empty: no runtime could review")
+		add("runtimes.enabled", "is empty: no runtime could review")
 	}
 	if len(p) > 0 {
 		return fmt.Errorf("server config:\n  %s", strings.Join(p, "\n  "))
 	}
 	return nil
+}
+
+// ServerKeyName renders a configuration key with its environment variable, "key (ENV)", as
+// every error about a setting names it.
+func ServerKeyName(key string) string {
+	for _, ev := range ServerEnvVars() {
+		if ev.Key == key {
+			return key + " (" + ev.Name + ")"
+		}
+	}
+	return key
+}
+
+// ServerPreviousKeys decodes PreviousPublicKeys (validated by Validate).
+func (s *Server) ServerPreviousKeys() [][]byte {
+	var out [][]byte
+	for _, k := range s.PreviousPublicKeys {
+		if b, err := hex.DecodeString(strings.TrimSpace(k)); err == nil && len(b) == 32 {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // ServerCheckPrivateKey reports whether pemBytes holds an RSA private key GitHub Apps accept

@@ -104,7 +104,12 @@ func TestLoadServerRefuses(t *testing.T) {
 		{"bad url", with("GITHUB_V3_API_URL", "ftp://x"), "v3_api_url"},
 		{"bad duration", with("LENSGATE_JOB_TIMEOUT", "soon"), "LENSGATE_JOB_TIMEOUT"},
 		{"zero workers", with("LENSGATE_QUEUE_WORKERS", "0"), "worker"},
-		{"no runtimes", with("LENSGATE_RUNTIMES", " , "), "runtimes.enabled"},
+		{"no runtimes", with("LENSGATE_RUNTIMES", " , "), "runtimes.enabled (LENSGATE_RUNTIMES): is empty"},
+		{"zero queue size names key and env", with("LENSGATE_QUEUE_SIZE", "0"), "queue.size (LENSGATE_QUEUE_SIZE): must be at least 1"},
+		{"bad log level names key and env", with("LENSGATE_LOG_LEVEL", "loud"), "log_level (LENSGATE_LOG_LEVEL)"},
+		{"bad previous key", with("LENSGATE_PREVIOUS_PUBLIC_KEYS", strings.Repeat("ab", 32)+",xyz"), "previous_public_keys[1] (LENSGATE_PREVIOUS_PUBLIC_KEYS)"},
+		{"negative catch-up", with("LENSGATE_CATCHUP_WINDOW", "-1h"), "queue.catchup_window (LENSGATE_CATCHUP_WINDOW)"},
+		{"empty secret names env", with("GITHUB_APP_WEBHOOK_SECRET", ""), "github.app.webhook_secret (GITHUB_APP_WEBHOOK_SECRET): is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,5 +145,34 @@ func TestServerEnvVarsNamesAreUnique(t *testing.T) {
 		if !strings.HasPrefix(ev.Name, "GITHUB_") && !strings.HasPrefix(ev.Name, "LENSGATE_") {
 			t.Fatalf("%s lacks a GITHUB_ or LENSGATE_ prefix", ev.Name)
 		}
+	}
+}
+
+func TestLoadServerTypeErrorNamesKey(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "server.yml")
+	if err := os.WriteFile(cfg, []byte("listen: :1\nqueue:\n  size: 3\n  workers: many\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadServer(cfg, envMap(nil))
+	if err == nil || !strings.Contains(err.Error(), "line 4: queue.workers (LENSGATE_QUEUE_WORKERS):") {
+		t.Fatalf("err = %v, want the line, key and env var", err)
+	}
+}
+
+func TestServerPreviousKeysAndDefaults(t *testing.T) {
+	key := testRSAKeyPEM(t)
+	k1 := strings.Repeat("01", 32)
+	s, err := LoadServer("", envMap(map[string]string{
+		"GITHUB_APP_INTEGRATION_ID": "1", "GITHUB_APP_WEBHOOK_SECRET": "x", "GITHUB_APP_PRIVATE_KEY": key,
+		"LENSGATE_PREVIOUS_PUBLIC_KEYS": " " + k1 + " ,",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pk := s.ServerPreviousKeys(); len(pk) != 1 || pk[0][0] != 1 {
+		t.Fatalf("previous keys %x", pk)
+	}
+	if s.Queue.CatchupWindow != 24*time.Hour || s.AuditFile == "" {
+		t.Fatalf("defaults %+v", s.Queue)
 	}
 }

@@ -242,6 +242,9 @@ func TestConfigEditInPullRequestUsesBasePolicy(t *testing.T) {
 	if p.Config.Origin != handlers.OriginRepository || p.Config.Source != fixtureRepo+"@"+fixtureRef || p.Config.Path != ".asdd.yml" {
 		t.Fatalf("config source %+v, want the base branch", p.Config)
 	}
+	if p.Repo == nil || p.Repo.Review.MaxDiffLines != 1234 {
+		t.Fatalf("publication carries configuration %+v", p.Repo)
+	}
 	if len(e.reviewer.cfgs) != 1 || e.reviewer.cfgs[0].Review.MaxDiffLines != 1234 {
 		t.Fatalf("reviewed with %+v, want the base branch's max_diff_lines 1234", e.reviewer.cfgs)
 	}
@@ -264,7 +267,7 @@ func TestInvalidBaseConfigFailsGateWithLine(t *testing.T) {
 		t.Fatalf("publications %d", len(pubs))
 	}
 	p := pubs[0]
-	if e.reviewer.calls() != 0 {
+	if e.reviewer.calls() != 0 || p.Repo != nil {
 		t.Fatal("reviewed with defaults despite an invalid configuration")
 	}
 	if len(p.ConfigProblems) == 0 || p.Decision == nil || p.Decision.Gate.State != review.OutcomeFailed {
@@ -399,5 +402,20 @@ func TestPipelineFindingsReachPublication(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("conflict marker not found in %+v", d.Findings)
+	}
+}
+
+func TestCatchupRedeliversFailedDeliveriesAtStart(t *testing.T) {
+	gh := githubfake.New(t)
+	failed := gh.AddHookDelivery(githubfake.HookDelivery{GUID: "g-failed", Event: "pull_request", Action: "opened", StatusCode: http.StatusServiceUnavailable, DeliveredAt: time.Now().Add(-time.Hour)})
+	gh.AddHookDelivery(githubfake.HookDelivery{GUID: "g-ok", Event: "pull_request", Action: "opened", StatusCode: http.StatusAccepted, DeliveredAt: time.Now().Add(-time.Hour)})
+	e := newEnvOn(t, gh, func(c *config.Server, _ *handlers.Options) { c.Queue.CatchupWindow = 24 * time.Hour })
+	select {
+	case <-e.app.CatchupDone():
+	case <-time.After(20 * time.Second):
+		t.Fatal("catch-up did not finish")
+	}
+	if got := gh.Redeliveries(); len(got) != 1 || got[0] != failed.ID {
+		t.Fatalf("redeliveries %v, want only %d", got, failed.ID)
 	}
 }

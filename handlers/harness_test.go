@@ -131,7 +131,12 @@ type envOption func(*config.Server, *handlers.Options)
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
-	gh := githubfake.New(t)
+	return newEnvOn(t, githubfake.New(t), opts...)
+}
+
+// newEnvOn starts the App against a fake GitHub the test prepared.
+func newEnvOn(t testing.TB, gh *githubfake.Server, opts ...envOption) *env {
+	t.Helper()
 	ac := gh.AppConfig()
 	cfg := config.DefaultServer()
 	cfg.GitHub.WebURL, cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL = ac.WebURL, ac.V3APIURL, ac.V4APIURL
@@ -140,6 +145,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	cfg.GitHub.App.PrivateKey = ac.App.PrivateKey
 	cfg.GitHub.Timeout = 2 * time.Second
 	cfg.Review.SnapshotAttempts = 3
+	cfg.Queue.CatchupWindow = 0 // tests that want catch-up turn it on
 	e := &env{t: t, gh: gh, pub: newRecordingPublisher(), logs: &bytes.Buffer{}, reg: prometheus.NewRegistry()}
 	e.reviewer = &countingReviewer{next: newPipeline(t)}
 	o := handlers.Options{

@@ -33,6 +33,8 @@ type Publication struct {
 	Subject *review.Subject
 	// Config says where the policy came from.
 	Config ConfigSource
+	// Repo is the trusted configuration the run used; nil when it is invalid.
+	Repo *config.Repo
 	// ConfigProblems lists what is wrong with the trusted configuration; when non-empty the
 	// Decision is a failing gate carrying these problems and no lens ran.
 	ConfigProblems config.Problems

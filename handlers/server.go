@@ -26,6 +26,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/handlers/queue/catchup"
 )
 
 // Routes served by the App.
@@ -84,7 +85,9 @@ type Server struct {
 	keys     []ed25519.PublicKey
 	version  string
 	role     string
-	ready    atomic.Bool
+	// catchupDone is closed when the start-up catch-up finished (nil when it does not run).
+	catchupDone chan struct{}
+	ready       atomic.Bool
 	started  atomic.Bool
 }
 
@@ -225,10 +228,36 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("start queue: %w", err)
 		}
 	}
+	if s.role != RoleWorker && s.cfg.Queue.CatchupWindow > 0 {
+		s.catchupDone = make(chan struct{})
+		go s.catchup(ctx)
+	}
 	s.ready.Store(true)
 	s.log.Info().Int64("app_id", app.ID).Str("app_slug", app.Slug).Str("role", s.role).Msg("GitHub App ready")
 	return nil
 }
+
+// catchup asks GitHub to redeliver the webhook deliveries that failed while no replica was up
+// (GitHub does not retry them). Redelivered events are ordinary deliveries: a duplicate id is
+// ignored by the queue.
+func (s *Server) catchup(ctx context.Context) {
+	defer close(s.catchupDone)
+	client, err := s.clients.NewAppClient()
+	if err != nil {
+		s.log.Warn().Err(err).Msg("catch-up skipped: no App client")
+		return
+	}
+	res, err := catchup.Redeliver(ctx, client, catchup.Options{Window: s.cfg.Queue.CatchupWindow, Logger: &s.log})
+	ev := s.log.Info()
+	if err != nil {
+		ev = s.log.Warn().Err(err)
+	}
+	ev.Int("scanned", res.Scanned).Int("failed", res.Failed).Int("redelivered", len(res.Redelivered)).
+		Int("skipped", res.Skipped).Dur("window", s.cfg.Queue.CatchupWindow).Msg("webhook catch-up")
+}
+
+// CatchupDone is closed once the start-up catch-up has finished; nil when it is off.
+func (s *Server) CatchupDone() <-chan struct{} { return s.catchupDone }
 
 // CheckApp authenticates as the App and reads GET /app, so a wrong id, key or API URL stops the
 // server at start instead of at the first webhook.

@@ -123,7 +123,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		return w.operational(ctx, client, job, bindPartial(pr), err)
 	}
 	subj := BindPull(snap)
-	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, ConfigProblems: trusted.Problems}
+	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
 	pub.Proposed = w.proposedConfig(ctx, client, subj)
 	if pub.Proposed != nil {
 		ev := log.Info().Str("path", pub.Proposed.Path).Int("problems", len(pub.Proposed.Problems))
@@ -180,7 +180,7 @@ func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job que
 		return err
 	}
 	subj := BindIssue(job.Owner, job.Repo, x.RepositoryNodeID, is)
-	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, ConfigProblems: trusted.Problems}
+	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
 	if len(trusted.Problems) > 0 || w.Triager == nil {
 		if len(trusted.Problems) > 0 {
 			w.count("issue", "invalid-config")

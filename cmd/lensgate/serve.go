@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,10 +127,10 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	if f := cfg.Review.DefaultConfigFile; f != "" {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return fail(fmt.Errorf("review.default_config_file: %w", err))
+			return fail(fmt.Errorf("%s: %w", config.ServerKeyName("review.default_config_file"), err))
 		}
 		if defaultRepo, err = config.ParseRepo(f, data); err != nil {
-			return fail(fmt.Errorf("review.default_config_file: %w", err))
+			return fail(fmt.Errorf("%s: %w", config.ServerKeyName("review.default_config_file"), err))
 		}
 	}
 
@@ -138,12 +139,18 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	if cfg.SigningKeyFile != "" {
 		k, err := disclosure.LoadPrivateKey(cfg.SigningKeyFile)
 		if err != nil {
-			return fail(fmt.Errorf("signing_key_file: %w", err))
+			return fail(fmt.Errorf("%s: %w", config.ServerKeyName("signing_key_file"), err))
 		}
 		keys = append(keys, k.Public().(ed25519.PublicKey))
 		signer = &disclosure.Signer{Key: k}
 	} else {
 		log.Warn().Msg("no signing_key_file: reviews are published without signed receipts")
+	}
+	// Retired keys follow the current one so receipts they signed stay verifiable.
+	for _, pk := range cfg.ServerPreviousKeys() {
+		if !slices.ContainsFunc(keys, func(k ed25519.PublicKey) bool { return k.Equal(ed25519.PublicKey(pk)) }) {
+			keys = append(keys, ed25519.PublicKey(pk))
+		}
 	}
 
 	var pub handlers.Publisher = handlers.LogPublisher{}

@@ -99,6 +99,11 @@ func TestServeRunsAndShutsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	oldPub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LENSGATE_PREVIOUS_PUBLIC_KEYS", hex.EncodeToString(oldPub)+","+hex.EncodeToString(pub))
 	cfgFile := filepath.Join(dir, "server.yml")
 	addr := freeAddr(t)
 	if err := os.WriteFile(cfgFile, []byte("listen: "+addr+"\nsigning_key_file: "+keyFile+"\nshutdown_timeout: 5s\n"), 0o600); err != nil {
@@ -138,11 +143,12 @@ func TestServeRunsAndShutsDown(t *testing.T) {
 	}
 	code, body := get(handlers.RouteKeys)
 	var ks handlers.KeySet
-	if err := json.Unmarshal([]byte(body), &ks); code != http.StatusOK || err != nil || len(ks.Keys) != 1 {
+	// The current key first, then the retired one; the current key listed again is not repeated.
+	if err := json.Unmarshal([]byte(body), &ks); code != http.StatusOK || err != nil || len(ks.Keys) != 2 {
 		t.Fatalf("keys %d %s", code, body)
 	}
-	if ks.Keys[0].Hex != hex.EncodeToString(pub) || ks.Keys[0].Crv != "Ed25519" || len(pub) != ed25519.PublicKeySize {
-		t.Fatalf("served key %+v, want %x", ks.Keys[0], pub)
+	if ks.Keys[0].Hex != hex.EncodeToString(pub) || ks.Keys[0].Crv != "Ed25519" || ks.Keys[1].Hex != hex.EncodeToString(oldPub) {
+		t.Fatalf("served keys %+v, want %x then %x", ks.Keys, pub, oldPub)
 	}
 	// A signed unknown event is acknowledged; a metric scrape shows the App and client metrics.
 	req, _ := githubfake.WebhookRequest(base+handlers.RouteHook, "star", "d1", gh.WebhookSecret(), []byte(`{"action":"created"}`))
