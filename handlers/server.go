@@ -88,7 +88,7 @@ type Server struct {
 	// catchupDone is closed when the start-up catch-up finished (nil when it does not run).
 	catchupDone chan struct{}
 	ready       atomic.Bool
-	started  atomic.Bool
+	started     atomic.Bool
 }
 
 // New assembles the App without contacting GitHub; Start does that.
