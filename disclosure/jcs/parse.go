@@ -333,6 +333,10 @@ func (p *parser) str() (string, error) {
 	// Fast path: no escapes.
 	for p.pos < len(p.data) {
 		c := p.data[p.pos]
+		if !stringSpecial[c] {
+			p.pos++
+			continue
+		}
 		if c == '"' {
 			s := string(p.data[start:p.pos])
 			p.pos++
@@ -341,10 +345,7 @@ func (p *parser) str() (string, error) {
 		if c == '\\' {
 			break
 		}
-		if c < 0x20 {
-			return "", p.fail("control character in string")
-		}
-		p.pos++
+		return "", p.fail("control character in string")
 	}
 	buf := make([]byte, 0, p.pos-start+16)
 	buf = append(buf, p.data[start:p.pos]...)
@@ -417,6 +418,16 @@ func (p *parser) str() (string, error) {
 		}
 	}
 }
+
+// stringSpecial marks the bytes that end the plain run of a string: quote, backslash and
+// control characters (a read-only table).
+var stringSpecial = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 func (p *parser) hex4() (rune, error) {
 	if p.pos+4 > len(p.data) {
