@@ -177,8 +177,8 @@ type Run struct {
 	Lens     string    `json:"lens"`
 	Runtime  string    `json:"runtime"`
 	Model    string    `json:"model,omitempty"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
+	Started  time.Time `json:"started,omitzero"`
+	Finished time.Time `json:"finished,omitzero"`
 	Outcome  Outcome   `json:"outcome"`
 	Cause    string    `json:"cause,omitempty"`
 }
