@@ -1,0 +1,170 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/google/go-github/v62/github"
+	"github.com/prometheus/client_golang/prometheus"
+	metrics "github.com/rcrowley/go-metrics"
+)
+
+func TestIsCommand(t *testing.T) {
+	tests := []struct {
+		body string
+		want bool
+	}{
+		{"/lensgate review", true},
+		{"  /lensgate review  ", true},
+		{"\n\n/lensgate review\nthanks", true},
+		{"/lensgate review please", false},
+		{"please /lensgate review", false},
+		{"/lensgate", false},
+		{"", false},
+		{"> /lensgate review", false},
+	}
+	for _, tt := range tests {
+		if got := IsCommand(tt.body, "/lensgate review"); got != tt.want {
+			t.Errorf("IsCommand(%q) = %v", tt.body, got)
+		}
+	}
+}
+
+func TestSplitMetricName(t *testing.T) {
+	tests := []struct {
+		in     string
+		name   string
+		labels [][2]string
+	}{
+		{"github.requests", "lensgate_github_requests", nil},
+		{"github.requests.2xx", "lensgate_github_requests_2xx", nil},
+		{"github.rate.remaining[installation:12]", "lensgate_github_rate_remaining", [][2]string{{"installation", "12"}}},
+		{"github.handler.error[event:pull_request]", "lensgate_github_handler_error", [][2]string{{"event", "pull_request"}}},
+	}
+	for _, tt := range tests {
+		name, labels := splitMetricName(tt.in)
+		if name != tt.name || !slices.Equal(labels, tt.labels) {
+			t.Errorf("splitMetricName(%q) = %q %v", tt.in, name, labels)
+		}
+	}
+}
+
+func TestGoMetricsBridge(t *testing.T) {
+	gm := metrics.NewRegistry()
+	metrics.GetOrRegisterCounter("github.requests", gm).Inc(3)
+	metrics.GetOrRegisterGauge("github.rate.remaining[installation:7]", gm).Update(4999)
+	metrics.GetOrRegisterHistogram("github.event.age", gm, metrics.NewUniformSample(10)).Update(12)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(goMetricsCollector{reg: gm})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.Counter != nil:
+				got[mf.GetName()] = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				got[mf.GetName()+"{"+m.GetLabel()[0].GetValue()+"}"] = m.GetGauge().GetValue()
+			case m.Summary != nil:
+				got[mf.GetName()] = float64(m.GetSummary().GetSampleCount())
+			}
+		}
+	}
+	want := map[string]float64{
+		"lensgate_github_requests_total":    3,
+		"lensgate_github_rate_remaining{7}": 4999,
+		"lensgate_github_event_age":         1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+}
+
+func ghErr(status int, header http.Header) error {
+	return &github.ErrorResponse{Response: &http.Response{StatusCode: status, Header: header, Request: &http.Request{Method: "GET", URL: &url.URL{}}}}
+}
+
+func TestClassify(t *testing.T) {
+	retryAfter := time.Second
+	tests := []struct {
+		name      string
+		err       error
+		permanent bool
+		after     time.Duration // > 0: a server-given delay
+	}{
+		{"500", ghErr(500, nil), false, 0},
+		{"502", ghErr(502, nil), false, 0},
+		{"429", ghErr(429, nil), false, 0},
+		{"429 with Retry-After", ghErr(429, http.Header{"Retry-After": {"2"}}), false, 2 * time.Second},
+		{"404", ghErr(404, nil), true, 0},
+		{"403 plain", ghErr(403, nil), true, 0},
+		{"422", ghErr(422, nil), true, 0},
+		{"secondary rate limit", &github.AbuseRateLimitError{Response: &http.Response{StatusCode: 403}, RetryAfter: &retryAfter}, false, time.Second},
+		{"primary rate limit soon", &github.RateLimitError{Rate: github.Rate{Reset: github.Timestamp{Time: time.Now().Add(2 * time.Second)}}, Response: &http.Response{StatusCode: 403}}, false, 2 * time.Second},
+		{"timeout", context.DeadlineExceeded, false, 0},
+		{"url timeout", &url.Error{Op: "Get", URL: "x", Err: context.DeadlineExceeded}, false, 0},
+		{"other", errors.New("boom"), true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := classify(tt.err, 10*time.Second)
+			var pe *backoff.PermanentError
+			if errors.As(got, &pe) != tt.permanent {
+				t.Fatalf("classify = %v, permanent want %v", got, tt.permanent)
+			}
+			var ra *backoff.RetryAfterError
+			if tt.after > 0 && (!errors.As(got, &ra) || ra.Duration != tt.after) {
+				t.Fatalf("classify = %v, want retry after %s", got, tt.after)
+			}
+		})
+	}
+	// A reset far beyond the backoff cap is not waited for: it is an outage for this run.
+	far := &github.RateLimitError{Rate: github.Rate{Reset: github.Timestamp{Time: time.Now().Add(time.Hour)}}, Response: &http.Response{StatusCode: 403}}
+	var ra *backoff.RetryAfterError
+	if got := classify(far, 10*time.Second); errors.As(got, &ra) {
+		t.Fatalf("waited %s for a rate-limit reset an hour away", ra.Duration)
+	}
+}
+
+func TestFetcherGivesUpWithOperationalError(t *testing.T) {
+	f := Fetcher{Attempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
+	calls := 0
+	err := f.do(context.Background(), "read thing", func(context.Context) error { calls++; return ghErr(503, nil) })
+	var oe *OperationalError
+	if !errors.As(err, &oe) || oe.Attempts != 3 || calls != 3 || oe.Op != "read thing" {
+		t.Fatalf("err %v after %d calls", err, calls)
+	}
+	calls = 0
+	err = f.do(context.Background(), "read thing", func(context.Context) error { calls++; return ghErr(404, nil) })
+	if errors.As(err, &oe) || calls != 1 || !isNotFound(err) {
+		t.Fatalf("404: err %v after %d calls", err, calls)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("superseded"))
+	err = f.do(ctx, "read thing", func(context.Context) error { return ghErr(503, nil) })
+	if errors.As(err, &oe) || err == nil {
+		t.Fatalf("cancelled: %v, want the cancellation, not an outage", err)
+	}
+}
+
+func TestSameRepoAndCanWrite(t *testing.T) {
+	if !sameRepo("o/r@main", "o", "r") || !sameRepo("o/r", "o", "r") || sameRepo("o/r2@main", "o", "r") || sameRepo("o/.github@main", "o", "r") {
+		t.Fatal("sameRepo")
+	}
+	for perm, want := range map[string]bool{"admin": true, "maintain": true, "write": true, "triage": false, "read": false, "none": false, "": false} {
+		if got := canWrite(&github.RepositoryPermissionLevel{Permission: &perm}); got != want {
+			t.Errorf("canWrite(%q) = %v", perm, got)
+		}
+	}
+}
