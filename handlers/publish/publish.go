@@ -230,7 +230,8 @@ func (r *run) finish(ctx context.Context) error {
 }
 
 // publishPull publishes a pull request decision. Order: disclosure (so the receipt exists),
-// gate check, review, advisory comment, reactions and per-lens checks.
+// review (so what could not be placed inline is known), gate check, advisory comment,
+// reactions and per-lens checks.
 func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 	d := pub.Decision
 	pr, err := r.getPull(ctx)
@@ -250,8 +251,11 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 		return
 	}
 	sticky, err := r.findSticky(ctx)
+	stickyKnown := err == nil
 	if err != nil {
 		r.fail(err)
+		// Without knowing whether the comment exists, creating one could duplicate it.
+		r.notes = append(r.notes, "advisory comment not written: the existing comments could not be listed")
 	}
 	plan, err := r.planInline(ctx, pub.Subject, d)
 	if err != nil {
@@ -263,7 +267,9 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 		r.postReview(ctx, d, &plan)
 	}
 	r.completeGate(ctx, d, rc, plan.moved)
-	r.upsertSticky(ctx, pub, sticky, rc, plan)
+	if stickyKnown {
+		r.upsertSticky(ctx, pub, sticky, rc, plan)
+	}
 	if !r.unchanged {
 		r.reactions(ctx, d) // reacting again to the same outcome would only repeat a write
 	}

@@ -414,6 +414,8 @@ func TestGitHubFailures(t *testing.T) {
 		// tamper changes the subject the publisher believes in (a stale snapshot).
 		tamper func(s *review.Subject, d *review.Decision)
 		check  func(t *testing.T, e *testEnv)
+		// failed: Publish reports an error and writes no advisory comment.
+		failed bool
 	}{
 		{"422 on one inline comment", nil, nil, func(s *review.Subject, d *review.Decision) {
 			// The snapshot claims main.go:6 is in the diff; GitHub's files say otherwise.
@@ -429,49 +431,59 @@ func TestGitHubFailures(t *testing.T) {
 			if c := e.botComments(); len(c) != 1 || !strings.Contains(c[0].Body, "stale line") {
 				t.Fatalf("refused comment not moved to the summary")
 			}
-		}},
+		}, false},
 		{"403 secondary rate limit with Retry-After", nil, func(e *testEnv) {
 			e.gh.SecondaryRateLimitNext(routeComment, 1, 1)
 		}, nil, func(t *testing.T, e *testEnv) {
 			if n := e.gh.CallCount(routeComment); n != 2 {
 				t.Errorf("comment create calls = %d, want 2", n)
 			}
-		}},
+		}, false},
 		{"500 after the comment landed", nil, func(e *testEnv) {
 			e.gh.Inject(routeComment, githubfake.Fault{Status: http.StatusInternalServerError, AfterWrite: true})
 		}, nil, func(t *testing.T, e *testEnv) {
 			if n := e.gh.CallCount(routeComment); n != 1 {
 				t.Errorf("comment create calls = %d, want 1 (found on re-check)", n)
 			}
-		}},
+		}, false},
 		{"500 after the review landed", nil, func(e *testEnv) {
 			e.gh.Inject(routeReview, githubfake.Fault{Status: http.StatusBadGateway, AfterWrite: true})
 		}, nil, func(t *testing.T, e *testEnv) {
 			if n := len(e.gh.Reviews(repoFull, 1)); n != 1 {
 				t.Errorf("reviews = %d", n)
 			}
-		}},
+		}, false},
 		{"500 twice on the check update", nil, func(e *testEnv) {
 			e.gh.FailNext(routeCheck, http.StatusInternalServerError, 2)
 		}, nil, func(t *testing.T, e *testEnv) {
 			if r := e.gateRuns(head1); len(r) != 1 || r[0].Conclusion != "failure" {
 				t.Errorf("gate = %+v", r)
 			}
-		}},
+		}, false},
 		{"timeout on the comment create", func(o *Options) { o.CallTimeout = 300 * time.Millisecond }, func(e *testEnv) {
 			e.gh.DelayNext(routeComment, time.Minute, 1)
 		}, nil, func(t *testing.T, e *testEnv) {
 			if n := e.gh.CallCount(routeComment); n != 2 {
 				t.Errorf("comment create calls = %d, want 2 (timed out, then retried)", n)
 			}
-		}},
+		}, false},
+		{"comments cannot be listed", nil, func(e *testEnv) {
+			e.gh.FailNext("GET /repos/{owner}/{repo}/issues/{number}/comments", http.StatusInternalServerError, 10)
+		}, nil, func(t *testing.T, e *testEnv) {
+			if n := e.gh.CallCount(routeComment); n != 0 {
+				t.Errorf("comment created without knowing the existing ones (%d calls)", n)
+			}
+			if g := e.gateRuns(head1); len(g) != 1 || !strings.Contains(g[0].Text, "advisory comment not written") {
+				t.Errorf("the failure is not reported in the check run")
+			}
+		}, true},
 		{"500 after the body landed", nil, func(e *testEnv) {
 			e.gh.Inject(routeBody, githubfake.Fault{Status: http.StatusBadGateway, AfterWrite: true})
 		}, nil, func(t *testing.T, e *testEnv) {
 			if n := e.gh.CallCount(routeBody); n != 1 {
 				t.Errorf("body writes = %d, want 1", n)
 			}
-		}},
+		}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -493,12 +505,12 @@ func TestGitHubFailures(t *testing.T) {
 			if err := e.p.Begin(ctx, e.cl, pub); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+			if err := e.p.Publish(ctx, e.cl, pub); (err != nil) != tc.failed {
 				t.Fatalf("publish: %v", err)
 			}
 			tc.check(t, e)
-			if c := e.botComments(); len(c) != 1 {
-				t.Fatalf("advisory comments = %d, want 1", len(c))
+			if c := e.botComments(); len(c) != map[bool]int{false: 1, true: 0}[tc.failed] {
+				t.Fatalf("advisory comments = %d", len(c))
 			}
 			if r := e.gateRuns(head1); len(r) != 1 || r[0].Status != "completed" {
 				t.Fatalf("gate = %+v", r)
