@@ -102,7 +102,12 @@ func (p *Publisher) call(ctx context.Context, op string, fn func(context.Context
 	var lastStatus int
 	for attempt := 1; attempt <= attempts; attempt++ {
 		if attempt > 1 && recheck != nil {
-			if done, err := recheck(ctx); err == nil && done {
+			done, err := recheck(ctx)
+			if err != nil {
+				// Not knowing whether the write landed, repeating it could duplicate it.
+				return &CallError{Op: op, Status: lastStatus, Err: errors.Join(lastErr, fmt.Errorf("re-check before retrying: %w", err))}
+			}
+			if done {
 				zerolog.Ctx(ctx).Info().Str("op", op).Msg("write landed despite the failed answer; not repeated")
 				return nil
 			}
