@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -748,5 +749,35 @@ func TestRenderBlockVersionAndRefusal(t *testing.T) {
 	tree["observations"] = []any{"x"}
 	if _, err := RenderBlock(tree, ""); err == nil {
 		t.Fatal("rendered an invalid predicate")
+	}
+}
+
+// TestLargestPayloadVerifiesWithBoundedMemory signs a statement just under the 8 MiB budget and
+// checks that verifying it allocates a small multiple of its size.
+func TestLargestPayloadVerifiesWithBoundedMemory(t *testing.T) {
+	p := typicalPredicate()
+	p.Limitations = append(p.Limitations, strings.Repeat("x", dsse.MaxPayload-8192))
+	rc, err := Emit(p, testSigner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{PublicKey: testPub(), ExpectedSubjectDigest: rc.SubjectDigest, Policy: DefaultPolicy()}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r := Verify(rc.Envelope, opts)
+	runtime.ReadMemStats(&after)
+	if !r.OK {
+		t.Fatalf("largest receipt: %v", r.Errors)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("verifying a %d byte envelope allocated %d bytes", len(rc.Envelope), alloc)
+	if alloc > 8*uint64(len(rc.Envelope)) {
+		t.Fatalf("verifying a %d byte envelope allocated %d bytes", len(rc.Envelope), alloc)
+	}
+	// One byte more than the budget is refused at emission.
+	p.Limitations[len(p.Limitations)-1] += strings.Repeat("x", 8192)
+	if _, err := Emit(p, testSigner()); err == nil {
+		t.Fatal("payload over 8 MiB was signed")
 	}
 }
