@@ -2,8 +2,10 @@ package disclosure
 
 import (
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"slices"
 	"testing"
 )
 
@@ -91,7 +93,7 @@ func TestCap1PredicateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := Verify(rc.Envelope, Options{PublicKey: testPub(), ExpectedSubjectDigest: rc.SubjectDigest, Policy: DefaultPolicy()})
-	if !r.OK || contains(r.AdvisoryCodes, AdvisoryCoverageLegacy) {
+	if !r.OK || slices.Contains(r.AdvisoryCodes, AdvisoryCoverageLegacy) {
 		t.Fatalf("CAP-1 receipt: ok=%v advisories=%v errors=%v", r.OK, r.AdvisoryCodes, r.Errors)
 	}
 	// A failed unit cannot be part of a complete examination.
@@ -111,7 +113,7 @@ func TestKeyFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if PublicKeyHex(priv) != hexOf(pub) {
+	if PublicKeyHex(priv) != hex.EncodeToString(pub) {
 		t.Fatal("loaded key differs")
 	}
 	if _, err := GenerateKey(path, nil); err == nil {

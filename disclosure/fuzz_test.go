@@ -2,6 +2,7 @@ package disclosure
 
 import (
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -25,7 +26,7 @@ func FuzzVerify(f *testing.F) {
 		o := opts
 		o.Body = &body
 		for _, r := range []*Report{Verify(env, o), VerifyVersion(V03, env, o)} {
-			if contains(r.ReasonCodes, CodeInternalError) {
+			if slices.Contains(r.ReasonCodes, CodeInternalError) {
 				t.Fatalf("internal error: %v", r.Errors)
 			}
 			if r.OK && r.Automation == nil {

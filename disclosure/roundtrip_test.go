@@ -5,8 +5,11 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +148,7 @@ func TestCounterProofsFailForTheirIntendedReason(t *testing.T) {
 	}
 	checked := 0
 	for id, c := range er.Cases {
-		pj, err := jcs.Parse(mustRead(corpusDir + "/agent_review/" + id + "/predicate.json"))
+		pj, err := jcs.Parse(mustReadFile(corpusDir + "/agent_review/" + id + "/predicate.json"))
 		if err != nil {
 			continue // not a predicate case
 		}
@@ -185,8 +188,9 @@ func TestCounterProofsFailForTheirIntendedReason(t *testing.T) {
 	}
 }
 
-func mustRead(path string) []byte {
-	b, _ := readFileNoT(path)
+// mustReadFile returns the file's bytes, or nil when it does not exist.
+func mustReadFile(path string) []byte {
+	b, _ := os.ReadFile(path)
 	return b
 }
 
@@ -347,7 +351,7 @@ func TestTamperTurnsTheRightAxis(t *testing.T) {
 				"value": "2026-11-29T19:00:00Z", "assertedBy": "lensgate", "assurance": SelfDeclared})
 		}), func(o *Options) { o.Body = nil },
 			want{func(r *Report) bool {
-				return isFalse(r.TimeConsistencyOK) && r.EventTimeStatus == TimeConflict && contains(r.ReasonCodes, CodeTimeClaimsConflict)
+				return isFalse(r.TimeConsistencyOK) && r.EventTimeStatus == TimeConflict && slices.Contains(r.ReasonCodes, CodeTimeClaimsConflict)
 			}, BlockerReceiptNotOK}},
 	}
 	for _, tt := range tests {
@@ -364,20 +368,11 @@ func TestTamperTurnsTheRightAxis(t *testing.T) {
 				b, _ := json.MarshalIndent(r, "", " ")
 				t.Fatalf("wrong axis:\n%s", b)
 			}
-			if !contains(r.Automation.AutomationBlockers, tt.want.blocker) {
+			if !slices.Contains(r.Automation.AutomationBlockers, tt.want.blocker) {
 				t.Fatalf("blockers %v lack %s", r.Automation.AutomationBlockers, tt.want.blocker)
 			}
 		})
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func flipHex(h string, i int) string {
@@ -516,10 +511,10 @@ func TestEmitterRefusesWhatItCannotClaim(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := EmitTree(tt.pred, "", testSigner())
 			var refused *RefusedError
-			if !errorsAs(err, &refused) {
+			if !errors.As(err, &refused) {
 				t.Fatalf("not refused: %v", err)
 			}
-			if tt.code != "" && !contains(refused.Codes(), tt.code) {
+			if tt.code != "" && !slices.Contains(refused.Codes(), tt.code) {
 				t.Fatalf("codes %v lack %s: %v", refused.Codes(), tt.code, refused)
 			}
 		})
@@ -604,7 +599,7 @@ func TestCap1Rules(t *testing.T) {
 				}
 				return
 			}
-			if !contains(codes, tt.code) {
+			if !slices.Contains(codes, tt.code) {
 				t.Fatalf("codes %v lack %s (%v)", codes, tt.code, issues)
 			}
 			if ValidatePredicate(tree, V01) == nil {
@@ -638,7 +633,7 @@ func TestPolicyDecisions(t *testing.T) {
 			if strOr(r.PolicyDecision) != tt.decision || r.OK != (tt.decision == DecisionAccept) {
 				t.Fatalf("decision %s ok=%v", strOr(r.PolicyDecision), r.OK)
 			}
-			if tt.code != "" && !contains(r.ReasonCodes, tt.code) {
+			if tt.code != "" && !slices.Contains(r.ReasonCodes, tt.code) {
 				t.Fatalf("reason codes %v", r.ReasonCodes)
 			}
 			if !strings.HasPrefix(strOr(r.PolicyDigest), "sha256:") {
@@ -649,8 +644,8 @@ func TestPolicyDecisions(t *testing.T) {
 	opts := base
 	opts.Policy = nil
 	r := Verify(d.Receipt.Envelope, opts)
-	if r.PolicyDecision != nil || !r.OK || !contains(r.AdvisoryCodes, AdvisoryPolicyNotEvaluated) ||
-		!contains(r.Automation.AutomationBlockers, BlockerPolicyNotEvaluated) {
+	if r.PolicyDecision != nil || !r.OK || !slices.Contains(r.AdvisoryCodes, AdvisoryPolicyNotEvaluated) ||
+		!slices.Contains(r.Automation.AutomationBlockers, BlockerPolicyNotEvaluated) {
 		t.Fatalf("without policy: %v %v %v", r.PolicyDecision, r.AdvisoryCodes, r.Automation.AutomationBlockers)
 	}
 }
@@ -674,12 +669,12 @@ func TestDispatcherRefusals(t *testing.T) {
 	}
 	for name, tt := range tests {
 		r := Verify(tt.env, base)
-		if r.OK || r.PredicateVersionStatus != VersionUnknown || !contains(r.ReasonCodes, tt.code) || r.Automation != nil {
+		if r.OK || r.PredicateVersionStatus != VersionUnknown || !slices.Contains(r.ReasonCodes, tt.code) || r.Automation != nil {
 			t.Errorf("%s: ok=%v status=%s codes=%v", name, r.OK, r.PredicateVersionStatus, r.ReasonCodes)
 		}
 	}
 	// A sibling version given to a direct verifier.
-	if r := VerifyVersion(V01, d.Receipt.Envelope, base); r.OK || !contains(r.ReasonCodes, CodeUnknownPredicateVersion) {
+	if r := VerifyVersion(V01, d.Receipt.Envelope, base); r.OK || !slices.Contains(r.ReasonCodes, CodeUnknownPredicateVersion) {
 		t.Errorf("v0.2 receipt under the v0.1 verifier: %v", r.ReasonCodes)
 	}
 }
@@ -691,7 +686,7 @@ func TestCapsHoldWithBoundedMemory(t *testing.T) {
 	if r := VerifyVersion(V02, env, Options{PublicKey: testPub()}); r.OK || !isFalse(r.StructureOK) || r.CryptoOK != nil {
 		t.Fatalf("oversized payload: structure=%v crypto=%v", r.StructureOK, r.CryptoOK)
 	}
-	if r := Verify(env, Options{PublicKey: testPub()}); !contains(r.ReasonCodes, CodeEnvelopeUnreadable) {
+	if r := Verify(env, Options{PublicKey: testPub()}); !slices.Contains(r.ReasonCodes, CodeEnvelopeUnreadable) {
 		t.Fatalf("dispatcher read an oversized payload: %v", r.ReasonCodes)
 	}
 	// Envelopes beyond the input budget are not even parsed.
@@ -732,7 +727,7 @@ func TestLegacyDispatch(t *testing.T) {
 		t.Fatalf("legacy: ok=%v %s %v", r.OK, r.PredicateVersionStatus, r.AdvisoryCodes)
 	}
 	opts.Policy = nil
-	if r := Verify(env, opts); contains(r.AdvisoryCodes, AdvisoryArgumentDropped) {
+	if r := Verify(env, opts); slices.Contains(r.AdvisoryCodes, AdvisoryArgumentDropped) {
 		t.Fatal("argument reported as dropped though none was given")
 	}
 }

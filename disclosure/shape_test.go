@@ -1,6 +1,7 @@
 package disclosure
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -56,7 +57,7 @@ func TestStatementShapeCodes(t *testing.T) {
 		t.Run(tt.code, func(t *testing.T) {
 			env := resign(t, d.Receipt.Envelope, tt.edit)
 			r := VerifyVersion(V02, env, base)
-			if r.OK || !isFalse(r.StructureOK) || !contains(r.ReasonCodes, tt.code) {
+			if r.OK || !isFalse(r.StructureOK) || !slices.Contains(r.ReasonCodes, tt.code) {
 				t.Fatalf("ok=%v structure=%v codes=%v errors=%v", r.OK, r.StructureOK, r.ReasonCodes, r.Errors)
 			}
 			if !isTrue(r.CryptoOK) {
