@@ -481,6 +481,19 @@ func TestAuthRequired(t *testing.T) {
 	if _, _, err := s.TokenClient().Repositories.Get(context.Background(), "acme", "widgets"); err != nil {
 		t.Fatalf("token client: %v", err)
 	}
+	open := New(t, WithoutAuth(), WithAppSlug("other"))
+	open.AddRepo(Repo{Owner: "acme", Name: "widgets"})
+	bare, _ := github.NewClient(nil).WithEnterpriseURLs(open.APIURL(), open.APIURL())
+	c, _, err := bare.Issues.CreateComment(context.Background(), "acme", "widgets", 1, &github.IssueComment{Body: github.String("x")})
+	if err == nil {
+		t.Fatalf("comment on a missing issue: %v", c)
+	}
+	if _, _, err := bare.Repositories.Get(context.Background(), "acme", "widgets"); err != nil {
+		t.Fatalf("WithoutAuth: %v", err)
+	}
+	if open.BotLogin() != "other[bot]" {
+		t.Errorf("bot login %s", open.BotLogin())
+	}
 }
 
 func TestFromPayloadAndSign(t *testing.T) {
