@@ -94,7 +94,7 @@ func cap1Check(strataV, integrityV, absenceV any) []cap1Finding {
 		}
 	}
 	for _, um := range units {
-		if um["disposition"] == "withheld" && !isHex(reHex32to128, um["withheld_digest"]) {
+		if um["disposition"] == "withheld" && !isLowerHex(32, 128, um["withheld_digest"]) {
 			add("R3", CodeCap1WithheldWithoutDigest, "withheld unit %v needs withheld_digest", um["unit"])
 		}
 	}
@@ -105,7 +105,7 @@ func cap1Check(strataV, integrityV, absenceV any) []cap1Finding {
 		case !ok:
 			add("R4", CodeCap1BasisMissing, "stratum %v: basis must be an object", m["id"])
 		case b["kind"] == "catalogue":
-			if !isHex(reHex32to128, b["catalogue_digest"]) {
+			if !isLowerHex(32, 128, b["catalogue_digest"]) {
 				add("R4", CodeCap1BasisMissing, "stratum %v: catalogue basis needs catalogue_digest", m["id"])
 			}
 		case b["kind"] == "enumeration":

@@ -275,7 +275,7 @@ func shapeCheck(st any) issues {
 		if len(d) > 1 {
 			is.add(CodeSubjectDigestExtra, "subject digest carries other algorithms")
 		}
-		if !isHex(reHex64, h) {
+		if !isLowerHex(64, 64, h) {
 			is.add(CodeSubjectDigestForm, "subject sha256 is not 64 lowercase hex")
 		}
 	}

@@ -111,7 +111,7 @@ func ValidatePredicate(pred any, v Version) []Issue {
 				if !ok {
 					continue
 				}
-				if fc, present := fm["fixCommit"]; present && fc != nil && !isHex(reHex40, fc) {
+				if fc, present := fm["fixCommit"]; present && fc != nil && !isLowerHex(40, 40, fc) {
 					is.add(CodeFixCommitNotFullSHA, "declaration: findings[%d]: fixCommit must be a full 40-hex commit id", i)
 				}
 			}
@@ -223,12 +223,12 @@ func validateSubjectContext(is *issues, v any, _ bool) {
 		}
 	}
 	for _, k := range []string{"headSha", "baseSha"} {
-		if has(sc, k) && keys[k] && !isHex(reHex40, sc[k]) {
+		if has(sc, k) && keys[k] && !isLowerHex(40, 40, sc[k]) {
 			is.add("", "subjectContext: %s must be 40 lowercase hex characters", k)
 		}
 	}
 	for _, k := range []string{"reviewedDiffDigest", "bodyCoreDigest", "renderedDisclosureDigest"} {
-		if has(sc, k) && keys[k] && !isHex(reHex64, sc[k]) {
+		if has(sc, k) && keys[k] && !isLowerHex(64, 64, sc[k]) {
 			is.add("", "subjectContext: %s must be 64 lowercase hex characters", k)
 		}
 	}
@@ -278,7 +278,7 @@ func validateDeclaration(is *issues, v any, v2 bool) {
 		}
 	}
 	if root, present := d["findingsRoot"]; present {
-		if !isHex(reHex64, root) {
+		if !isLowerHex(64, 64, root) {
 			is.add(CodeFindingsRootMalformed, "declaration: findingsRoot must be 64 lowercase hex characters")
 		}
 	} else if n > 0 {
