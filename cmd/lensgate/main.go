@@ -82,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		kong.Name("lensgate"),
 		kong.Description("Named-lens pull request review with signed disclosure receipts."),
 		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{NoExpandSubcommands: true}),
 		kong.Vars{"version": version},
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(kongExit(code)) }),
