@@ -247,6 +247,10 @@ func (s *Server) editPull(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, "Validation Failed", "state is not a valid value")
 		return
 	}
+	if in.Body != nil && len(*in.Body) > maxCommentBody {
+		writeError(w, http.StatusUnprocessableEntity, "Validation Failed", "body is too long (maximum is 65536 characters)")
+		return
+	}
 	if in.Title != nil {
 		pr.Title = *in.Title
 	}
@@ -345,6 +349,10 @@ func (s *Server) editIssue(w http.ResponseWriter, r *http.Request) {
 		Labels *[]string `json:"labels"`
 	}
 	if !decodeBody(w, r, &in) {
+		return
+	}
+	if in.Body != nil && len(*in.Body) > maxCommentBody {
+		writeError(w, http.StatusUnprocessableEntity, "Validation Failed", "body is too long (maximum is 65536 characters)")
 		return
 	}
 	if in.Body != nil {

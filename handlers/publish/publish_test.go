@@ -691,3 +691,26 @@ func TestProposedConfigFeedback(t *testing.T) {
 		}
 	}
 }
+
+// A body too long to take the block keeps the author's text and still publishes the receipt.
+func TestBodyTooLongForTheBlock(t *testing.T) {
+	e := newTestEnv(t)
+	long := strings.Repeat("x", 65500)
+	e.gh.SetPullBody(repoFull, 1, long)
+	if err := e.runOnce("d1", review.OutcomeFailed); err != nil {
+		t.Fatal(err)
+	}
+	if e.gh.PullBody(repoFull, 1) != long {
+		t.Fatal("body changed")
+	}
+	if n := e.gh.CallCount("PATCH /repos/{owner}/{repo}/pulls/{number}"); n != 0 {
+		t.Errorf("body writes = %d", n)
+	}
+	c := e.botComments()
+	if len(c) != 1 || extractEnvelope(c[0].Body) == nil {
+		t.Fatal("receipt not published in the comment")
+	}
+	if g := e.gateRuns(head1); !strings.Contains(g[0].Text, "65,536") {
+		t.Error("the skipped block is not reported")
+	}
+}

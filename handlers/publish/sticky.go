@@ -216,6 +216,10 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 			r.notes = append(r.notes, "the body changed while publishing; receipt re-signed over the new body")
 			continue
 		}
+		if len(disc.Body) > maxCommentBody {
+			r.notes = append(r.notes, "disclosure block not written: the body would exceed GitHub's 65,536 characters; the receipt is in the comment")
+			return rc
+		}
 		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindDisclosure, Target: "body", BodyBefore: body, BodyAfter: disc.Body}) {
 			return rc
 		}
