@@ -3,6 +3,8 @@ package disclosure
 import (
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/lensgate/lensgate/disclosure/jcs"
 )
@@ -55,16 +57,12 @@ func truthy(v any) bool {
 	case map[string]any:
 		return len(x) > 0
 	case jcs.Number:
-		for i := 0; i < len(x); i++ {
-			c := x[i]
-			if c == 'e' || c == 'E' {
-				break
-			}
-			if c >= '1' && c <= '9' {
-				return true
-			}
+		if x.IsInt() {
+			// Any digit other than 0 makes an integer token non-zero, however long it is.
+			return strings.ContainsAny(string(x), "123456789")
 		}
-		return false
+		f, _ := strconv.ParseFloat(string(x), 64)
+		return f != 0 // 1e-400 underflows to 0.0, which is falsy as in the reference
 	}
 	return false
 }
