@@ -145,3 +145,46 @@ func visibleBlockRendering(pred map[string]any, body string) string {
 	}
 	return MatchMismatch
 }
+
+// CompactLine is the optional input of RenderCompact.
+type CompactLine struct {
+	ReceiptURL string // where the receipt file can be fetched
+	LogURL     string // a transparency log entry, if any
+	Witnessed  bool   // the log entry is in a witnessed checkpoint
+	HowToCheck string // free text appended last
+}
+
+// RenderCompact renders the single-line form of a receipt reference (for a comment or a
+// summary): "- " and the parts joined by " · ". receiptDigest is 64 hex characters.
+func RenderCompact(pred any, receiptDigest string, c CompactLine) (string, error) {
+	if _, err := BlockFields(pred); err != nil {
+		return "", err
+	}
+	if !isLowerHex(64, 64, receiptDigest) {
+		return "", fmt.Errorf("render: receipt digest must be 64 lowercase hex characters")
+	}
+	p := pred.(map[string]any)
+	d, _ := asObj(p["declaration"])
+	findings, _ := asArr(d["findings"])
+	count := fmt.Sprintf("%d findings", len(findings))
+	if total, ok := intValue(d["findingsTotal"]); ok && total != int64(len(findings)) {
+		count = fmt.Sprintf("%d listed of %d recorded findings", len(findings), total)
+	}
+	parts := []string{
+		"Agent review receipt: [" + receiptDigest[:12] + "](" + c.ReceiptURL + ")",
+		"`sha256:" + receiptDigest + "`",
+		count,
+		"assurance " + weakestRung(p) + ", not independently witnessed",
+	}
+	if c.LogURL != "" {
+		entry := "[transparency log entry](" + c.LogURL + ")"
+		if !c.Witnessed {
+			entry += ", not yet in a witnessed checkpoint"
+		}
+		parts = append(parts, entry)
+	}
+	if c.HowToCheck != "" {
+		parts = append(parts, c.HowToCheck)
+	}
+	return "- " + strings.Join(parts, " \u00b7 "), nil
+}

@@ -1,8 +1,10 @@
 package disclosure
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/disclosure/jcs"
 )
 
@@ -33,5 +35,34 @@ func TestTimestampForms(t *testing.T) {
 		if got := isTimestamp(s); got != want {
 			t.Errorf("isTimestamp(%q) = %v", s, got)
 		}
+	}
+}
+
+func TestRenderCompact(t *testing.T) {
+	tree, err := typicalPredicate().Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := strings.Repeat("ab", 32)
+	line, err := RenderCompact(tree, digest, CompactLine{ReceiptURL: "https://example.test/r.json", LogURL: "https://log.test/1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "- Agent review receipt: [abababababab](https://example.test/r.json) \u00b7 `sha256:" + digest +
+		"` \u00b7 5 findings \u00b7 assurance selfDeclared, not independently witnessed \u00b7 " +
+		"[transparency log entry](https://log.test/1), not yet in a witnessed checkpoint"
+	if line != want {
+		t.Fatalf("got\n%s\nwant\n%s", line, want)
+	}
+	// Inside a block, both the label and the digest are masked in the disclosure core.
+	other := strings.Repeat("cd", 32)
+	line2, _ := RenderCompact(tree, other, CompactLine{ReceiptURL: "https://example.test/r.json", LogURL: "https://log.test/1"})
+	d1, _ := DisclosureCoreDigest(block.Begin + "\n" + line + "\n" + block.End)
+	d2, _ := DisclosureCoreDigest(block.Begin + "\n" + line2 + "\n" + block.End)
+	if d1 != d2 {
+		t.Fatal("compact line digest is not masked")
+	}
+	if _, err := RenderCompact(tree, "short", CompactLine{}); err == nil {
+		t.Fatal("rendered a malformed digest")
 	}
 }
