@@ -303,3 +303,151 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 }
+
+// writablePaths are the files the server writes, from a loaded configuration: the audit
+// ledger and a SQLite queue.
+func writablePaths(t *testing.T, s *config.Server) []string {
+	t.Helper()
+	var out []string
+	if !s.DryRun {
+		out = append(out, s.AuditFile)
+	}
+	if p, ok := strings.CutPrefix(s.Queue.DSN, "sqlite://"); ok {
+		out = append(out, p)
+	}
+	for _, p := range out {
+		if !filepath.IsAbs(p) {
+			t.Errorf("%s: deployments should name absolute paths", p)
+		}
+	}
+	return out
+}
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(p, strings.TrimRight(d, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestKubernetesWritablePaths: with a read-only root filesystem, every file the server writes
+// must be on a writable volume, and a SQLite queue allows one pod at a time.
+func TestKubernetesWritablePaths(t *testing.T) {
+	cm := k8s(t, "kubernetes/base/configmap.yaml")
+	cfgPath := filepath.Join(t.TempDir(), "lensgate.yml")
+	if err := os.WriteFile(cfgPath, []byte(dig(t, cm, "data", "lensgate.yml").(string)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"GITHUB_APP_INTEGRATION_ID": "1", "GITHUB_APP_WEBHOOK_SECRET": "s", "LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE": writeAppKey(t)}
+	srv, err := config.LoadServer(cfgPath, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := k8s(t, "kubernetes/base/deployment.yaml")
+	spec := dig(t, dep, "spec", "template", "spec")
+	c := dig(t, spec, "containers", 0)
+	writableVolumes := map[string]bool{}
+	for _, v := range dig(t, spec, "volumes").([]any) {
+		vm := v.(map[string]any)
+		if vm["emptyDir"] != nil || vm["persistentVolumeClaim"] != nil {
+			writableVolumes[vm["name"].(string)] = true
+		}
+	}
+	var writable []string
+	for _, m := range dig(t, c, "volumeMounts").([]any) {
+		mm := m.(map[string]any)
+		if writableVolumes[mm["name"].(string)] && mm["readOnly"] != true {
+			writable = append(writable, mm["mountPath"].(string))
+		}
+	}
+	paths := writablePaths(t, srv)
+	if len(paths) == 0 {
+		t.Fatal("the ConfigMap names no audit file")
+	}
+	for _, p := range paths {
+		if !underAny(p, writable) {
+			t.Errorf("%s is not on a writable volume (writable: %v)", p, writable)
+		}
+	}
+	if strings.HasPrefix(srv.Queue.DSN, "sqlite://") {
+		if r := dig(t, dep, "spec", "replicas"); r != 1 {
+			t.Errorf("SQLite queue with %v replicas", r)
+		}
+		if s := dig(t, dep, "spec", "strategy", "type"); s != "Recreate" {
+			t.Errorf("SQLite queue with rollout strategy %v: two pods would share the file", s)
+		}
+	}
+
+	// The overlay runs several replicas, so it must move the queue to PostgreSQL.
+	patch := k8s(t, "kubernetes/overlays/example/deployment-patch.yaml")
+	if r, _ := dig(t, patch, "spec", "replicas").(int); r > 1 {
+		set := false
+		for _, e := range dig(t, patch, "spec", "template", "spec", "containers", 0, "env").([]any) {
+			set = set || dig(t, e, "name") == "LENSGATE_QUEUE_DSN"
+		}
+		if !set {
+			t.Errorf("overlay runs %d replicas without a shared queue (LENSGATE_QUEUE_DSN)", r)
+		}
+	}
+}
+
+// TestSystemdWritablePaths: under ProtectSystem=strict only the state directory is writable,
+// so the example configuration (installed as /etc/lensgate/lensgate.yml) must write there.
+func TestSystemdWritablePaths(t *testing.T) {
+	unit, err := os.ReadFile("systemd/lensgate.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writable []string
+	for _, m := range regexp.MustCompile(`(?m)^(StateDirectory|RuntimeDirectory|CacheDirectory|LogsDirectory)=(\S+)`).FindAllStringSubmatch(string(unit), -1) {
+		root := map[string]string{"StateDirectory": "/var/lib/", "RuntimeDirectory": "/run/", "CacheDirectory": "/var/cache/", "LogsDirectory": "/var/log/"}[m[1]]
+		writable = append(writable, root+m[2])
+	}
+	env := map[string]string{"LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE": writeAppKey(t)}
+	srv, err := config.LoadServer("lensgate.example.yml", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range writablePaths(t, srv) {
+		if !underAny(p, writable) {
+			t.Errorf("%s is outside the unit's writable directories %v", p, writable)
+		}
+	}
+	wd := regexp.MustCompile(`(?m)^WorkingDirectory=(\S+)`).FindStringSubmatch(string(unit))
+	if wd == nil || !slices.Contains(writable, wd[1]) {
+		t.Errorf("WorkingDirectory %v is not writable (relative paths would fail)", wd)
+	}
+}
+
+// TestDocsListEveryVariable: the operator docs (the configuration table in docs/operations.md,
+// docs/deploy.md) name every variable the server reads and no variable it does not, and
+// docs/deploy.md links the example configuration.
+func TestDocsListEveryVariable(t *testing.T) {
+	var text string
+	for _, f := range []string{"../docs/operations.md", "../docs/deploy.md"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text += string(data)
+	}
+	names := envNames(t)
+	for name, key := range names {
+		if !strings.Contains(text, "`"+name+"`") || !strings.Contains(text, "`"+key+"`") {
+			t.Errorf("the docs lack %s (%s)", name, key)
+		}
+	}
+	for _, m := range regexp.MustCompile("`((?:LENSGATE|GITHUB)_[A-Z0-9_]+)").FindAllStringSubmatch(text, -1) {
+		if names[m[1]] == "" && m[1] != "LENSGATE_CONFIG" && m[1] != "LENSGATE_ROLE" && !strings.HasPrefix(m[1], "LENSGATE_TEST_") {
+			t.Errorf("the docs name %s, which the server does not read", m[1])
+		}
+	}
+	deployDoc, _ := os.ReadFile("../docs/deploy.md")
+	for _, link := range []string{"../deploy/lensgate.example.yml", "operations.md#configuration", "runtimes.md", "keys.md", "troubleshooting.md", "metrics-and-logs.md"} {
+		if !strings.Contains(string(deployDoc), "("+link) {
+			t.Errorf("docs/deploy.md does not link %s", link)
+		}
+	}
+}

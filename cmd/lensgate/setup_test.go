@@ -8,14 +8,23 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"html"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers"
 )
 
 // manifestServer answers GitHub's manifest conversion for one code.
@@ -108,6 +117,10 @@ func TestAppManifest(t *testing.T) {
 		{"bad url", "name: x\n", "ftp://x", true},
 		{"empty", "", "https://x", true},
 		{"not yaml", "name: [", "https://x", true},
+		{"key GitHub refuses", "name: x\nwebhook_secret: s\n", "https://lg.example.com", true},
+		{"bad permission", "name: x\ndefault_permissions: {checks: all}\n", "https://lg.example.com", true},
+		{"events not a list", "name: x\ndefault_events: pull_request\n", "https://lg.example.com", true},
+		{"hook extra key", "name: x\nhook_attributes: {url: https://a, secret: s}\n", "https://lg.example.com", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,4 +133,178 @@ func TestAppManifest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSetupManifestFromAppYML reads the real app.yml: only keys GitHub takes, exactly the events
+// the App subscribes to, the least-privilege permissions, the webhook at --url.
+func TestSetupManifestFromAppYML(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"setup", "manifest", "--file", "../../app.yml", "--url", "https://lg.example.com/"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var m struct {
+		Name          string            `json:"name"`
+		URL           string            `json:"url"`
+		Public        *bool             `json:"public"`
+		Hook          map[string]any    `json:"hook_attributes"`
+		Events        []string          `json:"default_events"`
+		Permissions   map[string]string `json:"default_permissions"`
+		RequestOAuth  bool              `json:"request_oauth_on_install"`
+		CallbackURLs  []string          `json:"callback_urls"`
+		RedirectURL   string            `json:"redirect_url"`
+		SetupURL      string            `json:"setup_url"`
+		Description   string            `json:"description"`
+		SetupOnUpdate bool              `json:"setup_on_update"`
+	}
+	dec := json.NewDecoder(&out)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("manifest has a key GitHub does not take: %v", err)
+	}
+	if m.Name == "" || m.URL == "" || m.Description == "" {
+		t.Errorf("name %q url %q description %q", m.Name, m.URL, m.Description)
+	}
+	if m.Hook["url"] != "https://lg.example.com/api/github/hook" || m.Hook["active"] != true {
+		t.Errorf("hook_attributes %v", m.Hook)
+	}
+	want := handlers.SubscribedEvents()
+	got := append([]string(nil), m.Events...)
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("default_events %v, the handlers subscribe to %v", got, want)
+	}
+	wantPerms := map[string]string{"contents": "read", "metadata": "read", "pull_requests": "write", "issues": "write", "checks": "write"}
+	if !maps.Equal(m.Permissions, wantPerms) {
+		t.Errorf("default_permissions %v, want %v", m.Permissions, wantPerms)
+	}
+	if m.Public == nil || *m.Public {
+		t.Error("the App should be private unless the operator decides otherwise")
+	}
+	if m.RequestOAuth {
+		t.Error("lensgate acts as the App, never on behalf of a user")
+	}
+}
+
+func TestSetupManifestHTML(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"setup", "manifest", "--file", "../../app.yml", "--url", "https://lg.example.com",
+		"--format", "html", "--org", "acme", "--web-url", "https://ghe.example.com/", "--state", "s1",
+		"--redirect-url", "https://lg.example.com/done"}
+	if code := run(context.Background(), args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	action, manifest := parseManifestForm(t, out.String())
+	if action != "https://ghe.example.com/organizations/acme/settings/apps/new?state=s1" {
+		t.Errorf("form action %q", action)
+	}
+	if manifest["redirect_url"] != "https://lg.example.com/done" || manifest["name"] != "lensgate" {
+		t.Errorf("manifest %v", manifest)
+	}
+}
+
+// parseManifestForm returns the action and the decoded manifest field of the page's form.
+func parseManifestForm(t *testing.T, page string) (string, map[string]any) {
+	t.Helper()
+	am := regexp.MustCompile(`<form action="([^"]*)" method="post">`).FindStringSubmatch(page)
+	mm := regexp.MustCompile(`<input type="hidden" name="manifest" value="([^"]*)">`).FindStringSubmatch(page)
+	if am == nil || mm == nil {
+		t.Fatalf("no manifest form in:\n%s", page)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(html.UnescapeString(mm[1])), &m); err != nil {
+		t.Fatalf("manifest field: %v", err)
+	}
+	return html.UnescapeString(am[1]), m
+}
+
+// lockedBuffer is written by run in one goroutine and read by the test in another.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestSetupCreate plays the browser and GitHub: open the local page, post the form (here: read
+// its state), come back with a code and a wrong then the right state.
+func TestSetupCreate(t *testing.T) {
+	gh := manifestServer(t, "code-77")
+	dir := filepath.Join(t.TempDir(), "conf")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb lockedBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"setup", "create", "--file", "../../app.yml", "--url", "https://lg.example.com",
+			"--api-url", gh.URL + "/api/v3/", "--web-url", gh.URL, "--out", dir}, &out, &errb)
+	}()
+	var local string
+	for local == "" {
+		select {
+		case code := <-exit:
+			t.Fatalf("setup create exited %d early: %s", code, errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if m := regexp.MustCompile(`Open (http://127\.0\.0\.1:\d+)/`).FindStringSubmatch(out.String()); m != nil {
+			local = m[1]
+		}
+	}
+	page := httpGet(t, local+"/", http.StatusOK)
+	action, manifest := parseManifestForm(t, page)
+	au, err := url.Parse(action)
+	if err != nil || !strings.HasPrefix(action, gh.URL+"/settings/apps/new?") {
+		t.Fatalf("form action %q", action)
+	}
+	state := au.Query().Get("state")
+	if len(state) < 16 || manifest["redirect_url"] != local+"/callback" {
+		t.Fatalf("state %q redirect %v", state, manifest["redirect_url"])
+	}
+	if hook := manifest["hook_attributes"].(map[string]any); hook["url"] != "https://lg.example.com/api/github/hook" {
+		t.Errorf("hook %v", hook)
+	}
+	// A redirect that does not carry this run's state is refused and changes nothing.
+	httpGet(t, local+"/callback?code=code-77&state=forged", http.StatusBadRequest)
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatal("a forged redirect wrote the configuration")
+	}
+	httpGet(t, local+"/callback?code=code-77&state="+url.QueryEscape(state), http.StatusOK)
+	if code := <-exit; code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "Created GitHub App") || strings.Contains(out.String(), "whsec-from-github") {
+		t.Errorf("stdout %q", out.String())
+	}
+	s, err := config.LoadServer(filepath.Join(dir, "lensgate.yml"), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("written config does not load: %v", err)
+	}
+	if s.GitHub.App.IntegrationID != 4242 {
+		t.Errorf("App id %d", s.GitHub.App.IntegrationID)
+	}
+}
+
+func httpGet(t *testing.T, u string, want int) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("GET %s: %d %s, want %d", u, resp.StatusCode, b, want)
+	}
+	return string(b)
 }

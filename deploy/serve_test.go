@@ -1,0 +1,565 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"debug/buildinfo"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/handlers/githubfake"
+)
+
+// testVersion is stamped into the test build; /healthz and --version must report it.
+const testVersion = "9.8.7-deploytest"
+
+// binDir holds the binary built by deploy/build.sh for this test run.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lensgate-deploy-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var buildOnce = sync.OnceValues(func() (string, error) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(binDir, "lensgate")
+	cmd := exec.Command("sh", "deploy/build.sh", out, testVersion)
+	cmd.Dir = root
+	// build.sh itself must turn cgo off, whatever the caller's environment says.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("deploy/build.sh: %v\n%s", err, b)
+	}
+	return out, nil
+})
+
+// lensgateBinary builds the binary exactly as the container image does (once per test run).
+func lensgateBinary(t *testing.T) string {
+	t.Helper()
+	p, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestBuiltBinaryIsStaticAndStamped(t *testing.T) {
+	bin := lensgateBinary(t)
+	bi, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" {
+		t.Errorf("build settings CGO_ENABLED=%q -trimpath=%q", settings["CGO_ENABLED"], settings["-trimpath"])
+	}
+	// Go leaves -ldflags out of the build info under -trimpath; --version below shows the stamp.
+	if f, err := elf.Open(bin); err == nil {
+		defer f.Close()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Error("binary needs a dynamic loader; the distroless static image has none")
+			}
+		}
+		if libs, _ := f.ImportedLibraries(); len(libs) != 0 {
+			t.Errorf("binary links %v", libs)
+		}
+	}
+
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(out)) != testVersion {
+		t.Errorf("--version printed %q, want %q", out, testVersion)
+	}
+}
+
+// server is one `lensgate serve` process.
+type server struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	base string
+	logs *syncBuffer
+	done chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// fakeEnv is the environment that points a server at the fake GitHub, with fresh keys.
+type fakeEnv struct {
+	gh         *githubfake.Server
+	signingPub string // hex
+	vars       map[string]string
+}
+
+func newFakeEnv(t *testing.T) *fakeEnv {
+	t.Helper()
+	gh := githubfake.New(t)
+	dir := t.TempDir()
+	appKey := filepath.Join(dir, "app-key.pem")
+	if err := os.WriteFile(appKey, []byte(gh.PrivateKeyPEM()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sk := filepath.Join(dir, "signing.key")
+	pub, err := disclosure.GenerateKey(sk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := gh.AppConfig()
+	return &fakeEnv{gh: gh, signingPub: hex.EncodeToString(pub), vars: map[string]string{
+		"LENSGATE_LISTEN":                      freeAddr(t),
+		"GITHUB_WEB_URL":                       ac.WebURL,
+		"GITHUB_V3_API_URL":                    ac.V3APIURL,
+		"GITHUB_V4_API_URL":                    ac.V4APIURL,
+		"GITHUB_APP_INTEGRATION_ID":            fmt.Sprint(gh.AppID()),
+		"GITHUB_APP_WEBHOOK_SECRET":            gh.WebhookSecret(),
+		"LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE": appKey,
+		"LENSGATE_SIGNING_KEY_FILE":            sk,
+		"LENSGATE_AUDIT_FILE":                  filepath.Join(dir, "audit.jsonl"),
+	}}
+}
+
+// startServe runs the built binary with exactly vars as its environment (nothing inherited, so
+// the host's GITHUB_* cannot leak in) and waits until /readyz answers 200.
+func startServe(t *testing.T, vars map[string]string, args ...string) *server {
+	t.Helper()
+	bin := lensgateBinary(t)
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	cmd.Dir = t.TempDir()
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	s := &server{t: t, cmd: cmd, base: "http://" + vars["LENSGATE_LISTEN"], logs: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = s.logs
+	cmd.Stdout = s.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		select {
+		case err := <-s.done:
+			s.done <- err
+			t.Fatalf("serve exited before it was ready (%v):\n%s", err, s.logs.String())
+		default:
+		}
+		if code, _ := s.get("/readyz"); code == http.StatusOK {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve not ready:\n%s", s.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *server) get(path string) (int, string) {
+	resp, err := http.Get(s.base + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (s *server) mustGet(path string) string {
+	s.t.Helper()
+	code, body := s.get(path)
+	if code != http.StatusOK {
+		s.t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	return body
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *server) stop() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			s.t.Errorf("serve exited with %v after SIGTERM:\n%s", err, s.logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		s.t.Fatalf("serve did not stop after SIGTERM:\n%s", s.logs.String())
+	}
+}
+
+// reviewFixturePR seeds the fake with the octokit pull request, delivers its signed
+// pull_request.opened webhook to the server and waits for the gate check run to complete.
+func reviewFixturePR(t *testing.T, s *server, gh *githubfake.Server) githubfake.CheckRun {
+	t.Helper()
+	payload, err := os.ReadFile("testdata/webhooks/pull_request.opened.payload.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := "diff --git a/README.md b/README.md\nindex 1111111..2222222 100644\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # Hello-World\n+A friendly line.\n"
+	repo, pr, err := gh.AddFromPullRequestEvent(payload, []byte(diff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A request with a wrong signature is refused before anything else happens.
+	bad, _ := githubfake.WebhookRequest(s.base+"/api/github/hook", "pull_request", "deploy-bad", "wrong-secret", payload)
+	if resp, err := http.DefaultClient.Do(bad); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("badly signed webhook: %v %v", resp, err)
+	}
+	req, err := githubfake.WebhookRequest(s.base+"/api/github/hook", "pull_request", "deploy-1", gh.WebhookSecret(), payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("webhook answered %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		for _, cr := range gh.CheckRuns(repo, pr.HeadSHA) {
+			if cr.Status == "completed" {
+				return cr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no completed check run for %s@%s; calls %v\n%s", repo, pr.HeadSHA, gh.Calls(), s.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestExampleConfigServes starts the built binary with deploy/lensgate.example.yml, the
+// environment overriding what differs (the fake GitHub's URLs and the App's keys), and runs
+// one review through it.
+func TestExampleConfigServes(t *testing.T) {
+	fe := newFakeEnv(t)
+	vars := fe.vars
+	// The example's SQLite queue lives in /var/lib/lensgate; here in a temporary directory.
+	vars["LENSGATE_QUEUE_DSN"] = "sqlite://" + filepath.Join(t.TempDir(), "queue.db")
+	// Receipts signed before a key rotation stay verifiable: retired keys are still published.
+	retired := ""
+	if slices.ContainsFunc(config.ServerEnvVars(), func(v config.ServerEnvVar) bool { return v.Name == "LENSGATE_PREVIOUS_PUBLIC_KEYS" }) {
+		pub, err := disclosure.GenerateKey(filepath.Join(t.TempDir(), "old.key"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		retired = hex.EncodeToString(pub)
+		vars["LENSGATE_PREVIOUS_PUBLIC_KEYS"] = retired
+	}
+	example, err := filepath.Abs("lensgate.example.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, vars, "--config", example)
+
+	var health struct{ Status, Version string }
+	if err := json.Unmarshal([]byte(s.mustGet("/healthz")), &health); err != nil || health.Status != "ok" || health.Version != testVersion {
+		t.Errorf("/healthz: %+v %v", health, err)
+	}
+	var keys struct {
+		Keys []struct{ Hex, Kid, Crv string }
+	}
+	if err := json.Unmarshal([]byte(s.mustGet("/.well-known/lensgate/keys")), &keys); err != nil {
+		t.Fatal(err)
+	}
+	var hexes []string
+	for _, k := range keys.Keys {
+		hexes = append(hexes, k.Hex)
+	}
+	if len(hexes) == 0 || hexes[0] != fe.signingPub {
+		t.Errorf("keys %v: the current signing key %s must come first", hexes, fe.signingPub)
+	}
+	if retired != "" && !slices.Contains(hexes, retired) {
+		t.Errorf("keys %v lack the retired key %s", hexes, retired)
+	}
+
+	cr := reviewFixturePR(t, s, fe.gh)
+	if cr.Conclusion == "" {
+		t.Errorf("check run %q completed without a conclusion", cr.Name)
+	}
+	checkMetricsDocumented(t, s.mustGet("/metrics"))
+	s.stop()
+	checkLogs(t, s.logs.String(), vars)
+}
+
+// TestEnvironmentOnlyServes runs the built binary with no configuration file at all (so with
+// the in-memory queue) and checks the probes, the version and a review.
+func TestEnvironmentOnlyServes(t *testing.T) {
+	fe := newFakeEnv(t)
+	vars := fe.vars
+	vars["LENSGATE_LOG_LEVEL"] = "debug"
+	s := startServe(t, vars)
+	if body := s.mustGet("/healthz"); !strings.Contains(body, testVersion) {
+		t.Errorf("/healthz %s lacks version %s", body, testVersion)
+	}
+	s.mustGet("/readyz")
+	reviewFixturePR(t, s, fe.gh)
+	checkMetricsDocumented(t, s.mustGet("/metrics"))
+	s.stop()
+	checkLogs(t, s.logs.String(), vars)
+}
+
+// TestServeNamesTheSetting runs serve with missing or wrong settings: it must exit 2 before
+// listening and name both the setting and its environment variable.
+func TestServeNamesTheSetting(t *testing.T) {
+	fe := newFakeEnv(t)
+	without := func(drop ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range fe.vars {
+			if !slices.Contains(drop, k) {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	with := func(k, v string) map[string]string {
+		m := without()
+		m[k] = v
+		return m
+	}
+	tests := []struct {
+		name string
+		vars map[string]string
+		want []string
+	}{
+		{"no app id", without("GITHUB_APP_INTEGRATION_ID"), []string{"github.app.integration_id", "GITHUB_APP_INTEGRATION_ID"}},
+		{"no webhook secret", without("GITHUB_APP_WEBHOOK_SECRET"), []string{"github.app.webhook_secret", "GITHUB_APP_WEBHOOK_SECRET"}},
+		{"no app key", without("LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE"), []string{"github.app.private_key", "GITHUB_APP_PRIVATE_KEY"}},
+		{"app id not a number", with("GITHUB_APP_INTEGRATION_ID", "twelve"), []string{"github.app.integration_id", "GITHUB_APP_INTEGRATION_ID"}},
+		{"workers not a number", with("LENSGATE_QUEUE_WORKERS", "many"), []string{"queue.workers", "LENSGATE_QUEUE_WORKERS"}},
+		{"bad duration", with("LENSGATE_JOB_TIMEOUT", "10 minutes"), []string{"review.job_timeout", "LENSGATE_JOB_TIMEOUT"}},
+		{"bad boolean", with("LENSGATE_REVIEW_DRAFTS", "sometimes"), []string{"review.review_drafts", "LENSGATE_REVIEW_DRAFTS"}},
+	}
+	bin := lensgateBinary(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bin, "serve")
+			cmd.Dir = t.TempDir()
+			for k, v := range tt.vars {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("exit %v, want 2; stderr %s", err, stderr.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr does not name %s:\n%s", w, stderr.String())
+				}
+			}
+			// A value that may be a secret is never echoed.
+			if v := tt.vars["GITHUB_APP_INTEGRATION_ID"]; v == "twelve" && strings.Contains(stderr.String(), v) {
+				t.Errorf("stderr echoes the value: %s", stderr.String())
+			}
+		})
+	}
+}
+
+// scrapedFamilies lists the lensgate_ metric families in a Prometheus text exposition.
+func scrapedFamilies(exposition string) map[string]bool {
+	fams := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(exposition))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "# TYPE ") {
+			f := strings.Fields(line)
+			if len(f) >= 3 && strings.HasPrefix(f[2], "lensgate_") {
+				fams[f[2]] = true
+			}
+		}
+	}
+	return fams
+}
+
+// documentedMetrics lists the metric names docs/metrics-and-logs.md names in backticks.
+func documentedMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile("../docs/metrics-and-logs.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(lensgate_[a-z0-9_]+)").FindAllStringSubmatch(string(data), -1) {
+		out[m[1]] = true
+	}
+	return out
+}
+
+// sourceMetricNames lists the metric names written as string literals in the App's code.
+func sourceMetricNames(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	re := regexp.MustCompile(`"(lensgate_[a-z0-9_]+)"`)
+	err := filepath.WalkDir("../handlers", func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			out[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkMetricsDocumented: every lensgate_ family the server exposes is documented, and every
+// documented name is either exposed here or defined in the App's code (labelled series only
+// appear once something happened, e.g. a dead letter).
+func checkMetricsDocumented(t *testing.T, exposition string) {
+	t.Helper()
+	scraped := scrapedFamilies(exposition)
+	if len(scraped) == 0 {
+		t.Fatalf("no lensgate_ metrics scraped:\n%.2000s", exposition)
+	}
+	doc := documentedMetrics(t)
+	src := sourceMetricNames(t)
+	t.Logf("%d lensgate_ families exposed, %d documented", len(scraped), len(doc))
+	for name := range scraped {
+		if !doc[name] {
+			t.Errorf("metric %s is exposed but not documented in docs/metrics-and-logs.md", name)
+		}
+	}
+	for name := range doc {
+		if !scraped[name] && !src[name] && !bridged(name) {
+			t.Errorf("docs/metrics-and-logs.md documents %s, which the code does not define", name)
+		}
+	}
+}
+
+// bridged reports whether name is one of go-githubapp's metrics, which the server bridges under
+// the lensgate_github_ prefix and which appear only after the matching activity.
+func bridged(name string) bool {
+	return strings.HasPrefix(name, "lensgate_github_")
+}
+
+// checkLogs: every line is a JSON object with the documented fields, no field is undocumented,
+// and no secret appears.
+func checkLogs(t *testing.T, logs string, vars map[string]string) {
+	t.Helper()
+	data, err := os.ReadFile("../docs/metrics-and-logs.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	secrets := []string{vars["GITHUB_APP_WEBHOOK_SECRET"], "PRIVATE KEY"}
+	for _, f := range []string{vars["LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE"], vars["LENSGATE_SIGNING_KEY_FILE"]} {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			secrets = append(secrets, strings.TrimSpace(string(b)))
+		}
+	}
+	lines := 0
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		lines++
+		for _, s := range secrets {
+			if s != "" && strings.Contains(line, s) {
+				t.Errorf("log line contains a secret: %.200s", line)
+			}
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Errorf("log line is not JSON: %.200s", line)
+			continue
+		}
+		for _, k := range []string{"level", "time", "message", "service"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("log line lacks %q: %.200s", k, line)
+			}
+		}
+		for k := range m {
+			seen[k] = true
+		}
+	}
+	for k := range seen {
+		if !strings.Contains(doc, "`"+k+"`") {
+			t.Errorf("log field %q is not documented in docs/metrics-and-logs.md", k)
+		}
+	}
+	if lines < 3 {
+		t.Errorf("only %d log lines:\n%s", lines, logs)
+	}
+	if !strings.Contains(logs, `"stopped"`) {
+		t.Errorf("no clean shutdown logged:\n%s", logs)
+	}
+}
