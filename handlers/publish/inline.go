@@ -147,7 +147,12 @@ func (r *run) postReview(ctx context.Context, d *review.Decision, plan *inlinePl
 		key := plan.runKey(r.info.headSHA)
 		var b strings.Builder
 		fmt.Fprintf(&b, "lensgate: %d comment(s) on changed lines. The advisory comment has the full picture; lensgate never approves or merges.\n\n", len(plan.post))
-		b.WriteString(markerReview + key + markerEnd)
+		for _, l := range d.Lenses {
+			if l.Publication == config.PublicationReview {
+				fmt.Fprintf(&b, "- **%s**: %s %s\n", oneLine(l.Name, 64), outcomeIcon(l.Outcome), oneLine(l.Summary, 300))
+			}
+		}
+		b.WriteString("\n" + markerReview + key + markerEnd)
 		req := &github.PullRequestReviewRequest{
 			CommitID: github.String(r.info.headSHA), Event: github.String(event), Body: github.String(b.String()),
 		}

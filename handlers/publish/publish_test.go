@@ -306,6 +306,9 @@ func TestLifecycle(t *testing.T) {
 		if rv.Event != "COMMENT" {
 			t.Errorf("review event %s", rv.Event)
 		}
+		if !strings.Contains(rv.Body, "**security**: ❌ failed") {
+			t.Errorf("the review-mode lens is not summarised in the review: %q", rv.Body)
+		}
 	}
 	if n := len(e.gh.Reviews(repoFull, e.pr.Number)); n != 1 {
 		t.Errorf("reviews = %d, want 1 (re-runs add none)", n)
