@@ -41,7 +41,7 @@ type Options struct {
 	DetailsURL string
 	// AllowRequestChanges lets a failing gate publish its review as REQUEST_CHANGES.
 	AllowRequestChanges bool
-	// Retry bounds retries of GitHub calls (DefaultRetry when zero).
+	// Retry bounds retries of GitHub calls (DefaultRetry() when zero).
 	Retry Retry
 	// CallTimeout bounds one GitHub request (30s when zero).
 	CallTimeout time.Duration
@@ -80,7 +80,7 @@ func New(o Options) (*Publisher, error) {
 		p.checkName = DefaultCheckName
 	}
 	if p.retry.Attempts == 0 {
-		p.retry = DefaultRetry
+		p.retry = DefaultRetry()
 	}
 	if p.callTimeout == 0 {
 		p.callTimeout = 30 * time.Second

@@ -23,8 +23,11 @@ type Retry struct {
 	MaxWait time.Duration
 }
 
-// DefaultRetry suits a worker with a job timeout of minutes.
-var DefaultRetry = Retry{Attempts: 4, Backoff: 500 * time.Millisecond, MaxWait: 90 * time.Second}
+// DefaultRetry suits a worker with a job timeout of minutes: 4 tries, 500 ms first backoff,
+// waits of at most 90 s.
+func DefaultRetry() Retry {
+	return Retry{Attempts: 4, Backoff: 500 * time.Millisecond, MaxWait: 90 * time.Second}
+}
 
 // CallError is a GitHub call that failed after retries.
 type CallError struct {
