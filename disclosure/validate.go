@@ -237,18 +237,27 @@ func validateSubjectContext(is *issues, v any, _ bool) {
 	}
 }
 
-func validateDeclaration(is *issues, v any, v2 bool) {
-	d, ok := asObj(v)
+// section checks that a predicate section is an object with a closed key set.
+func section(is *issues, v any, name, code string, allowed map[string]bool) (map[string]any, bool) {
+	m, ok := asObj(v)
 	if !ok {
-		is.add(CodeDeclarationNotObject, "declaration must be an object")
-		return
+		is.add(code, "%s must be an object", name)
+		return nil, false
 	}
+	for _, k := range unknownKeys(m, allowed) {
+		is.add("", "%s: unknown field %q", name, k)
+	}
+	return m, true
+}
+
+func validateDeclaration(is *issues, v any, v2 bool) {
 	allowed := declarationKeysV01
 	if v2 {
 		allowed = declarationKeysV02
 	}
-	for _, k := range unknownKeys(d, allowed) {
-		is.add("", "declaration: unknown field %q", k)
+	d, ok := section(is, v, "declaration", CodeDeclarationNotObject, allowed)
+	if !ok {
+		return
 	}
 	for _, k := range []string{"authoring", "reviewRuns", "findings", "findingsTotal", "nonClaims"} {
 		if !has(d, k) {
@@ -437,17 +446,13 @@ func hasCap1(c map[string]any) bool {
 }
 
 func validateCoverage(is *issues, v any, v2 bool) {
-	c, ok := asObj(v)
-	if !ok {
-		is.add(CodeCoverageNotObject, "coverage must be an object")
-		return
-	}
 	allowed := coverageKeysV01
 	if v2 {
 		allowed = coverageKeysV02
 	}
-	for _, k := range unknownKeys(c, allowed) {
-		is.add("", "coverage: unknown field %q", k)
+	c, ok := section(is, v, "coverage", CodeCoverageNotObject, allowed)
+	if !ok {
+		return
 	}
 	status, _ := c["status"].(string)
 	validStatus := oneOf(status, CoverageComplete, CoveragePartial, CoverageUnknown)
@@ -510,13 +515,9 @@ func validateCoverage(is *issues, v any, v2 bool) {
 }
 
 func validateTimes(is *issues, v any, v2 bool) {
-	t, ok := asObj(v)
+	t, ok := section(is, v, "times", CodeTimesNotObject, timesKeys)
 	if !ok {
-		is.add(CodeTimesNotObject, "times must be an object")
 		return
-	}
-	for _, k := range unknownKeys(t, timesKeys) {
-		is.add("", "times: unknown field %q", k)
 	}
 	if !has(t, "declaredAt") {
 		is.add("", "times: missing declaredAt")
