@@ -399,6 +399,13 @@ func TestServeNamesTheSetting(t *testing.T) {
 		{"workers not a number", with("LENSGATE_QUEUE_WORKERS", "many"), []string{"queue.workers", "LENSGATE_QUEUE_WORKERS"}},
 		{"bad duration", with("LENSGATE_JOB_TIMEOUT", "10 minutes"), []string{"review.job_timeout", "LENSGATE_JOB_TIMEOUT"}},
 		{"bad boolean", with("LENSGATE_REVIEW_DRAFTS", "sometimes"), []string{"review.review_drafts", "LENSGATE_REVIEW_DRAFTS"}},
+		{"no workers", with("LENSGATE_QUEUE_WORKERS", "0"), []string{"queue.workers", "LENSGATE_QUEUE_WORKERS"}},
+		{"unknown log level", with("LENSGATE_LOG_LEVEL", "loud"), []string{"log_level", "LENSGATE_LOG_LEVEL"}},
+		{"API URL not http", with("GITHUB_V3_API_URL", "api.github.com"), []string{"github.v3_api_url", "GITHUB_V3_API_URL"}},
+		{"app key file missing", with("LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE", "/nonexistent/app.pem"), []string{"github.app.private_key_file", "LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE"}},
+		{"signing key file missing", with("LENSGATE_SIGNING_KEY_FILE", "/nonexistent/signing.key"), []string{"signing_key_file", "LENSGATE_SIGNING_KEY_FILE"}},
+		{"wrong type in the file", with("LENSGATE_CONFIG", writeFile(t, "queue:\n  workers: many\n")), []string{"line 2", "queue.workers", "LENSGATE_QUEUE_WORKERS"}},
+		{"unknown key in the file", with("LENSGATE_CONFIG", writeFile(t, "queue:\n  worker: 3\n")), []string{"line 2", "worker"}},
 	}
 	bin := lensgateBinary(t)
 	for _, tt := range tests {
@@ -562,4 +569,114 @@ func checkLogs(t *testing.T, logs string, vars map[string]string) {
 	if !strings.Contains(logs, `"stopped"`) {
 		t.Errorf("no clean shutdown logged:\n%s", logs)
 	}
+}
+
+// TestKeyRotationKeepsOldReceiptsVerifiable follows docs/keys.md: a receipt signed before the
+// rotation still verifies with a key from /.well-known/lensgate/keys after it, because the
+// retired key is published as previous_public_keys.
+func TestKeyRotationKeepsOldReceiptsVerifiable(t *testing.T) {
+	fe := newFakeEnv(t)
+	s := startServe(t, fe.vars)
+	cr := reviewFixturePR(t, s, fe.gh)
+	s.stop()
+	envelope := receiptFromText(t, cr.Text)
+	// The subject this test expects is the one the check run names; docs/receipts.md says how a
+	// reader derives it independently.
+	sm := regexp.MustCompile("Subject digest: `([0-9a-f]{64})`").FindStringSubmatch(cr.Text)
+	if sm == nil {
+		t.Fatalf("no subject digest in the check run text:\n%.3000s", cr.Text)
+	}
+	subject := sm[1]
+	receipt := filepath.Join(t.TempDir(), "receipt.json")
+	if err := os.WriteFile(receipt, envelope, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Rotate: a new signing key, the old public key listed as previous.
+	newKey := filepath.Join(t.TempDir(), "signing-2.key")
+	newPub, err := disclosure.GenerateKey(newKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for k, v := range fe.vars {
+		vars[k] = v
+	}
+	vars["LENSGATE_LISTEN"] = freeAddr(t)
+	vars["LENSGATE_SIGNING_KEY_FILE"] = newKey
+	vars["LENSGATE_PREVIOUS_PUBLIC_KEYS"] = fe.signingPub
+	s2 := startServe(t, vars)
+	var set struct{ Keys []struct{ Hex string } }
+	if err := json.Unmarshal([]byte(s2.mustGet("/.well-known/lensgate/keys")), &set); err != nil {
+		t.Fatal(err)
+	}
+	s2.stop()
+	if len(set.Keys) != 2 || set.Keys[0].Hex != hex.EncodeToString(newPub) || set.Keys[1].Hex != fe.signingPub {
+		t.Fatalf("published keys %+v, want the new key then the retired one", set.Keys)
+	}
+
+	// The operator's verification: try each published key; the retired one verifies the old
+	// receipt, the new one does not.
+	bin := lensgateBinary(t)
+	verified := map[string]bool{}
+	for _, k := range set.Keys {
+		out, err := exec.Command(bin, "receipt", "verify", "--envelope", receipt, "--public-key", k.Hex, "--subject-digest", subject).CombinedOutput()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			verified[k.Hex] = true
+		case errors.As(err, &ee) && ee.ExitCode() == 1:
+		default:
+			t.Fatalf("receipt verify: %v\n%s", err, out)
+		}
+	}
+	if !verified[fe.signingPub] || verified[hex.EncodeToString(newPub)] {
+		t.Errorf("verified with %v; want only the retired key %s", verified, fe.signingPub)
+	}
+}
+
+// receiptFromText takes the signed receipt out of a check run's text (a ```json block).
+func receiptFromText(t *testing.T, text string) []byte {
+	t.Helper()
+	m := regexp.MustCompile("(?s)```json\n(.*?)\n```").FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no receipt in the check run text:\n%.3000s", text)
+	}
+	return []byte(m[1] + "\n")
+}
+
+// TestCatchUpAfterDowntime: deliveries GitHub failed to make while lensgate was down are
+// redelivered when it starts (docs/troubleshooting.md); successful and too old ones are not.
+func TestCatchUpAfterDowntime(t *testing.T) {
+	fe := newFakeEnv(t)
+	now := time.Now().UTC()
+	failed := fe.gh.AddHookDelivery(githubfake.HookDelivery{GUID: "down-1", Event: "pull_request", Action: "opened", StatusCode: 502, DeliveredAt: now.Add(-time.Hour)})
+	ok := fe.gh.AddHookDelivery(githubfake.HookDelivery{GUID: "up-1", Event: "pull_request", Action: "synchronize", StatusCode: 202, DeliveredAt: now.Add(-30 * time.Minute)})
+	old := fe.gh.AddHookDelivery(githubfake.HookDelivery{GUID: "down-old", Event: "issues", Action: "opened", StatusCode: 502, DeliveredAt: now.Add(-30 * time.Hour)})
+	s := startServe(t, fe.vars)
+	deadline := time.Now().Add(60 * time.Second)
+	for !slices.Contains(fe.gh.Redeliveries(), failed.ID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("failed delivery not redelivered; redeliveries %v\n%s", fe.gh.Redeliveries(), s.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.stop()
+	got := fe.gh.Redeliveries()
+	if slices.Contains(got, ok.ID) || slices.Contains(got, old.ID) || len(got) != 1 {
+		t.Errorf("redeliveries %v; want only %d", got, failed.ID)
+	}
+	if !strings.Contains(s.logs.String(), `"redelivered":1`) {
+		t.Errorf("no catch-up summary in the logs:\n%s", s.logs.String())
+	}
+}
+
+// writeFile writes text to a new temporary file and returns its path.
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "lensgate.yml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
