@@ -114,13 +114,48 @@ func (p *parser) value(depth int) (any, error) {
 	case c == '[':
 		return p.array(depth + 1)
 	case c == '"':
-		return p.str()
+		return p.stringValue()
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	default:
 		return p.literal()
 	}
 }
+
+// stringValue reads a string value; the short enumerated values of receipts come back as
+// shared, already boxed values so that they cost no allocation.
+func (p *parser) stringValue() (any, error) {
+	start := p.pos + 1
+	if end := indexQuoteOrEscape(p.data[start:]); end >= 0 && end <= maxInternedLen && p.data[start+end] == '"' {
+		if v, ok := internedValues[string(p.data[start:start+end])]; ok {
+			p.pos = start + end + 1
+			return v, nil
+		}
+	}
+	return p.str()
+}
+
+const maxInternedLen = 64
+
+// internedValues holds enumerated string values of envelopes and agent-review predicates (a
+// read-only table).
+var internedValues = func() map[string]any {
+	vals := []string{"application/vnd.in-toto+json", "https://in-toto.io/Statement/v1",
+		"https://b7n0de.com/proofbundle/predicates/agent-review/v0.1",
+		"https://b7n0de.com/proofbundle/predicates/agent-review/v0.2",
+		"https://b7n0de.com/proofbundle/predicates/agent-review/v0.3",
+		"0.1.0", "githubPullRequest", "githubIssue", "github.com", "selfDeclared", "runnerObserved",
+		"platformAttested", "independentlyWitnessed", "critical", "high", "medium", "low", "info",
+		"fixed", "dismissed", "deferred", "open", "COMPLETE", "PARTIAL", "UNKNOWN",
+		"IDENTITY_UNBOUND", "TIME_SELF_DECLARED", "CURRENTNESS_UNKNOWN", "COVERAGE_PARTIAL",
+		"NOT_QUALITY_ATTESTATION", "reviewCompleted", "receiptCreated", "reviewStarted",
+		"evidenceCollected"}
+	m := make(map[string]any, len(vals))
+	for _, v := range vals {
+		m[v] = v
+	}
+	return m
+}()
 
 func (p *parser) literal() (any, error) {
 	rest := p.data[p.pos:]
