@@ -451,3 +451,57 @@ func TestDocsListEveryVariable(t *testing.T) {
 		}
 	}
 }
+
+// slug is GitHub's anchor for a Markdown heading.
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// TestOperatorDocLinks: every relative link in the operator docs reaches a file, and every
+// #anchor into a Markdown file reaches a heading.
+func TestOperatorDocLinks(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading := regexp.MustCompile("(?m)^#+ (.+)$")
+	for _, doc := range []string{"deploy.md", "keys.md", "troubleshooting.md", "metrics-and-logs.md"} {
+		path := filepath.Join("..", "docs", doc)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			if file == "" {
+				file = doc
+			}
+			tp := filepath.Join("..", "docs", file)
+			body, err := os.ReadFile(tp)
+			if err != nil {
+				t.Errorf("%s: link %s: %v", doc, target, err)
+				continue
+			}
+			if anchor == "" {
+				continue
+			}
+			found := false
+			for _, h := range heading.FindAllStringSubmatch(string(body), -1) {
+				found = found || slug(h[1]) == anchor
+			}
+			if !found {
+				t.Errorf("%s: link %s: no heading with that anchor in %s", doc, target, file)
+			}
+		}
+	}
+}
