@@ -1,7 +1,9 @@
 // Package openai reviews lenses with a model behind an OpenAI-compatible chat completions
 // endpoint. The lens instructions are fixed text in the system message; the pull request is
-// untrusted data in the user message, fenced by a random per-prompt nonce. Quality lenses are
-// judged in a second, independent call that never sees the first call's conclusions.
+// untrusted data in the user message, fenced by a random per-prompt nonce. Every review has a
+// second, independent adversarial call that never sees the first call's conclusions: it judges
+// the quality lenses, or, when the policy has none, re-judges every lens looking for reasons
+// to refuse the change (ASDD §4.2: at least one anti-rubber-stamp pass per review).
 package openai
 
 import (
@@ -118,7 +120,9 @@ func IsQuality(l runtime.Lens) bool {
 }
 
 // Review implements runtime.Runtime: one call for the ordinary lenses, and a second,
-// independent call for the quality lenses.
+// independent adversarial call for the quality lenses. Without a quality lens the adversarial
+// call re-judges the ordinary lenses and the stricter answer wins for each of them, so a
+// model that rubber-stamps in the first call is still contradicted.
 func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Result, error) {
 	model := req.Settings.Model
 	if model == "" {
@@ -138,11 +142,17 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 			main = append(main, l)
 		}
 	}
+	adversarial := quality
+	refuteMain := len(quality) == 0
+	if refuteMain {
+		adversarial = main
+	}
 	res := &runtime.Result{Model: model}
+	byLens := map[string]int{}
 	for _, pass := range []struct {
 		lenses      []runtime.Lens
 		adversarial bool
-	}{{main, false}, {quality, true}} {
+	}{{main, false}, {adversarial, true}} {
 		if len(pass.lenses) == 0 {
 			continue
 		}
@@ -163,12 +173,45 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 		for _, rep := range rev.Reports() {
 			// A pass may only speak for its own lenses: the main pass cannot answer for the
 			// quality lens and the other way round.
-			if wanted[rep.Lens] {
-				res.Lenses = append(res.Lenses, rep)
+			if !wanted[rep.Lens] {
+				continue
 			}
+			if i, ok := byLens[rep.Lens]; ok {
+				if pass.adversarial && refuteMain {
+					res.Lenses[i] = skepticWins(res.Lenses[i], rep)
+				}
+				continue
+			}
+			byLens[rep.Lens] = len(res.Lenses)
+			res.Lenses = append(res.Lenses, rep)
 		}
 	}
 	return res, nil
+}
+
+// verdictRank orders verdicts from lenient to strict. A skipped lens ranks above ok: one
+// pass declining to judge a lens must not let the other pass's ok through unchallenged.
+var verdictRank = map[string]int{
+	runtime.VerdictOK: 0, runtime.VerdictSkipped: 1, runtime.VerdictConcerns: 2, runtime.VerdictRequestChanges: 3,
+}
+
+// skepticWins merges the adversarial pass's report of a lens into the first pass's: the
+// stricter verdict, the findings of both, and both summaries.
+func skepticWins(first, adv runtime.LensReport) runtime.LensReport {
+	out := first
+	if verdictRank[adv.Verdict] > verdictRank[first.Verdict] {
+		out.Verdict = adv.Verdict
+		out.Cause = adv.Cause
+	}
+	out.Findings = append(append([]runtime.Finding(nil), first.Findings...), adv.Findings...)
+	switch {
+	case adv.Summary == "":
+	case out.Summary == "":
+		out.Summary = "Adversarial pass: " + adv.Summary
+	default:
+		out.Summary += " | Adversarial pass: " + adv.Summary
+	}
+	return out
 }
 
 func (r *Runtime) reviewPass(ctx context.Context, req *runtime.Request, model string, lenses []runtime.Lens, adversarial bool) (*asdd.Review, error) {

@@ -282,8 +282,9 @@ func TestRetriesOnRateLimitsAndServerErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(model.requests()); got != 3 {
-		t.Fatalf("%d attempts, want 3", got)
+	// Three attempts for the first pass, then the adversarial pass answers at once.
+	if got := len(model.requests()); got != 4 {
+		t.Fatalf("%d attempts, want 4", got)
 	}
 	if l := lens(d, "correctness"); l.Outcome != review.OutcomePassed {
 		t.Fatalf("correctness %+v", l)
@@ -415,5 +416,60 @@ func TestTriageThroughTheModel(t *testing.T) {
 	}
 	if len(td.Labels) != 1 || td.Labels[0] != "bug" || td.Cause != "" || !strings.Contains(td.Comment, "maintainer") {
 		t.Fatalf("triage %+v", td)
+	}
+}
+
+// TestAdversarialPassWithoutQualityLens: a policy without a quality lens still gets an
+// independent second call that re-judges its lenses, and the stricter answer wins.
+func TestAdversarialPassWithoutQualityLens(t *testing.T) {
+	cases := []struct {
+		name          string
+		first, second string
+		want          review.Outcome
+		findings      int
+	}{
+		{"skeptic refutes a rubber stamp", "correctness=ok", "correctness=request-changes", review.OutcomeFailed, 1},
+		{"skeptic cannot soften a failure", "correctness=request-changes", "correctness=ok", review.OutcomeFailed, 1},
+		{"both pass", "correctness=ok", "correctness=ok", review.OutcomePassed, 0},
+		{"skeptic declines", "correctness=ok", "correctness=skipped", review.OutcomePending, 0},
+		{"skeptic silent on the lens", "correctness=ok", "", review.OutcomePassed, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			model := &fakeModel{t: t}
+			model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
+				if n == 1 {
+					reply(w, reviewJSON("first answer", c.first))
+					return
+				}
+				var ls []string
+				if c.second != "" {
+					ls = append(ls, c.second)
+				}
+				reply(w, reviewJSON("second answer", ls...))
+			}
+			srv := httptest.NewServer(model)
+			defer srv.Close()
+			d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), repoConfig("correctness"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := model.requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d model calls, want 2", len(reqs))
+			}
+			first, second := reqs[0].Messages[0].Content, reqs[1].Messages[0].Content+reqs[1].Messages[1].Content
+			if strings.Contains(first, "adversarial pass") || !strings.Contains(second, "adversarial pass") ||
+				!strings.Contains(second, "LENS correctness:") || strings.Contains(second, "first answer") {
+				t.Fatal("the second call is not an independent adversarial pass over the lens")
+			}
+			l := lens(d, "correctness")
+			if l.Outcome != c.want || len(l.Findings) != c.findings {
+				t.Fatalf("correctness %+v, want %s with %d finding(s)", l, c.want, c.findings)
+			}
+			if c.second != "" && !strings.Contains(l.Summary, "Adversarial pass") && l.Outcome != review.OutcomePending {
+				t.Errorf("summary %q does not report the adversarial pass", l.Summary)
+			}
+		})
 	}
 }
