@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -163,4 +166,84 @@ func leaves(n *kong.Node, prefix []string) []leafCmd {
 		}
 	}
 	return out
+}
+
+// documentedCommands returns the lensgate command lines in the code blocks (fenced or indented)
+// of a Markdown file:
+// "$ " prompts, VAR=value prefixes, trailing comments and redirections dropped, continuation
+// lines joined.
+func documentedCommands(t *testing.T, path string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]string
+	lines := strings.Split(string(data), "\n")
+	fenced := false
+	for i := 0; i < len(lines); i++ {
+		line := strings.TrimSpace(lines[i])
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced && !strings.HasPrefix(lines[i], "    ") {
+			continue
+		}
+		for strings.HasSuffix(line, "\\") && i+1 < len(lines) {
+			i++
+			line = strings.TrimSuffix(line, "\\") + " " + strings.TrimSpace(lines[i])
+		}
+		line = strings.TrimPrefix(line, "$ ")
+		f := strings.Fields(line)
+		for len(f) > 0 && regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`).MatchString(f[0]) {
+			f = f[1:]
+		}
+		if len(f) < 2 || f[0] != "lensgate" {
+			continue
+		}
+		var args []string
+		for _, a := range f[1:] {
+			if a == "#" || a == ">" || a == "|" || a == "&&" {
+				break
+			}
+			args = append(args, a)
+		}
+		out = append(out, args)
+	}
+	return out
+}
+
+// TestDocumentedCommandsParse: every lensgate command line in the operator docs uses commands
+// and flags that exist, with acceptable values.
+func TestDocumentedCommandsParse(t *testing.T) {
+	docs := []string{"docs/deploy.md", "docs/keys.md", "docs/troubleshooting.md"}
+	abs := make([]string, len(docs))
+	for i, d := range docs {
+		p, err := filepath.Abs(filepath.Join("..", "..", d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		abs[i] = p
+	}
+	// Flags such as setup's --file default to app.yml at the repository root.
+	t.Chdir(filepath.Join("..", ".."))
+	n := 0
+	for i, p := range abs {
+		for _, args := range documentedCommands(t, p) {
+			n++
+			var c cli
+			parser, err := kong.New(&c, kong.Name("lensgate"), kong.Vars{"version": version},
+				kong.Exit(func(int) { t.Fatalf("%s: lensgate %v exits while parsing", docs[i], args) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := parser.Parse(args); err != nil {
+				t.Errorf("%s: lensgate %s: %v", docs[i], strings.Join(args, " "), err)
+			}
+		}
+	}
+	if n < 8 {
+		t.Errorf("found only %d command lines in %v", n, docs)
+	}
 }
