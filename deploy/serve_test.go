@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/palantir/go-githubapp/githubapp"
+
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers/githubfake"
@@ -513,10 +515,27 @@ func checkMetricsDocumented(t *testing.T, exposition string) {
 	}
 }
 
-// bridged reports whether name is one of go-githubapp's metrics, which the server bridges under
-// the lensgate_github_ prefix and which appear only after the matching activity.
+// bridged reports whether name is one of go-githubapp's metrics, which the server bridges as
+// lensgate_ + the key with dots as underscores (+ _total for counters) and which appear only
+// after the matching activity.
 func bridged(name string) bool {
-	return strings.HasPrefix(name, "lensgate_github_")
+	u := func(key string) string { return "lensgate_" + strings.ReplaceAll(key, ".", "_") }
+	counters := []string{githubapp.MetricsKeyRequests, githubapp.MetricsKeyRequests2xx, githubapp.MetricsKeyRequests3xx,
+		githubapp.MetricsKeyRequests4xx, githubapp.MetricsKeyRequests5xx, githubapp.MetricsKeyRequestsCached,
+		githubapp.MetricsKeyDroppedEvents, githubapp.MetricsKeyHandlerError}
+	others := []string{githubapp.MetricsKeyRateLimit, githubapp.MetricsKeyRateLimitRemaining,
+		githubapp.MetricsKeyQueueLength, githubapp.MetricsKeyActiveWorkers, githubapp.MetricsKeyEventAge}
+	for _, k := range counters {
+		if name == u(k)+"_total" {
+			return true
+		}
+	}
+	for _, k := range others {
+		if name == u(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkLogs: every line is a JSON object with the documented fields, no field is undocumented,
