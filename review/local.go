@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+
+	"github.com/lensgate/lensgate/review/runtime"
 )
 
 // maxLocalDiffBytes bounds the diff read from a local repository.
@@ -169,7 +171,29 @@ func (g gitRunner) files(ctx context.Context, base, head string) ([]File, error)
 			}
 		}
 	}
+	g.workflowContents(ctx, head, files)
 	return files, nil
+}
+
+// maxWorkflowContents bounds how many changed workflow files are read whole.
+const maxWorkflowContents = 50
+
+// workflowContents reads the head version of each changed workflow file, so the workflow
+// checks see the whole file and not only the diff hunks. A file that cannot be read is
+// reviewed from its diff alone.
+func (g gitRunner) workflowContents(ctx context.Context, head string, files []File) {
+	n := 0
+	for i := range files {
+		f := &files[i]
+		if f.Status == FileRemoved || f.Binary || !runtime.IsWorkflowPath(f.Path) ||
+			f.SizeBytes > runtime.MaxHeadContentBytes || n >= maxWorkflowContents {
+			continue
+		}
+		n++
+		if b, err := g.run(ctx, runtime.MaxHeadContentBytes, "cat-file", "blob", head+":"+f.Path); err == nil {
+			f.HeadContent = b
+		}
+	}
 }
 
 func (g gitRunner) runInput(ctx context.Context, stdin string, limit int, args ...string) ([]byte, error) {

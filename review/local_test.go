@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,5 +96,50 @@ func TestPatchesWithoutDiff(t *testing.T) {
 	}
 	if len(d.Findings) != 1 || d.Findings[0].Path != "k.pem" || d.Findings[0].Line != 1 || d.Gate.State != OutcomeFailed {
 		t.Fatalf("findings %+v gate %s", d.Findings, d.Gate.State)
+	}
+}
+
+// A local review reads changed workflows whole, so a pull_request_target trigger far above a
+// newly added checkout of the pull request's head is seen.
+func TestLocalSubjectReadsWholeWorkflows(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wf := "name: ci\non:\n  pull_request_target:\n    types: [opened]\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n" +
+		strings.Repeat("      - run: echo step\n", 15) + "      - uses: actions/checkout@v4\n"
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	write(".github/workflows/ci.yml", wf)
+	write("notes.md", "notes\n")
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "base")
+	write(".github/workflows/ci.yml", wf+"        with:\n          ref: ${{ github.event.pull_request.head.sha }}\n      - run: make\n")
+	write("notes.md", "more notes\n")
+	gitIn(t, dir, "commit", "-q", "-am", "Build the change")
+
+	s, err := LocalSubject(context.Background(), dir, "HEAD~1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range s.Files {
+		if (f.Path == ".github/workflows/ci.yml") != (f.HeadContent != nil) {
+			t.Errorf("%s: head content %d bytes", f.Path, len(f.HeadContent))
+		}
+	}
+	d, err := newTestPipeline(builtin.New(builtin.Options{})).Review(context.Background(), s, config.DefaultRepo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []string
+	for _, f := range d.Findings {
+		rules = append(rules, f.Rule+"@"+f.Path)
+	}
+	if !slices.Contains(rules, "workflow-pull-request-target-checkout@.github/workflows/ci.yml") || d.Gate.State != OutcomeFailed {
+		t.Fatalf("findings %v gate %s", rules, d.Gate.State)
 	}
 }

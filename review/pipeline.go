@@ -614,7 +614,8 @@ func changedFiles(files []File, parsed []diff.File) []runtime.Changed {
 	if len(files) > 0 {
 		out := make([]runtime.Changed, len(files))
 		for i, f := range files {
-			out[i] = runtime.Changed{Path: f.Path, PreviousPath: f.PreviousPath, Status: f.Status, Binary: f.Binary, SizeBytes: f.SizeBytes}
+			out[i] = runtime.Changed{Path: f.Path, PreviousPath: f.PreviousPath, Status: f.Status, Binary: f.Binary, SizeBytes: f.SizeBytes,
+				HeadContent: f.HeadContent}
 		}
 		return out
 	}

@@ -78,6 +78,11 @@ type File struct {
 	Binary bool
 	// SizeBytes is the size of the file at the head revision, or 0 when unknown or removed.
 	SizeBytes int64
+	// HeadContent is the whole file at the head revision, optional. Callers fill it for
+	// changed CI workflows (runtime.IsWorkflowPath, at most runtime.MaxHeadContentBytes): a
+	// workflow's trigger and its risky step are often far apart, and the diff hunks alone
+	// would hide one of them. Like the diff, it is untrusted data.
+	HeadContent []byte
 }
 
 // IsPullRequest reports whether the subject is a pull request.

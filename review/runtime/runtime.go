@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/lensgate/lensgate/review/diff"
 )
@@ -90,6 +91,23 @@ type Changed struct {
 	Status       string
 	Binary       bool
 	SizeBytes    int64
+	// HeadContent is the whole file at the head revision when the caller supplied it (for
+	// changed CI workflows, see IsWorkflowPath), so checks can see context the diff hunks
+	// leave out. nil when unknown.
+	HeadContent []byte
+}
+
+// MaxHeadContentBytes bounds a file's HeadContent; a larger file is reviewed from its diff only.
+const MaxHeadContentBytes = 1 << 20
+
+// IsWorkflowPath reports whether path is a GitHub Actions workflow or composite action.
+func IsWorkflowPath(path string) bool {
+	lower := strings.ToLower(path)
+	if strings.HasPrefix(lower, ".github/workflows/") && (strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".yaml")) {
+		return true
+	}
+	base := lower[strings.LastIndexByte(lower, '/')+1:]
+	return base == "action.yml" || base == "action.yaml"
 }
 
 // Settings are the trusted repository settings a runtime may need.

@@ -187,6 +187,12 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 	ignore := pathglob.Compile(req.Settings.IgnorePaths)
 	protected := pathglob.Compile(req.Settings.ProtectedPaths)
 
+	heads := map[string][]byte{}
+	for _, c := range req.Changed {
+		if c.HeadContent != nil {
+			heads[c.Path] = c.HeadContent
+		}
+	}
 	for i := range req.Files {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -202,7 +208,7 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			scanLines(f, needed, out)
 		}
 		if needed[GroupWorkflows] && isWorkflow(path) {
-			out[GroupWorkflows] = append(out[GroupWorkflows], scanWorkflow(f)...)
+			out[GroupWorkflows] = append(out[GroupWorkflows], scanWorkflow(f, heads[path])...)
 		}
 	}
 	for _, c := range req.Changed {

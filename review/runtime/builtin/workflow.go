@@ -3,21 +3,13 @@ package builtin
 import (
 	"bytes"
 	"regexp"
-	"strings"
 
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
 // isWorkflow reports whether path is a GitHub Actions workflow or composite action.
-func isWorkflow(path string) bool {
-	lower := strings.ToLower(path)
-	if strings.HasPrefix(lower, ".github/workflows/") && (strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".yaml")) {
-		return true
-	}
-	base := lower[strings.LastIndexByte(lower, '/')+1:]
-	return base == "action.yml" || base == "action.yaml"
-}
+func isWorkflow(path string) bool { return runtime.IsWorkflowPath(path) }
 
 var (
 	reTarget       = regexp.MustCompile(`(^|[\s\[,{-])pull_request_target\b`)
@@ -33,20 +25,29 @@ type visibleLine struct {
 	text  []byte
 }
 
-// scanWorkflow looks at the lines a diff shows of a workflow file (added and context lines).
-// Only a problem on an added line is reported, but its context may come from unchanged lines.
-func scanWorkflow(f *diff.File) []runtime.Finding {
+// scanWorkflow looks at the lines a diff shows of a workflow file (added and context lines),
+// or, when the whole head file is known, at all of its lines. Only a problem on an added line
+// is reported, but its context may come from unchanged lines: a pull_request_target trigger
+// far above a changed checkout step is only visible in the whole file.
+func scanWorkflow(f *diff.File, head []byte) []runtime.Finding {
 	path := f.Path()
 	var lines []visibleLine
+	added := map[int][]byte{}
 	f.Walk(func(l diff.Line) bool {
 		if l.Kind == '-' {
 			return true
+		}
+		if l.Kind == '+' && len(added) < 100_000 {
+			added[l.New] = l.Text
 		}
 		if len(lines) < 100_000 {
 			lines = append(lines, visibleLine{added: l.Kind == '+', no: l.New, text: l.Text})
 		}
 		return true
 	})
+	if whole, ok := wholeFile(head, added); ok {
+		lines = whole
+	}
 	var out []runtime.Finding
 	var target, checkout *visibleLine
 	runIndent := -1
@@ -117,4 +118,24 @@ func scanWorkflow(f *diff.File) []runtime.Finding {
 		})
 	}
 	return out
+}
+
+// wholeFile splits the head file into lines, marking the ones the diff adds. It refuses (ok
+// false) a file that does not agree with the diff, so stale contents never hide a finding.
+func wholeFile(head []byte, added map[int][]byte) ([]visibleLine, bool) {
+	if head == nil || len(head) > runtime.MaxHeadContentBytes {
+		return nil, false
+	}
+	split := bytes.Split(bytes.TrimSuffix(head, []byte("\n")), []byte("\n"))
+	for no, want := range added {
+		if no < 1 || no > len(split) || !bytes.Equal(bytes.TrimSuffix(want, []byte("\r")), bytes.TrimSuffix(split[no-1], []byte("\r"))) {
+			return nil, false
+		}
+	}
+	lines := make([]visibleLine, len(split))
+	for i, text := range split {
+		_, isAdded := added[i+1]
+		lines[i] = visibleLine{added: isAdded, no: i + 1, text: bytes.TrimSuffix(text, []byte("\r"))}
+	}
+	return lines, true
 }
