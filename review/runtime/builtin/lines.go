@@ -30,6 +30,11 @@ type secretRule struct {
 	entropy float64
 	// message replaces the credential advice for rules that are not about credentials.
 	message string
+	// group is the submatch that holds the secret itself (0: the whole match).
+	group int
+	// prefix is how many leading bytes of the secret are a public marker of its kind ("AKIA",
+	// "ghp_") and may be shown; the rest of a secret is never shown.
+	prefix int
 }
 
 // unsafeRules are code patterns that switch off a protection.
@@ -60,27 +65,28 @@ var secretRules = []secretRule{
 	{
 		id: "aws-access-key-id", keyword: []byte("A"),
 		re:       regexp.MustCompile(`\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b`),
-		severity: runtime.SeverityCritical, title: "AWS access key id committed", placeholderOK: true,
+		severity: runtime.SeverityCritical, title: "AWS access key id committed", placeholderOK: true, prefix: 4,
 	},
 	{
 		id:       "aws-secret-access-key",
 		re:       regexp.MustCompile(`(?i)aws.{0,20}secret.{0,20}['"]?\s*[:=]\s*['"]?([A-Za-z0-9/+=]{40})\b`),
 		severity: runtime.SeverityCritical, title: "AWS secret access key committed", placeholderOK: true, entropy: 4.0,
+		group: 1,
 	},
 	{
 		id: "github-token", keyword: []byte("gh"),
 		re:       regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,255}\b`),
-		severity: runtime.SeverityCritical, title: "GitHub token committed",
+		severity: runtime.SeverityCritical, title: "GitHub token committed", prefix: 4,
 	},
 	{
 		id: "github-fine-grained-token", keyword: []byte("github_pat_"),
 		re:       regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{82}\b`),
-		severity: runtime.SeverityCritical, title: "GitHub fine-grained token committed",
+		severity: runtime.SeverityCritical, title: "GitHub fine-grained token committed", prefix: 11,
 	},
 	{
 		id: "gcp-api-key", keyword: []byte("AIza"),
 		re:       regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`),
-		severity: runtime.SeverityHigh, title: "Google API key committed",
+		severity: runtime.SeverityHigh, title: "Google API key committed", prefix: 4,
 	},
 	{
 		id: "gcp-service-account", keyword: []byte("service_account"),
@@ -90,23 +96,24 @@ var secretRules = []secretRule{
 	{
 		id: "slack-token", keyword: []byte("xox"),
 		re:       regexp.MustCompile(`\bxox[abposr]-[0-9A-Za-z-]{10,}\b`),
-		severity: runtime.SeverityHigh, title: "Slack token committed",
+		severity: runtime.SeverityHigh, title: "Slack token committed", prefix: 5,
 	},
 	{
 		id: "stripe-live-key", keyword: []byte("_live_"),
 		re:       regexp.MustCompile(`\b[sr]k_live_[0-9A-Za-z]{20,}\b`),
-		severity: runtime.SeverityCritical, title: "Stripe live key committed",
+		severity: runtime.SeverityCritical, title: "Stripe live key committed", prefix: 8,
 	},
 	{
 		id: "openai-api-key", keyword: []byte("sk-"),
 		re:       regexp.MustCompile(`\bsk-(proj-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}\b`),
-		severity: runtime.SeverityCritical, title: "OpenAI API key committed",
+		severity: runtime.SeverityCritical, title: "OpenAI API key committed", prefix: 3,
 	},
 	{
 		id: "hardcoded-password", foldWords: []string{"pass", "secret", "key", "token"}, assign: true,
 		re: regexp.MustCompile(`(?i)\b(password|passwd|secret|api_?key|access_?token|auth_?token)\b["']?\s*[:=]\s*` +
 			`["']([^"'\s$<>{}]{12,})["']`),
 		severity: runtime.SeverityMedium, title: "Hard-coded credential", placeholderOK: true, entropy: 3.5,
+		group: 2,
 	},
 }
 
@@ -272,8 +279,8 @@ func matchSecret(r *secretRule, text []byte, path string, line int) (runtime.Fin
 		return runtime.Finding{}, false
 	}
 	secret := m[0]
-	if len(m) > 2 && len(m[len(m)-1]) > 0 {
-		secret = m[len(m)-1]
+	if r.group > 0 && r.group < len(m) && len(m[r.group]) > 0 {
+		secret = m[r.group]
 	}
 	if r.placeholderOK && looksLikePlaceholder(m[0]) {
 		return runtime.Finding{}, false
@@ -283,7 +290,7 @@ func matchSecret(r *secretRule, text []byte, path string, line int) (runtime.Fin
 	}
 	msg := r.message
 	if msg == "" {
-		msg = "A credential (" + redact(secret) + ") is added in this change. Remove it, rotate it now " +
+		msg = "A credential (" + redact(secret, r.prefix) + ") is added in this change. Remove it, rotate it now " +
 			"(it is in the history), and load it from a secret store instead."
 	}
 	return runtime.Finding{
@@ -329,13 +336,13 @@ func containsFold(text []byte, word string) bool {
 	return false
 }
 
-// redact shows only a short prefix of a secret.
-func redact(s []byte) string {
-	n := 4
-	if len(s) < 12 {
-		n = 0
+// redact describes a secret by its public kind marker (the first prefix bytes, when the
+// secret is long enough that the rest stays unguessable) and its length; nothing else of it.
+func redact(s []byte, prefix int) string {
+	if prefix > len(s)-12 || prefix < 0 {
+		prefix = 0
 	}
-	return string(s[:n]) + "…(" + itoa(len(s)) + " chars)"
+	return string(s[:prefix]) + "…(" + itoa(len(s)) + " chars)"
 }
 
 func itoa(n int) string {
