@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers"
 )
 
 // envNames is every environment variable the server reads.
@@ -503,5 +504,131 @@ func TestOperatorDocLinks(t *testing.T) {
 				t.Errorf("%s: link %s: no heading with that anchor in %s", doc, target, file)
 			}
 		}
+	}
+}
+
+// loadConfigMapServer loads the base ConfigMap's lensgate.yml as serve would.
+func loadConfigMapServer(t *testing.T) (*config.Server, string) {
+	t.Helper()
+	cm := k8s(t, "kubernetes/base/configmap.yaml")
+	text := dig(t, cm, "data", "lensgate.yml").(string)
+	p := filepath.Join(t.TempDir(), "lensgate.yml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"GITHUB_APP_INTEGRATION_ID": "1", "GITHUB_APP_WEBHOOK_SECRET": "s", "LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE": writeAppKey(t)}
+	srv, err := config.LoadServer(p, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, text
+}
+
+// checkPodSpec holds a full pod spec to the rules of the base: probes, non-root, read-only root,
+// requests, known variables, the config and key files where the ConfigMap names them.
+func checkPodSpec(t *testing.T, name string, spec any, srv *config.Server, cfgText string) {
+	t.Helper()
+	c := dig(t, spec, "containers", 0)
+	if dig(t, c, "readinessProbe", "httpGet", "path") != "/readyz" || dig(t, c, "livenessProbe", "httpGet", "path") != "/healthz" {
+		t.Errorf("%s: probes must be /readyz and /healthz", name)
+	}
+	if fmt.Sprintf(":%v", dig(t, c, "ports", 0, "containerPort")) != srv.Listen {
+		t.Errorf("%s: container port does not match listen %q", name, srv.Listen)
+	}
+	if dig(t, c, "securityContext", "readOnlyRootFilesystem") != true || dig(t, spec, "securityContext", "runAsNonRoot") != true {
+		t.Errorf("%s: must run non-root on a read-only root filesystem", name)
+	}
+	if dig(t, c, "resources", "requests") == nil {
+		t.Errorf("%s: no resource requests", name)
+	}
+	names := envNames(t)
+	for _, e := range dig(t, c, "env").([]any) {
+		if n := dig(t, e, "name").(string); names[n] == "" {
+			t.Errorf("%s: sets env %s, which the server does not read", name, n)
+		}
+	}
+	mounts := map[string]string{}
+	for _, m := range dig(t, c, "volumeMounts").([]any) {
+		mounts[dig(t, m, "name").(string)] = dig(t, m, "mountPath").(string)
+	}
+	args := dig(t, c, "args").([]any)
+	if !slices.Contains(args, any(filepath.Join(mounts["config"], "lensgate.yml"))) {
+		t.Errorf("%s: args %v do not read the mounted config", name, args)
+	}
+	var files []string
+	for _, v := range dig(t, spec, "volumes").([]any) {
+		if dig(t, v, "name") == "secrets" {
+			for _, it := range dig(t, v, "secret", "items").([]any) {
+				files = append(files, filepath.Join(mounts["secrets"], dig(t, it, "path").(string)))
+			}
+		}
+	}
+	keyFile := regexp.MustCompile(`private_key_file: (\S+)`).FindStringSubmatch(cfgText)
+	if !slices.Contains(files, srv.SigningKeyFile) || keyFile == nil || !slices.Contains(files, keyFile[1]) {
+		t.Errorf("%s: key files %v are not where the config names them", name, files)
+	}
+}
+
+// roleOf returns the --role in a container's args ("all" when absent).
+func roleOf(args []any) string {
+	for i, a := range args {
+		if a == "--role" && i+1 < len(args) {
+			return fmt.Sprint(args[i+1])
+		}
+	}
+	return handlers.RoleAll
+}
+
+// TestKubernetesSplitRoles: the split-roles overlay runs web replicas behind the Service and
+// worker replicas beside them, both on the shared PostgreSQL queue.
+func TestKubernetesSplitRoles(t *testing.T) {
+	dir := "kubernetes/overlays/split-roles"
+	kus := k8s(t, filepath.Join(dir, "kustomization.yaml"))
+	for _, r := range dig(t, kus, "resources").([]any) {
+		if _, err := os.Stat(filepath.Join(dir, r.(string))); err != nil {
+			t.Errorf("resource: %v", err)
+		}
+	}
+	srv, cfgText := loadConfigMapServer(t)
+	hasDSN := func(c any) bool {
+		for _, e := range dig(t, c, "env").([]any) {
+			if dig(t, e, "name") == "LENSGATE_QUEUE_DSN" {
+				return true
+			}
+		}
+		return false
+	}
+
+	web := k8s(t, filepath.Join(dir, "web-patch.yaml"))
+	wc := dig(t, web, "spec", "template", "spec", "containers", 0)
+	if dig(t, web, "metadata", "name") != dig(t, k8s(t, "kubernetes/base/deployment.yaml"), "metadata", "name") {
+		t.Error("the web patch does not patch the base Deployment")
+	}
+	if r := roleOf(dig(t, wc, "args").([]any)); r != handlers.RoleWeb || !hasDSN(wc) {
+		t.Errorf("web: role %s, queue DSN set %v", r, hasDSN(wc))
+	}
+
+	worker := k8s(t, filepath.Join(dir, "worker.yaml"))
+	spec := dig(t, worker, "spec", "template", "spec")
+	checkPodSpec(t, "worker", spec, srv, cfgText)
+	c := dig(t, spec, "containers", 0)
+	if r := roleOf(dig(t, c, "args").([]any)); r != handlers.RoleWorker || !hasDSN(c) {
+		t.Errorf("worker: role %s, queue DSN set %v", r, hasDSN(c))
+	}
+	sel := dig(t, worker, "spec", "selector", "matchLabels").(map[string]any)
+	labels := dig(t, worker, "spec", "template", "metadata", "labels").(map[string]any)
+	for k, v := range sel {
+		if labels[k] != v {
+			t.Errorf("worker selector %v does not match its pod labels %v", sel, labels)
+		}
+	}
+	// The Service must not send webhooks to workers, which do not serve the webhook route.
+	svcSel := dig(t, k8s(t, "kubernetes/base/service.yaml"), "spec", "selector").(map[string]any)
+	matches := true
+	for k, v := range svcSel {
+		matches = matches && labels[k] == v
+	}
+	if matches {
+		t.Errorf("the Service selector %v selects worker pods", svcSel)
 	}
 }
