@@ -3,10 +3,12 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"crypto/x509"
 	"debug/buildinfo"
 	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -698,4 +700,51 @@ func writeFile(t *testing.T, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestServeCheck: `serve --check` validates the configuration, asks GitHub for the App and
+// exits 0 without listening, as docs/deploy.md recommends before a deploy.
+func TestServeCheck(t *testing.T) {
+	fe := newFakeEnv(t)
+	cmd := exec.Command(lensgateBinary(t), "serve", "--check")
+	cmd.Dir = t.TempDir()
+	for k, v := range fe.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("serve --check: %v\n%s", err, stderr.String())
+	}
+	want := fmt.Sprintf("App %d (%s)", fe.gh.AppID(), githubfake.DefaultAppSlug)
+	if !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout %q lacks %q", stdout.String(), want)
+	}
+	if c, err := net.Dial("tcp", fe.vars["LENSGATE_LISTEN"]); err == nil {
+		c.Close()
+		t.Error("serve --check left something listening")
+	}
+
+	// A key of another App is caught here, not at the first webhook.
+	other, err := githubfake.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kf := filepath.Join(t.TempDir(), "other.pem")
+	if err := os.WriteFile(kf, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(other)}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(lensgateBinary(t), "serve", "--check")
+	cmd.Dir = t.TempDir()
+	for k, v := range fe.vars {
+		if k == "LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE" {
+			v = kf
+		}
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "GET /app") {
+		t.Errorf("serve --check with another App's key: %v %s", err, stderr.String())
+	}
 }

@@ -42,7 +42,7 @@ type manifestFlags struct {
 	URL    string `required:"" help:"Public base URL of this lensgate server; webhooks go to URL/api/github/hook."`
 	Name   string `help:"App name (GitHub App names are unique across GitHub); default is the manifest's."`
 	Org    string `help:"Register the App under this organisation instead of your personal account."`
-	WebURL string `name:"web-url" default:"https://github.com" env:"GITHUB_WEB_URL" help:"GitHub's web address (GitHub Enterprise Server: https://HOST)."`
+	WebURL string `name:"web-url" default:"https://github.com" env:"GITHUB_WEB_URL" help:"GitHub's web address (GitHub Enterprise Server: https://HOST; setup create derives it from --api-url)."`
 }
 
 // load reads the manifest file and fills in the server's URLs.
@@ -241,6 +241,7 @@ type setupCreateCmd struct {
 // Run serves the form page on a local address; GitHub redirects the browser back to it with the
 // code, which is converted at once. The state parameter ties the redirect to this run.
 func (c *setupCreateCmd) Run(e *env) error {
+	c.WebURL = enterpriseWebURL(c.WebURL, c.APIURL)
 	state, err := randomState()
 	if err != nil {
 		return err
@@ -308,6 +309,19 @@ func (c *setupCreateCmd) Run(e *env) error {
 	case <-e.ctx.Done():
 		return e.ctx.Err()
 	}
+}
+
+// enterpriseWebURL derives GitHub Enterprise Server's web address from its API address
+// (https://HOST/api/v3/ -> https://HOST) when only --api-url points away from github.com.
+func enterpriseWebURL(webURL, apiURL string) string {
+	if strings.TrimRight(webURL, "/") != "https://github.com" || strings.TrimRight(apiURL, "/") == "https://api.github.com" {
+		return webURL
+	}
+	u, err := url.Parse(apiURL)
+	if err != nil || u.Host == "" {
+		return webURL
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 type setupConvertCmd struct {

@@ -308,3 +308,17 @@ func httpGet(t *testing.T, u string, want int) string {
 	}
 	return string(b)
 }
+
+func TestEnterpriseWebURL(t *testing.T) {
+	tests := []struct{ web, api, want string }{
+		{"https://github.com", "https://api.github.com/", "https://github.com"},
+		{"https://github.com", "https://ghe.example.com/api/v3/", "https://ghe.example.com"},
+		{"https://github.com/", "http://10.0.0.5:8080/api/v3", "http://10.0.0.5:8080"},
+		{"https://ghe.example.com", "https://ghe.example.com/api/v3/", "https://ghe.example.com"},
+	}
+	for _, tt := range tests {
+		if got := enterpriseWebURL(tt.web, tt.api); got != tt.want {
+			t.Errorf("enterpriseWebURL(%q, %q) = %q, want %q", tt.web, tt.api, got, tt.want)
+		}
+	}
+}
