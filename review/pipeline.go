@@ -308,8 +308,12 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			dec.Subject.BodyCoreDigest = d
 		}
 	}
-	for _, lr := range results {
-		dec.Findings = append(dec.Findings, lr.Findings...)
+	dec.Findings = []Finding{}
+	for i := range results {
+		if results[i].Findings == nil {
+			results[i].Findings = []Finding{} // JSON readers get [], not null
+		}
+		dec.Findings = append(dec.Findings, results[i].Findings...)
 	}
 	dec.Coverage = coverage(changed, files, lenses, reviewedBy, p.free, paid, free, cfg)
 	dec.Recommendation = RecommendComment
@@ -668,10 +672,11 @@ func firstLine(s string) string {
 	return s
 }
 
-// cleanPath keeps a reported path only if it is a plain relative path.
+// cleanPath keeps a reported path only if it is a plain relative path. Git allows newlines and
+// other control characters in file names, so they are kept here (a finding must still name its
+// file); every renderer shows paths through DisplayPath.
 func cleanPath(p string) string {
-	p = strings.TrimSpace(p)
-	if p == "" || len(p) > 1024 || strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\x00\n\r") {
+	if strings.TrimSpace(p) == "" || len(p) > 1024 || strings.HasPrefix(p, "/") || strings.ContainsRune(p, 0) {
 		return ""
 	}
 	return p

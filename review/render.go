@@ -2,7 +2,10 @@ package review
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/review/diff"
@@ -174,7 +177,7 @@ func RenderComment(d *Decision) string {
 			}
 			loc := ""
 			if f.Path != "" {
-				loc = " `" + mdCode(f.Path)
+				loc = " `" + mdCode(DisplayPath(f.Path))
 				if f.Line > 0 {
 					loc += fmt.Sprintf(":%d", f.Line)
 				}
@@ -191,7 +194,7 @@ func RenderComment(d *Decision) string {
 			fmt.Fprintf(&b, "- … and %d more\n", len(d.Coverage.Gaps)-i)
 			break
 		}
-		fmt.Fprintf(&b, "- `%s`: %s\n", mdCode(g.Path), mdText(g.Reason))
+		fmt.Fprintf(&b, "- `%s`: %s\n", mdCode(DisplayPath(g.Path)), mdText(g.Reason))
 	}
 	fmt.Fprintf(&b, "\n<sub>Head `%s`, plan `%s`, diff sha256 `%s`.</sub>\n", shortSHA(d.Subject.HeadSHA),
 		shortSHA(d.PlanDigest), shortSHA(d.Subject.ReviewedDiffDigest))
@@ -203,11 +206,41 @@ func RenderComment(d *Decision) string {
 func mdText(s string) string {
 	r := strings.NewReplacer("<", "&lt;", ">", "&gt;", "\r", " ", "\n", " ", "@", "@\u200b", "`", "'",
 		"[", "\\[", "]", "\\]")
-	return r.Replace(s)
+	return r.Replace(noControls(s))
+}
+
+// noControls replaces control and invisible formatting characters (terminal escapes, bidi
+// overrides) and invalid UTF-8 with spaces or U+FFFD.
+func noControls(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 func mdCell(s string) string { return strings.ReplaceAll(mdText(s), "|", "\\|") }
 
 func mdCode(s string) string {
 	return strings.NewReplacer("`", "'", "\n", " ", "\r", " ").Replace(s)
+}
+
+// DisplayPath shows a file name safely on one line: a name with control characters, invalid
+// UTF-8 or invisible format characters is quoted with Go escapes, the way git quotes such names.
+func DisplayPath(p string) string {
+	for _, r := range p {
+		if r == utf8.RuneError || r == '"' || r == '\\' || !unicode.IsPrint(r) && r != ' ' {
+			return strconv.Quote(p)
+		}
+	}
+	return p
+}
+
+// PlainText makes untrusted text safe for a terminal: one line, no control or bidirectional
+// formatting characters (which could move the cursor or reorder what the reader sees), valid
+// UTF-8.
+func PlainText(s string) string {
+	return strings.Join(strings.Fields(noControls(s)), " ")
 }

@@ -70,3 +70,33 @@ func TestRegistryPresets(t *testing.T) {
 		t.Fatalf("preset %q %v", n, ok)
 	}
 }
+
+func TestDisplayPathAndPlainText(t *testing.T) {
+	paths := map[string]string{
+		"docs/guide.md":       "docs/guide.md",
+		"sp ace/café.go":      "sp ace/café.go",
+		"nl\nx.go":            `"nl\nx.go"`,
+		"esc\x1b[31m.go":      `"esc\x1b[31m.go"`,
+		"lat\xe9.go":          `"lat\xe9.go"`,
+		"bidi\u202egnp.exe":   `"bidi\u202egnp.exe"`,
+		"we`ird --> <!-- .go": "we`ird --> <!-- .go",
+	}
+	for in, want := range paths {
+		if got := DisplayPath(in); got != want {
+			t.Errorf("DisplayPath(%q) = %s, want %s", in, got, want)
+		}
+	}
+	texts := map[string]string{
+		"plain words":           "plain words",
+		"two\nlines\r\n":        "two lines",
+		"\x1b]0;owned\x07title": "]0;owned title",
+		"right\u202eto left":    "right to left",
+		"bad \xff byte":         "bad \uFFFD byte",
+		"  spaced\t\tout  ":     "spaced out",
+	}
+	for in, want := range texts {
+		if got := PlainText(in); got != want {
+			t.Errorf("PlainText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

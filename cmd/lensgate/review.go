@@ -163,8 +163,11 @@ func writeReview(w io.Writer, format string, d *review.Decision, rc *disclosure.
 	return nil
 }
 
+// writeText prints the review for a terminal. Every untrusted string (paths, titles,
+// summaries, causes) goes through review.PlainText or review.DisplayPath, so a crafted file name
+// or adapter answer cannot inject terminal control sequences.
 func writeText(w io.Writer, d *review.Decision) {
-	fmt.Fprintf(w, "Gate: %s (%s)\n", d.Gate.State, d.Gate.Reason)
+	fmt.Fprintf(w, "Gate: %s (%s)\n", d.Gate.State, review.PlainText(d.Gate.Reason))
 	fmt.Fprintf(w, "Recommendation: %s\n", d.Recommendation)
 	fmt.Fprintf(w, "Plan digest: %s\n", d.PlanDigest)
 	fmt.Fprintf(w, "Reviewed: %s..%s, diff sha256 %s\n\n", short(d.Subject.BaseSHA), short(d.Subject.HeadSHA), d.Subject.ReviewedDiffDigest)
@@ -179,27 +182,27 @@ func writeText(w io.Writer, d *review.Decision) {
 		if l.Cause != "" {
 			sum = "pending: " + l.Cause
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Name, role, l.Outcome, l.Runtime, oneLine(sum))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Name, role, l.Outcome, review.PlainText(l.Runtime), review.PlainText(sum))
 	}
 	tw.Flush()
 	for _, m := range d.Intake.Messages {
 		if m.Message != "" {
-			fmt.Fprintf(w, "\nIntake %s: %s\n", m.Check, m.Message)
+			fmt.Fprintf(w, "\nIntake %s: %s\n", m.Check, review.PlainText(m.Message))
 		}
 	}
 	if len(d.Findings) > 0 {
 		fmt.Fprintf(w, "\nFindings (%d):\n", len(d.Findings))
 		for _, f := range d.Findings {
-			loc := f.Path
+			loc := review.DisplayPath(f.Path)
 			if f.Line > 0 {
-				loc = fmt.Sprintf("%s:%d", f.Path, f.Line)
+				loc = fmt.Sprintf("%s:%d", loc, f.Line)
 			}
-			fmt.Fprintf(w, "  %-8s %-12s %s  %s  [%s]\n", f.Severity, f.Lens, loc, oneLine(f.Title), f.ID)
+			fmt.Fprintf(w, "  %-8s %-12s %s  %s  [%s]\n", f.Severity, f.Lens, loc, review.PlainText(f.Title), f.ID)
 		}
 	}
 	fmt.Fprintf(w, "\nCoverage: %s (%d of %d file(s) reviewed)\n", d.Coverage.Status, d.Coverage.FilesReviewed, d.Coverage.FilesTotal)
 	for _, g := range d.Coverage.Gaps {
-		fmt.Fprintf(w, "  gap: %s: %s\n", g.Path, g.Reason)
+		fmt.Fprintf(w, "  gap: %s: %s\n", review.DisplayPath(g.Path), review.PlainText(g.Reason))
 	}
 }
 
@@ -208,8 +211,4 @@ func short(s string) string {
 		return s[:12]
 	}
 	return s
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

@@ -226,3 +226,70 @@ func TestReviewSignsReceipt(t *testing.T) {
 		t.Fatalf("receipt does not verify: %+v", rep)
 	}
 }
+
+// TestReviewHostileFileNames: file names with newlines, terminal escapes, backticks and comment
+// markers are named in every format, and can neither break a line of the text output, send a
+// control sequence to the terminal, nor escape the Markdown code span.
+func TestReviewHostileFileNames(t *testing.T) {
+	dir := throwAwayRepo(t)
+	token := "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
+	names := []string{"nl\nx.py", "esc\x1b[2Jx.py", "we`ird --> <!-- x.py", "tab\tx.py"}
+	files := map[string]string{}
+	for _, n := range names {
+		files[n] = "token = \"" + token + "\"\n"
+	}
+	commit(t, dir, files, "Add settings")
+
+	code, out, errOut := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1")
+	if code != 1 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{`"nl\nx.py":1`, `"esc\x1b[2Jx.py":1`, "we`ird --> <!-- x.py:1", `"tab\tx.py":1`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output does not name %s:\n%s", want, out)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\t") || strings.Contains(out, token[4:]) {
+		t.Errorf("text output carries a control character or the token:\n%q", out)
+	}
+
+	_, md, _ := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--format", "markdown")
+	for _, want := range []string{"`\"nl\\nx.py\":1`", "`we'ird --> <!-- x.py:1`"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown does not name %s:\n%s", want, md)
+		}
+	}
+	if strings.ContainsAny(md, "\x1b\t") || strings.Contains(md, token[4:]) {
+		t.Errorf("markdown carries a control character or the token")
+	}
+
+	_, js, _ := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--format", "json")
+	var doc struct {
+		Findings []struct{ Path string } `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, f := range doc.Findings {
+		got[f.Path] = true
+	}
+	for _, n := range names {
+		if !got[n] {
+			t.Errorf("JSON has no finding for %q: %v", n, got)
+		}
+	}
+}
+
+// TestReviewJSONListsAreNeverNull: a clean review has empty lists, not null.
+func TestReviewJSONListsAreNeverNull(t *testing.T) {
+	dir := throwAwayRepo(t)
+	commit(t, dir, map[string]string{"README.md": "# Demo\n\nA clearer demo project.\n"}, "Reword the README")
+	code, js, errOut := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(js, `"findings": null`) || !strings.Contains(js, `"findings": []`) {
+		t.Fatalf("findings are not an empty list:\n%s", js)
+	}
+}
