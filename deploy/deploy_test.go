@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -630,5 +631,63 @@ func TestKubernetesSplitRoles(t *testing.T) {
 	}
 	if matches {
 		t.Errorf("the Service selector %v selects worker pods", svcSel)
+	}
+}
+
+// TestDockerignoreKeepsTheBuild: the image's build context still holds everything the build
+// compiles (every Go and embedded file of the binary's packages, go.mod, go.sum, build.sh).
+func TestDockerignoreKeepsTheBuild(t *testing.T) {
+	data, err := os.ReadFile("Dockerfile.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			patterns = append(patterns, strings.TrimPrefix(l, "/"))
+		}
+	}
+	excluded := func(p string) bool {
+		for _, pat := range patterns {
+			if strings.HasPrefix(pat, "**/") {
+				if ok, _ := filepath.Match(strings.TrimPrefix(pat, "**/"), filepath.Base(p)); ok {
+					return true
+				}
+				continue
+			}
+			if ok, _ := filepath.Match(pat, p); ok || strings.HasPrefix(p, pat+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	needed := []string{"go.mod", "go.sum", "deploy/build.sh"}
+	// Each line: the package directory, then its Go and embedded files.
+	out, err := exec.Command("go", "list", "-deps", "-f",
+		`{{if not .Standard}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{range .EmbedFiles}} {{.}}{{end}}{{"\n"}}{{end}}`, "../cmd/lensgate").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.Abs("..")
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		rel, err := filepath.Rel(root, f[0])
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue // a module dependency, fetched by go mod download
+		}
+		for _, name := range f[1:] {
+			needed = append(needed, filepath.Join(rel, name))
+		}
+	}
+	if len(needed) < 20 {
+		t.Fatalf("found only %d files the build needs", len(needed))
+	}
+	for _, p := range needed {
+		if excluded(p) {
+			t.Errorf("%s is excluded from the image's build context", p)
+		}
 	}
 }
