@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -689,5 +690,34 @@ func TestDockerignoreKeepsTheBuild(t *testing.T) {
 		if excluded(p) {
 			t.Errorf("%s is excluded from the image's build context", p)
 		}
+	}
+}
+
+// TestGracePeriodsOutlastShutdown: the orchestrator must wait longer than the server's own
+// shutdown_timeout, or running reviews are killed instead of finished or handed back.
+func TestGracePeriodsOutlastShutdown(t *testing.T) {
+	srv, _ := loadConfigMapServer(t)
+	for _, f := range []string{"kubernetes/base/deployment.yaml", "kubernetes/overlays/split-roles/worker.yaml"} {
+		g, ok := dig(t, k8s(t, f), "spec", "template", "spec", "terminationGracePeriodSeconds").(int)
+		if !ok || time.Duration(g)*time.Second <= srv.ShutdownTimeout {
+			t.Errorf("%s: terminationGracePeriodSeconds %v does not outlast shutdown_timeout %s", f, g, srv.ShutdownTimeout)
+		}
+	}
+	unit, err := os.ReadFile("systemd/lensgate.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^TimeoutStopSec=(\S+)`).FindStringSubmatch(string(unit))
+	env := map[string]string{"LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE": writeAppKey(t)}
+	ex, err := config.LoadServer("lensgate.example.yml", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m == nil {
+		t.Fatal("unit has no TimeoutStopSec")
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil || d <= ex.ShutdownTimeout {
+		t.Errorf("TimeoutStopSec=%s does not outlast shutdown_timeout %s", m[1], ex.ShutdownTimeout)
 	}
 }
