@@ -721,3 +721,53 @@ func TestGracePeriodsOutlastShutdown(t *testing.T) {
 		t.Errorf("TimeoutStopSec=%s does not outlast shutdown_timeout %s", m[1], ex.ShutdownTimeout)
 	}
 }
+
+// TestEveryManifestParsesAndIsUsed: every YAML file under deploy/ parses, and every Kubernetes
+// file is listed by the kustomization of its directory (a forgotten file would never deploy).
+func TestEveryManifestParsesAndIsUsed(t *testing.T) {
+	used := map[string]bool{}
+	var files []string
+	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (!strings.HasSuffix(p, ".yaml") && !strings.HasSuffix(p, ".yml")) || strings.HasPrefix(p, "testdata") {
+			return err
+		}
+		files = append(files, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var doc map[string]any
+		if err := yaml.Unmarshal(data, &doc); err != nil || doc == nil {
+			t.Errorf("%s: does not parse as one YAML mapping: %v", p, err)
+			return nil
+		}
+		if filepath.Base(p) == "kustomization.yaml" {
+			dir := filepath.Dir(p)
+			used[p] = true
+			for _, field := range []string{"resources", "patches"} {
+				list, _ := doc[field].([]any)
+				for _, it := range list {
+					ref, _ := it.(string)
+					if m, ok := it.(map[string]any); ok {
+						ref, _ = m["path"].(string)
+					}
+					if ref != "" {
+						used[filepath.Join(dir, ref)] = true
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 10 {
+		t.Fatalf("found only %d YAML files", len(files))
+	}
+	for _, f := range files {
+		if strings.HasPrefix(f, "kubernetes/") && !used[f] {
+			t.Errorf("%s is not listed by any kustomization", f)
+		}
+	}
+}
