@@ -242,6 +242,9 @@ type setupCreateCmd struct {
 // code, which is converted at once. The state parameter ties the redirect to this run.
 func (c *setupCreateCmd) Run(e *env) error {
 	c.WebURL = enterpriseWebURL(c.WebURL, c.APIURL)
+	if err := checkSetupDir(c.Out); err != nil {
+		return exitWith(exitUsage, err)
+	}
 	state, err := randomState()
 	if err != nil {
 		return err
@@ -343,6 +346,9 @@ func convertManifest(ctx context.Context, apiURL, code, out string, w io.Writer)
 	if err != nil {
 		return exitWith(exitUsage, fmt.Errorf("--api-url: %w", err))
 	}
+	if err := checkSetupDir(out); err != nil {
+		return exitWith(exitUsage, err)
+	}
 	app, _, err := client.Apps.CompleteAppManifest(ctx, code)
 	if err != nil {
 		return fmt.Errorf("manifest conversion: %w", err)
@@ -364,6 +370,21 @@ func convertManifest(ctx context.Context, apiURL, code, out string, w io.Writer)
 	return nil
 }
 
+// setupFiles are the files setup writes into its output directory.
+var setupFiles = []string{"lensgate.yml", "app-key.pem", "signing.key"}
+
+// checkSetupDir refuses an output directory that already holds one of setup's files. It runs
+// before GitHub is asked for the credentials too: the App's key is handed out only once.
+func checkSetupDir(dir string) error {
+	for _, name := range setupFiles {
+		f := filepath.Join(dir, name)
+		if _, err := os.Stat(f); err == nil {
+			return fmt.Errorf("%s exists; refusing to overwrite it", f)
+		}
+	}
+	return nil
+}
+
 type setupPaths struct{ config, appKey, signingKey, publicKey string }
 
 // writeSetup writes the App key, a new receipt signing key and a server config naming both.
@@ -381,10 +402,8 @@ func writeSetup(dir, apiURL string, app *github.AppConfig) (setupPaths, error) {
 		appKey:     filepath.Join(abs, "app-key.pem"),
 		signingKey: filepath.Join(abs, "signing.key"),
 	}
-	for _, f := range []string{p.config, p.appKey, p.signingKey} {
-		if _, err := os.Stat(f); err == nil {
-			return setupPaths{}, fmt.Errorf("%s exists; refusing to overwrite it", f)
-		}
+	if err := checkSetupDir(dir); err != nil {
+		return setupPaths{}, err
 	}
 	if err := os.WriteFile(p.appKey, []byte(app.GetPEM()), 0o600); err != nil {
 		return setupPaths{}, err

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,16 +28,24 @@ import (
 	"github.com/lensgate/lensgate/handlers"
 )
 
+// fakeManifestAPI is GitHub's manifest conversion for one code, counting the conversions.
+type fakeManifestAPI struct {
+	*httptest.Server
+	conversions atomic.Int32
+}
+
 // manifestServer answers GitHub's manifest conversion for one code.
-func manifestServer(t *testing.T, code string) *httptest.Server {
+func manifestServer(t *testing.T, code string) *fakeManifestAPI {
 	t.Helper()
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
+	api := &fakeManifestAPI{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v3/app-manifests/{code}/conversions", func(w http.ResponseWriter, r *http.Request) {
+		api.conversions.Add(1)
 		if r.PathValue("code") != code {
 			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
 			return
@@ -50,9 +59,9 @@ func manifestServer(t *testing.T, code string) *httptest.Server {
 			"client_id": "Iv1.x", "client_secret": "client-secret-from-github",
 		})
 	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv
+	api.Server = httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	return api
 }
 
 func TestSetupConvert(t *testing.T) {
@@ -96,6 +105,10 @@ func TestSetupConvert(t *testing.T) {
 	errb.Reset()
 	if code := run(context.Background(), []string{"setup", "convert", "--code", "abc123", "--api-url", srv.URL + "/api/v3/", "--out", dir}, &out, &errb); code == 0 {
 		t.Error("second setup overwrote existing files")
+	}
+	// ... and refuses before spending the code: GitHub hands the App's key out only once.
+	if n := srv.conversions.Load(); n != 1 {
+		t.Errorf("%d conversions, want 1", n)
 	}
 }
 
