@@ -430,7 +430,8 @@ func writeSetup(dir, apiURL string, app *github.AppConfig) (setupPaths, error) {
 			gh["v4_api_url"] = web + "/api/graphql"
 		}
 	}
-	cfg := map[string]any{"signing_key_file": p.signingKey, "github": gh}
+	// The audit ledger goes next to the keys, not into whatever directory serve starts in.
+	cfg := map[string]any{"signing_key_file": p.signingKey, "audit_file": filepath.Join(abs, "audit.jsonl"), "github": gh}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return setupPaths{}, err
