@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -746,5 +747,52 @@ func TestServeCheck(t *testing.T) {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "GET /app") {
 		t.Errorf("serve --check with another App's key: %v %s", err, stderr.String())
+	}
+}
+
+// TestSetupOutputServes: what `lensgate setup convert` writes is a working server
+// configuration. The conversion answers with the fake GitHub's App (id, key, secret); serve then
+// starts from the written file, with only the API addresses pointed at the fake.
+func TestSetupOutputServes(t *testing.T) {
+	gh := githubfake.New(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v3/app-manifests/{code}/conversions", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("code") != "the-code" {
+			http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": gh.AppID(), "slug": githubfake.DefaultAppSlug, "name": "lensgate",
+			"html_url": gh.URL() + "/apps/lensgate", "webhook_secret": gh.WebhookSecret(), "pem": gh.PrivateKeyPEM(),
+		})
+	})
+	conv := httptest.NewServer(mux)
+	defer conv.Close()
+
+	out := filepath.Join(t.TempDir(), "conf")
+	b, err := exec.Command(lensgateBinary(t), "setup", "convert", "--code", "the-code", "--api-url", conv.URL+"/api/v3/", "--out", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("setup convert: %v\n%s", err, b)
+	}
+	pubHex := regexp.MustCompile(`public key ([0-9a-f]{64})`).FindSubmatch(b)
+	if pubHex == nil {
+		t.Fatalf("setup did not print the receipt public key:\n%s", b)
+	}
+	ac := gh.AppConfig()
+	s := startServe(t, map[string]string{
+		"LENSGATE_LISTEN":   freeAddr(t),
+		"GITHUB_WEB_URL":    ac.WebURL,
+		"GITHUB_V3_API_URL": ac.V3APIURL,
+		"GITHUB_V4_API_URL": ac.V4APIURL,
+	}, "--config", filepath.Join(out, "lensgate.yml"))
+	if keys := s.mustGet("/.well-known/lensgate/keys"); !strings.Contains(keys, string(pubHex[1])) {
+		t.Errorf("keys %s lack the key setup made (%s)", keys, pubHex[1])
+	}
+	reviewFixturePR(t, s, gh)
+	s.stop()
+	if _, err := os.Stat(filepath.Join(out, "audit.jsonl")); err != nil {
+		t.Errorf("no audit ledger next to the keys: %v", err)
 	}
 }
