@@ -51,15 +51,12 @@ func fixture(t testing.TB, name string) []byte {
 
 // recordingPublisher keeps every publication.
 type recordingPublisher struct {
-	mu     sync.Mutex
-	begun  []*handlers.Publication
-	pubs   []*handlers.Publication
-	notify chan *handlers.Publication
+	mu    sync.Mutex
+	begun []*handlers.Publication
+	pubs  []*handlers.Publication
 }
 
-func newRecordingPublisher() *recordingPublisher {
-	return &recordingPublisher{notify: make(chan *handlers.Publication, 1000)}
-}
+func newRecordingPublisher() *recordingPublisher { return &recordingPublisher{} }
 
 func (p *recordingPublisher) Begin(_ context.Context, _ *github.Client, pub *handlers.Publication) error {
 	p.mu.Lock()
@@ -70,9 +67,8 @@ func (p *recordingPublisher) Begin(_ context.Context, _ *github.Client, pub *han
 
 func (p *recordingPublisher) Publish(_ context.Context, _ *github.Client, pub *handlers.Publication) error {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.pubs = append(p.pubs, pub)
-	p.mu.Unlock()
-	p.notify <- pub
 	return nil
 }
 

@@ -2,9 +2,9 @@ package handlers_test
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -69,6 +69,9 @@ func TestGitHubCallsPerReview(t *testing.T) {
 	})
 }
 
+func loadPR(i int) int      { return 101 + i%*loadPRs }
+func loadHead(i int) string { return fmt.Sprintf("%040x", i+1) }
+
 // BenchmarkWebhookLoad drives the running server over loopback HTTP with signed deliveries at a
 // fixed rate and reports the acknowledgement latency. Each delivery is a synchronize with a new
 // head for one of load.prs pull requests, so the queue coalesces and supersedes under load.
@@ -92,6 +95,18 @@ func BenchmarkWebhookLoad(b *testing.B) {
 		lat := make([]time.Duration, total)
 		codes := make([]int, total)
 		var wg sync.WaitGroup
+		// Build and sign every delivery before the clock starts, so the measurement is the
+		// server's, not the generator's.
+		reqs := make([]*http.Request, total)
+		for i := range total {
+			body := bytes.ReplaceAll(base, []byte(fixtureHead), []byte(loadHead(i)))
+			body = bytes.ReplaceAll(body, []byte(`"number": 2,`), []byte(fmt.Sprintf(`"number": %d,`, loadPR(i))))
+			req, err := githubfake.WebhookRequest(url, "pull_request", fmt.Sprint("load-", i), secret, body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			reqs[i] = req
+		}
 		interval := time.Second / time.Duration(*loadRate)
 		start := time.Now()
 		for i := range total {
@@ -102,24 +117,16 @@ func BenchmarkWebhookLoad(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				pr := 100 + 1 + i%*loadPRs
-				head := fmt.Sprintf("%040x", i+1)
 				// The push happens on GitHub first, then its webhook arrives.
-				e.gh.Push(fixtureRepo, pr, head, []byte(readmeDiff), nil)
-				body := bytes.ReplaceAll(base, []byte(fixtureHead), []byte(head))
-				body = bytes.ReplaceAll(body, []byte(`"number": 2,`), []byte(fmt.Sprintf(`"number": %d,`, pr)))
-				req, err := githubfake.WebhookRequest(url, "pull_request", fmt.Sprint("load-", i), secret, body)
-				if err != nil {
-					codes[i] = -2
-					return
-				}
+				e.gh.Push(fixtureRepo, loadPR(i), loadHead(i), []byte(readmeDiff), nil)
 				t0 := time.Now()
-				resp, err := client.Do(req.WithContext(context.Background()))
+				resp, err := client.Do(reqs[i])
 				lat[i] = time.Since(t0)
 				if err != nil {
 					codes[i] = -1
 					return
 				}
+				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				codes[i] = resp.StatusCode
 			}()

@@ -210,7 +210,15 @@ func (q *Memory) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	q.cancel(ErrStopped)
-	<-done
+	// A handler that ignores its context must not hold the process: give it a moment, then give up.
+	stuck := 0
+	select {
+	case <-done:
+	case <-time.After(stopGrace):
+		q.mu.Lock()
+		stuck = len(q.running)
+		q.mu.Unlock()
+	}
 	q.mu.Lock()
 	left := len(q.pending)
 	for k := range q.pending {
@@ -219,12 +227,15 @@ func (q *Memory) Stop(ctx context.Context) error {
 	q.order = nil
 	q.m.Depth.Set(0)
 	q.mu.Unlock()
-	if left > 0 {
+	if left > 0 || stuck > 0 {
 		q.m.Dropped.WithLabelValues("abandoned").Add(float64(left))
-		return fmt.Errorf("queue: stopped with %d queued jobs abandoned: %w", left, ctx.Err())
+		return fmt.Errorf("queue: stopped with %d queued jobs abandoned and %d running jobs not stopping: %w", left, stuck, ctx.Err())
 	}
 	return nil
 }
+
+// stopGrace is how long Stop waits, after its deadline, for cancelled jobs to return.
+const stopGrace = time.Second
 
 // Len returns the number of queued and running jobs.
 func (q *Memory) Len() (queued, running int) {

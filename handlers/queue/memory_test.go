@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -334,5 +335,30 @@ func TestMemoryRejectsJobWithoutKey(t *testing.T) {
 	q := NewMemory(MemoryOptions{})
 	if err := q.Enqueue(context.Background(), Job{DeliveryID: "x"}); err == nil {
 		t.Fatal("job without key accepted")
+	}
+}
+
+func TestMemoryStopDoesNotWaitForeverOnAStuckJob(t *testing.T) {
+	q := NewMemory(MemoryOptions{Workers: 1})
+	ctx := context.Background()
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{})
+	if err := q.Start(ctx, func(context.Context, Job) error {
+		close(started)
+		<-release // ignores its context
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, job("o/r#1", "d1", "h")); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	sctx, cancel := context.WithCancel(ctx)
+	cancel()
+	err := q.Stop(sctx)
+	if err == nil || !strings.Contains(err.Error(), "1 running jobs not stopping") {
+		t.Fatalf("Stop = %v", err)
 	}
 }
