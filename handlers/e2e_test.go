@@ -419,3 +419,35 @@ func TestCatchupRedeliversFailedDeliveriesAtStart(t *testing.T) {
 		t.Fatalf("redeliveries %v, want only %d", got, failed.ID)
 	}
 }
+
+func TestHeadNotYetVisibleIsReadAgain(t *testing.T) {
+	e := newEnv(t)
+	e.addFixturePR(readmeDiff)
+	newHead := strings.Repeat("ab", 20)
+	// The first read still shows the old head, as when the API lags the webhook; the push
+	// becomes visible on the second read.
+	e.gh.OnNext(routeGetPull, func(*http.Request) {
+		e.gh.OnNext(routeGetPull, func(*http.Request) { e.gh.Push(fixtureRepo, fixturePR, newHead, []byte(readmeDiff), nil) })
+	})
+	e.send("pull_request", "d-lag", withHead(fixture(t, "pull_request.synchronize.payload.json"), newHead))
+	e.drain()
+	pubs := e.pub.all()
+	if len(pubs) != 1 || pubs[0].Decision.Subject.HeadSHA != newHead {
+		t.Fatalf("publications %+v, want one review of %s", pubs, newHead)
+	}
+}
+
+func TestStaleJobIsSkipped(t *testing.T) {
+	e := newEnv(t)
+	e.addFixturePR(readmeDiff)
+	e.gh.Push(fixtureRepo, fixturePR, strings.Repeat("cd", 20), []byte(readmeDiff), nil)
+	// The event names the older head; the pull request has moved on and stays there.
+	e.send("pull_request", "d-stale", fixture(t, "pull_request.synchronize.payload.json"))
+	e.drain()
+	if n := len(e.pub.all()); n != 0 {
+		t.Fatalf("%d publications for a superseded head", n)
+	}
+	if got := e.metric("lensgate_reviews_total", map[string]string{"result": "stale"}); got != 1 {
+		t.Fatalf("stale count %v", got)
+	}
+}

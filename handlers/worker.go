@@ -97,7 +97,7 @@ func (w *Worker) Handle(ctx context.Context, job queue.Job) error {
 
 func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queue.Job) error {
 	log := zerolog.Ctx(ctx)
-	pr, err := w.Fetch.GetPull(ctx, client, job.Owner, job.Repo, job.Number)
+	pr, err := w.currentPull(ctx, client, job)
 	if err != nil {
 		return w.operational(ctx, client, job, nil, err)
 	}
@@ -201,6 +201,31 @@ func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job que
 	return w.publish(ctx, client, pub)
 }
 
+// headLagReads is how often the pull request is read again when GitHub's API does not show the
+// head the webhook announced yet (the API can lag the event by a moment).
+const headLagReads = 3
+
+// currentPull reads the pull request, reading again briefly when its head differs from the
+// job's: either the API lags the webhook (the next read shows the job's head) or a newer push
+// exists (the head stays different, and that push's own job supersedes this one).
+func (w *Worker) currentPull(ctx context.Context, client *github.Client, job queue.Job) (*github.PullRequest, error) {
+	wait := w.Fetch.InitialBackoff
+	if wait <= 0 {
+		wait = 500 * time.Millisecond
+	}
+	for i := 1; ; i++ {
+		pr, err := w.Fetch.GetPull(ctx, client, job.Owner, job.Repo, job.Number)
+		if err != nil || job.HeadSHA == "" || pr.GetHead().GetSHA() == job.HeadSHA || pr.GetState() == "closed" || i >= headLagReads {
+			return pr, err
+		}
+		select {
+		case <-time.After(time.Duration(i) * wait):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("get pull request: %w", context.Cause(ctx))
+		}
+	}
+}
+
 // loadConfig reads the trusted configuration with retries on GitHub failures.
 func (w *Worker) loadConfig(ctx context.Context, client *github.Client, owner, repo, ref string) (TrustedConfig, error) {
 	var tc TrustedConfig
@@ -224,7 +249,7 @@ func (w *Worker) proposedConfig(ctx context.Context, client *github.Client, subj
 			p.Problems = config.Problems{{File: ConfigPath, Message: "the pull request removes " + ConfigPath + "; after merge the organisation or server default applies"}}
 			return p
 		}
-		// Read it from the head repository: a fork's head commit is not in the base repository.
+		// GitHub serves a pull request's head commit through the base repository, forks included.
 		data, found, err := w.Fetch.FileAt(ctx, client, subj.Owner, subj.Repo, ConfigPath, subj.HeadSHA)
 		switch {
 		case err != nil:
