@@ -451,3 +451,23 @@ func TestStaleJobIsSkipped(t *testing.T) {
 		t.Fatalf("stale count %v", got)
 	}
 }
+
+func TestDiffTooLargeFallsBackToPatches(t *testing.T) {
+	e := newEnv(t)
+	e.addFixturePR(readmeDiff)
+	// The pull request itself reads fine; the diff media type on the same route is refused.
+	e.gh.OnNext(routeGetPull, func(*http.Request) { e.gh.FailNext(routeGetPull, http.StatusNotAcceptable, 1) })
+	e.send("pull_request", "d-huge", fixture(t, "pull_request.opened.payload.json"))
+	e.drain()
+	pubs := e.pub.all()
+	if len(pubs) != 1 || pubs[0].Failure != nil || pubs[0].Decision == nil {
+		t.Fatalf("publications %+v", pubs)
+	}
+	p := pubs[0]
+	if len(p.Subject.Diff) != 0 || len(p.Subject.Files) != 1 || p.Subject.Files[0].Patch == "" {
+		t.Fatalf("subject diff %q files %+v, want the per-file patches", p.Subject.Diff, p.Subject.Files)
+	}
+	if p.Decision.Gate.State == review.OutcomePending || p.Decision.Coverage.FilesReviewed != 1 {
+		t.Fatalf("decision %+v coverage %+v", p.Decision.Gate, p.Decision.Coverage)
+	}
+}

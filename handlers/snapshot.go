@@ -160,6 +160,27 @@ type PullSnapshot struct {
 	OpenPRsByAuthor int
 	// FilesTruncated is set when the file list hit GitHub's 3000-file cap.
 	FilesTruncated bool
+	// DiffTooLarge is set when GitHub refused the diff media type as too large; the review then
+	// works from the per-file patches.
+	DiffTooLarge bool
+}
+
+// isDiffTooLarge reports GitHub's refusal to render a diff over its size limits (406, or 422
+// with code too_large).
+func isDiffTooLarge(err error) bool {
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil {
+		return false
+	}
+	if er.Response.StatusCode == http.StatusNotAcceptable {
+		return true
+	}
+	for _, e := range er.Errors {
+		if e.Code == "too_large" {
+			return true
+		}
+	}
+	return false
 }
 
 // GetPull reads a pull request.
@@ -194,7 +215,11 @@ func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.
 		s.Diff = []byte(raw)
 		return err
 	})
-	if err != nil {
+	switch {
+	case isDiffTooLarge(err):
+		s.Diff, s.DiffTooLarge = nil, true
+		zerolog.Ctx(ctx).Warn().Msg("diff too large for GitHub's diff media type; reviewing the per-file patches")
+	case err != nil:
 		return nil, err
 	}
 	for page := 1; page != 0 && page <= maxFilePages; {
