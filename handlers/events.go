@@ -44,7 +44,7 @@ func (x jobExtra) raw() json.RawMessage {
 	return b
 }
 
-// ParseJobExtra decodes a job's Extra.
+// parseJobExtra decodes a job's Extra.
 func parseJobExtra(raw json.RawMessage) jobExtra {
 	var x jobExtra
 	if len(raw) > 0 {
