@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -469,5 +470,34 @@ func TestDiffTooLargeFallsBackToPatches(t *testing.T) {
 	}
 	if p.Decision.Gate.State == review.OutcomePending || p.Decision.Coverage.FilesReviewed != 1 {
 		t.Fatalf("decision %+v coverage %+v", p.Decision.Gate, p.Decision.Coverage)
+	}
+}
+
+type panickyReviewer struct{ handlers.Reviewer }
+
+func (p panickyReviewer) Review(ctx context.Context, s *review.Subject, c *config.Repo) (*review.Decision, error) {
+	if s.Number == fixturePR {
+		panic("reviewer bug")
+	}
+	return p.Reviewer.Review(ctx, s, c)
+}
+
+func TestPanickingReviewIsRecoveredAndCounted(t *testing.T) {
+	e := newEnv(t, func(_ *config.Server, o *handlers.Options) { o.Reviewer = panickyReviewer{o.Reviewer} })
+	e.addFixturePR(readmeDiff)
+	e.gh.AddPullRequest(fixtureRepo, githubfake.PullRequest{Number: 3, HeadSHA: fixtureHead, BaseRef: fixtureRef, Diff: []byte(readmeDiff)})
+	payload := fixture(t, "pull_request.opened.payload.json")
+	e.send("pull_request", "d-panic", payload)
+	e.send("pull_request", "d-after", bytes.ReplaceAll(payload, []byte(`"number": 2,`), []byte(`"number": 3,`)))
+	e.drain()
+	if got := e.metric("lensgate_queue_panics_total", nil); got != 1 {
+		t.Fatalf("panics = %v", got)
+	}
+	pubs := e.pub.all()
+	if len(pubs) != 1 || pubs[0].Subject.Number != 3 {
+		t.Fatalf("publications %+v, want the next job reviewed after the panic", pubs)
+	}
+	if !strings.Contains(e.logs.String(), "review job panicked") || !strings.Contains(e.logs.String(), "reviewer bug") {
+		t.Fatal("panic not logged")
 	}
 }

@@ -118,7 +118,7 @@ type env struct {
 	http     *httptest.Server
 	pub      *recordingPublisher
 	reviewer *countingReviewer
-	logs     *bytes.Buffer
+	logs     *lockedWriter
 	reg      *prometheus.Registry
 	stopped  bool
 }
@@ -142,11 +142,11 @@ func newEnvOn(t testing.TB, gh *githubfake.Server, opts ...envOption) *env {
 	cfg.GitHub.Timeout = 2 * time.Second
 	cfg.Review.SnapshotAttempts = 3
 	cfg.Queue.CatchupWindow = 0 // tests that want catch-up turn it on
-	e := &env{t: t, gh: gh, pub: newRecordingPublisher(), logs: &bytes.Buffer{}, reg: prometheus.NewRegistry()}
+	e := &env{t: t, gh: gh, pub: newRecordingPublisher(), logs: &lockedWriter{w: &bytes.Buffer{}}, reg: prometheus.NewRegistry()}
 	e.reviewer = &countingReviewer{next: newPipeline(t)}
 	o := handlers.Options{
 		Config:         cfg,
-		Logger:         zerolog.New(&lockedWriter{w: e.logs}),
+		Logger:         zerolog.New(e.logs),
 		Reviewer:       e.reviewer,
 		Triager:        newTriager(t),
 		Publisher:      e.pub,
@@ -225,7 +225,13 @@ func (e *env) get(path string) (int, string) {
 
 type lockedWriter struct {
 	mu sync.Mutex
-	w  io.Writer
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
