@@ -298,7 +298,8 @@ func (c *setupCreateCmd) Run(e *env) error {
 		}
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
 	defer func() { _ = srv.Close() }()
 
 	fmt.Fprintf(e.stdout, "Open %s/ in a browser on this machine and press \"Register on GitHub\".\n", local)
@@ -307,6 +308,8 @@ func (c *setupCreateCmd) Run(e *env) error {
 	case r := <-done:
 		fmt.Fprint(e.stdout, r.out)
 		return r.err
+	case err := <-serveErr:
+		return fmt.Errorf("setup create: local page stopped: %w", err)
 	case <-time.After(c.Wait):
 		return fmt.Errorf("setup create: no registration within %s", c.Wait)
 	case <-e.ctx.Done():

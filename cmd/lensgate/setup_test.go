@@ -295,7 +295,19 @@ func TestSetupCreate(t *testing.T) {
 	if _, err := os.Stat(dir); err == nil {
 		t.Fatal("a forged redirect wrote the configuration")
 	}
-	httpGet(t, local+"/callback?code=code-77&state="+url.QueryEscape(state), http.StatusOK)
+	resp, err := http.Get(local + "/callback?code=code-77&state=" + url.QueryEscape(state))
+	if err != nil {
+		select {
+		case code := <-exit:
+			t.Fatalf("%v; setup create had exited %d: %s", err, code, errb.String())
+		default:
+			t.Fatalf("%v; setup create still running: %s", err, out.String())
+		}
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("callback answered %d", resp.StatusCode)
+	}
 	if code := <-exit; code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
