@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
@@ -78,9 +80,10 @@ func loadHead(i int) string { return fmt.Sprintf("%040x", i+1) }
 //
 //	go test -run '^$' -bench WebhookLoad -benchtime 1x ./handlers/ -args -load.rate=200 -load.duration=30s
 func BenchmarkWebhookLoad(b *testing.B) {
-	e := newEnv(b, func(c *config.Server, _ *handlers.Options) {
+	e := newEnv(b, func(c *config.Server, o *handlers.Options) {
 		c.Queue.Size = 10000
-		c.LogLevel = "warn"
+		// Production logs at info; the test harness would otherwise keep every debug line.
+		o.Logger = zerolog.New(io.Discard).Level(zerolog.InfoLevel)
 	})
 	base := fixture(b, "pull_request.synchronize.payload.json")
 	e.addFixturePR(readmeDiff)
