@@ -26,13 +26,16 @@ func LocalSubject(ctx context.Context, dir, base, head string) (*Subject, error)
 		return nil, fmt.Errorf("%w: a revision may not start with '-'", ErrUnusableInput)
 	}
 	g := gitRunner{dir: dir}
+	if _, err := g.run(ctx, 4096, "rev-parse", "--git-dir"); err != nil {
+		return nil, fmt.Errorf("%q is not a git repository: %w", dir, err)
+	}
 	baseSHA, err := g.revParse(ctx, base)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("base: %w", err)
 	}
 	headSHA, err := g.revParse(ctx, head)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("head: %w", err)
 	}
 	d, err := g.run(ctx, maxLocalDiffBytes, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", "--full-index",
 		baseSHA, headSHA, "--")
@@ -89,9 +92,10 @@ func (g gitRunner) run(ctx context.Context, limit int, args ...string) ([]byte, 
 }
 
 func (g gitRunner) revParse(ctx context.Context, rev string) (string, error) {
-	out, err := g.run(ctx, 4096, "rev-parse", "--verify", "--end-of-options", rev+"^{commit}")
+	out, err := g.run(ctx, 4096, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 	if err != nil {
-		return "", fmt.Errorf("resolve %q: %w", rev, err)
+		return "", fmt.Errorf("%w: %q names no commit in %s (a branch, tag, SHA or HEAD~N is expected)",
+			ErrUnusableInput, rev, g.dir)
 	}
 	return strings.TrimSpace(string(out)), nil
 }

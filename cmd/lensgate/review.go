@@ -85,16 +85,18 @@ func (c *reviewCmd) Run(e *env) error {
 // change cannot weaken the review it gets), or falls back to the default configuration.
 func (c *reviewCmd) loadConfig(e *env) (*config.Repo, error) {
 	if c.Config != "" {
-		data, err := os.ReadFile(c.Config)
+		// Bounded: --config /dev/zero must not exhaust memory.
+		data, err := readConfig(c.Config)
 		if err != nil {
 			return nil, fmt.Errorf("read config: %w", err)
 		}
 		if config.IsRepoConfig(c.Config) {
-			return config.ParseRepo(c.Config, data)
+			cfg, err := config.ParseRepo(c.Config, data)
+			return cfg, namedProblems(c.Config, err)
 		}
 		pol, err := config.ParsePolicyFile(c.Config, data)
 		if err != nil {
-			return nil, err
+			return nil, namedProblems(c.Config, err)
 		}
 		cfg := config.DefaultRepo()
 		cfg.Source, cfg.Policy, cfg.PolicyDefaulted = c.Config, pol, false
@@ -103,14 +105,42 @@ func (c *reviewCmd) loadConfig(e *env) (*config.Repo, error) {
 	if strings.HasPrefix(c.Base, "-") {
 		return nil, errors.New("a revision may not start with '-'")
 	}
-	cmd := exec.CommandContext(e.ctx, "git", "-C", c.Repo, "show", c.Base+":.asdd.yml")
-	var out strings.Builder
-	cmd.Stdout = &out
-	if err := cmd.Run(); err != nil {
+	cmd := exec.CommandContext(e.ctx, "git", "-C", c.Repo, "show", "--end-of-options", c.Base+":.asdd.yml")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("read .asdd.yml of the base revision: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("read .asdd.yml of the base revision: %w", err)
+	}
+	// One byte over the cap lets the decoder report the size problem itself.
+	data, _ := io.ReadAll(io.LimitReader(stdout, config.MaxRepoFileBytes+1))
+	if len(data) > config.MaxRepoFileBytes {
+		_ = cmd.Process.Kill()
+	}
+	if err := cmd.Wait(); err != nil && len(data) <= config.MaxRepoFileBytes {
 		// No .asdd.yml at the base revision (or not a repository: LocalSubject reports that).
 		return config.DefaultRepo(), nil
 	}
-	return config.ParseRepo(c.Base+":.asdd.yml", []byte(out.String()))
+	cfg, err := config.ParseRepo(c.Base+":.asdd.yml", data)
+	return cfg, namedProblems(c.Base+":.asdd.yml", err)
+}
+
+// namedProblems makes every configuration problem name its file, including the ones about the
+// whole file (size, encoding) that carry no line.
+func namedProblems(file string, err error) error {
+	ps, ok := err.(config.Problems)
+	if !ok {
+		return err
+	}
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+		if p.Line == 0 && !strings.Contains(p.Message, file) {
+			lines[i] = file + ": " + lines[i]
+		}
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }
 
 // registry enables builtin and dryrun always, openai when an endpoint and token are in the

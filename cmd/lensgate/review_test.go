@@ -189,16 +189,38 @@ func TestReviewUsesBaseConfig(t *testing.T) {
 
 func TestReviewUnusableInput(t *testing.T) {
 	dir := throwAwayRepo(t)
-	cases := [][]string{
-		{"--repo", dir, "--base", "no-such-ref"},
-		{"--repo", t.TempDir(), "--base", "HEAD~1"},
-		{"--repo", dir, "--base", "--upload-pack=evil"},
-		{"--repo", dir, "--base", "HEAD", "--config", filepath.Join(dir, "missing.yml")},
-		{"--repo", dir, "--base", "HEAD", "--format", "xml"},
+	notRepo := t.TempDir()
+	huge := filepath.Join(t.TempDir(), ".asdd.yml")
+	if err := os.WriteFile(huge, []byte("protected_paths:\n"+strings.Repeat("  - \"p\"\n", 200_000)), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	for _, args := range cases {
-		if code, out, stderr := runReviewCLI(t, args...); code != exitUsage {
-			t.Errorf("%v: exit %d, want 2\n%s\n%s", args, code, out, stderr)
+	bigBase := throwAwayRepo(t)
+	commit(t, bigBase, map[string]string{".asdd.yml": "protected_paths:\n" + strings.Repeat("  - \"p\"\n", 200_000)}, "Config")
+	commit(t, bigBase, map[string]string{"docs/a.md": "a\n"}, "Docs")
+	cases := []struct {
+		args []string
+		want string // in stderr: what is wrong, naming the input
+	}{
+		{[]string{"--repo", dir, "--base", "no-such-ref"}, `"no-such-ref" names no commit in ` + dir},
+		{[]string{"--repo", dir, "--base", "HEAD", "--head", "nope"}, `head: unusable review input: "nope" names no commit`},
+		{[]string{"--repo", notRepo, "--base", "HEAD~1"}, notRepo + `" is not a git repository`},
+		{[]string{"--repo", dir, "--base", "--upload-pack=evil"}, "--base"},
+		{[]string{"--repo", dir, "--base", "HEAD", "--config", filepath.Join(dir, "missing.yml")}, "missing.yml"},
+		{[]string{"--repo", dir, "--base", "HEAD", "--config", huge}, huge + ": the file exceeds 1048576 bytes"},
+		{[]string{"--repo", bigBase, "--base", "HEAD~1"}, "HEAD~1:.asdd.yml: the file exceeds 1048576 bytes"},
+		{[]string{"--repo", dir, "--base", "HEAD", "--format", "xml"}, "--format"},
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		// An endless file is refused after the cap, not read into memory.
+		cases = append(cases, struct {
+			args []string
+			want string
+		}{[]string{"--repo", dir, "--base", "HEAD", "--config", "/dev/zero"}, "exceeds 1048576 bytes: /dev/zero"})
+	}
+	for _, c := range cases {
+		code, out, stderr := runReviewCLI(t, c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) || out != "" {
+			t.Errorf("%v: exit %d, want 2 with %q\nstdout: %s\nstderr: %s", c.args, code, c.want, out, stderr)
 		}
 	}
 }
