@@ -44,10 +44,16 @@ func (c *serveCmd) Run(e *env) error {
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	if c.Role != handlers.RoleAll && cfg.Queue.DSN == "" {
+	if c.Role != handlers.RoleAll && cfg.Queue.DSN == "" && !c.Check {
 		return exitWith(exitUsage, fmt.Errorf("serve: --role %s needs a durable queue (queue.dsn / LENSGATE_QUEUE_DSN)", c.Role))
 	}
 	log := newServerLogger(e.stderr, cfg)
+	if c.Check {
+		// A check has no side effects: no audit ledger, no queue database, no migrations.
+		checkCfg := *cfg
+		checkCfg.DryRun, checkCfg.Queue.DSN = true, ""
+		cfg = &checkCfg
+	}
 	app, closeAll, err := buildApp(e.ctx, cfg, c.Role, log)
 	if err != nil {
 		return exitWith(exitUsage, err)

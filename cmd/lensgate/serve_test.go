@@ -88,6 +88,9 @@ func TestServeCheck(t *testing.T) {
 	if !strings.Contains(stdout.String(), "App 4242 (lensgate)") {
 		t.Fatalf("stdout %q", stdout.String())
 	}
+	if _, err := os.Stat(os.Getenv("LENSGATE_AUDIT_FILE")); !os.IsNotExist(err) {
+		t.Fatalf("--check created the audit ledger (%v)", err)
+	}
 }
 
 func TestServeRunsAndShutsDown(t *testing.T) {
