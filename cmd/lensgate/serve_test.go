@@ -176,3 +176,61 @@ func TestServeRunsAndShutsDown(t *testing.T) {
 		t.Fatal("no graceful shutdown")
 	}
 }
+
+func TestServeWithDurableQueueAndRoles(t *testing.T) {
+	gh := githubfake.New(t)
+	serveEnv(t, gh)
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "queue.db")
+	t.Setenv("LENSGATE_QUEUE_DSN", dsn)
+	t.Setenv("LENSGATE_CATCHUP_WINDOW", "0")
+	for _, role := range []string{"web", "worker"} {
+		t.Run(role, func(t *testing.T) {
+			addr := freeAddr(t)
+			t.Setenv("LENSGATE_LISTEN", addr)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan int, 1)
+			var stderr bytes.Buffer
+			go func() { done <- run(ctx, []string{"serve", "--role", role}, io.Discard, &stderr) }()
+			base := "http://" + addr
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				resp, err := http.Get(base + handlers.RouteReady)
+				if err == nil {
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusOK {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					cancel()
+					t.Fatalf("not ready: %v; stderr %s", err, stderr.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			req, _ := githubfake.WebhookRequest(base+handlers.RouteHook, "star", "d-"+role, gh.WebhookSecret(), []byte(`{}`))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			// A worker replica takes no webhooks; a web replica does.
+			want := map[string]int{"web": http.StatusAccepted, "worker": http.StatusNotFound}[role]
+			if resp.StatusCode != want {
+				t.Fatalf("webhook on a %s replica: %d, want %d", role, resp.StatusCode, want)
+			}
+			cancel()
+			if code := <-done; code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+		})
+	}
+}
+
+func TestServeRoleNeedsDurableQueue(t *testing.T) {
+	gh := githubfake.New(t)
+	serveEnv(t, gh)
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"serve", "--role", "web"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "LENSGATE_QUEUE_DSN") {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
