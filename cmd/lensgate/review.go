@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,14 +26,15 @@ import (
 
 // reviewCmd runs the whole review pipeline on a local git repository.
 type reviewCmd struct {
-	Repo     string `default:"." placeholder:"DIR" help:"Local git repository."`
-	Base     string `required:"" placeholder:"REF" help:"Base revision of the change."`
-	Head     string `default:"HEAD" placeholder:"REF" help:"Head revision of the change."`
-	Config   string `placeholder:"FILE" help:"Configuration (.asdd.yml, .yaga.toml or pyproject.toml); default: .asdd.yml of the base revision, else the built-in default policy."`
-	Runtime  string `placeholder:"NAME" help:"Default runtime for lenses whose preset names none (builtin, openai, dryrun, or an adapter name)."`
-	Adapters string `placeholder:"DIR" help:"Directory of operator-installed review adapters, enabled as exec runtimes."`
-	Format   string `default:"text" enum:"text,json,markdown" help:"Output format: text, json or markdown."`
-	SignKey  string `placeholder:"FILE" help:"Ed25519 key file (lensgate keygen): also print the signed receipt."`
+	Repo     string            `default:"." placeholder:"DIR" help:"Local git repository."`
+	Base     string            `required:"" placeholder:"REF" help:"Base revision of the change."`
+	Head     string            `default:"HEAD" placeholder:"REF" help:"Head revision of the change."`
+	Config   string            `placeholder:"FILE" help:"Configuration (.asdd.yml, .yaga.toml or pyproject.toml); default: .asdd.yml of the base revision, else the built-in default policy."`
+	Runtime  string            `placeholder:"NAME" help:"Default runtime for lenses whose preset names none (builtin, openai, dryrun, or an adapter name)."`
+	Adapters string            `placeholder:"DIR" help:"Directory of operator-installed review adapters, enabled as exec runtimes."`
+	Preset   map[string]string `placeholder:"NAME=RUNTIME" help:"Operator-defined preset: lenses whose preset is NAME are reviewed by the enabled runtime RUNTIME. Repeatable."`
+	Format   string            `default:"text" enum:"text,json,markdown" help:"Output format: text, json or markdown."`
+	SignKey  string            `placeholder:"FILE" help:"Ed25519 key file (lensgate keygen): also print the signed receipt."`
 }
 
 // Run implements the command. Exit 0: gate passed; 1: not passed; 2: unusable input.
@@ -165,7 +167,21 @@ func (c *reviewCmd) registry(cfg *config.Repo) (*runtime.Registry, error) {
 			rts = append(rts, a)
 		}
 	}
-	return runtime.NewRegistry(rts...), nil
+	reg := runtime.NewRegistry(rts...)
+	names := make([]string, 0, len(c.Preset))
+	for name := range c.Preset {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !config.ValidName(name) {
+			return nil, fmt.Errorf("--preset %q: a preset is a lower-case label such as security or house-style", name)
+		}
+		if err := reg.AddPreset(name, c.Preset[name]); err != nil {
+			return nil, fmt.Errorf("--preset %s=%s: %w (enabled: %s)", name, c.Preset[name], err, strings.Join(reg.Names(), ", "))
+		}
+	}
+	return reg, nil
 }
 
 func writeReview(w io.Writer, format string, d *review.Decision, rc *disclosure.Receipt) error {

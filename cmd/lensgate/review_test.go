@@ -315,3 +315,49 @@ func TestReviewJSONListsAreNeverNull(t *testing.T) {
 		t.Fatalf("findings are not an empty list:\n%s", js)
 	}
 }
+
+// TestReviewOperatorPresets: --preset maps a policy's preset onto an enabled runtime; a preset
+// that names a runtime the operator did not enable is refused.
+func TestReviewOperatorPresets(t *testing.T) {
+	dir := throwAwayRepo(t)
+	commit(t, dir, map[string]string{"deploy/id.pem": privateKeyPEM(t)}, "Add a key")
+	cfg := filepath.Join(t.TempDir(), "policy.asdd.yml")
+	if err := os.WriteFile(cfg, []byte("agent_review:\n  version: 1\n  required: [security]\n  agents:\n    security:\n"+
+		"      preset: deep\n      instruction: Find committed secrets.\n      outcome: review\n      publication: review\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		preset  []string
+		code    int
+		runtime string
+		outcome string
+	}{
+		{nil, exitNegative, "builtin", "failed"}, // an unknown preset is reviewed by the default runtime
+		{[]string{"--preset", "deep=dryrun"}, exitNegative, "dryrun", "pending"},
+		{[]string{"--preset", "deep=builtin", "--preset", "other=dryrun"}, exitNegative, "builtin", "failed"},
+		{[]string{"--preset", "deep=no-such-runtime"}, exitUsage, "", ""},
+		{[]string{"--preset", "Deep=builtin"}, exitUsage, "", ""},
+	}
+	for _, c := range cases {
+		args := append([]string{"--repo", dir, "--base", "HEAD~1", "--config", cfg, "--format", "json"}, c.preset...)
+		code, out, stderr := runReviewCLI(t, args...)
+		if code != c.code {
+			t.Fatalf("%v: exit %d, want %d\n%s", c.preset, code, c.code, stderr)
+		}
+		if c.code == exitUsage {
+			if !strings.Contains(stderr, "--preset") {
+				t.Errorf("%v: stderr %q does not name the flag", c.preset, stderr)
+			}
+			continue
+		}
+		var doc struct {
+			Lenses []struct{ Runtime, Outcome string } `json:"lenses"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Lenses) != 1 {
+			t.Fatalf("%v: %v\n%s", c.preset, err, out)
+		}
+		if doc.Lenses[0].Runtime != c.runtime || doc.Lenses[0].Outcome != c.outcome {
+			t.Errorf("%v: lens %+v, want %s by %s", c.preset, doc.Lenses[0], c.outcome, c.runtime)
+		}
+	}
+}
