@@ -377,6 +377,9 @@ func TestNotFoundIsNotRetried(t *testing.T) {
 	if len(pubs) != 1 || errors.As(pubs[0].Failure, &oe) || pubs[0].Failure == nil {
 		t.Fatalf("want one report of a non-operational failure, got %+v", pubs)
 	}
+	if got := e.metric("lensgate_queue_finished_total", map[string]string{"result": "permanent"}); got != 1 {
+		t.Fatalf("finished{permanent} = %v: a 404 must not be retried by the queue", got)
+	}
 }
 
 func TestPipelineFindingsReachPublication(t *testing.T) {

@@ -153,7 +153,12 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		if perr := w.publish(ctx, client, pub); perr != nil {
 			return errors.Join(err, perr)
 		}
-		return fmt.Errorf("review %s: %w", job.Key, err)
+		err = fmt.Errorf("review %s: %w", job.Key, err)
+		if errors.Is(err, review.ErrUnusableInput) {
+			// The same subject and configuration fail the same way: retrying cannot help.
+			return queue.Permanent(err)
+		}
+		return err
 	}
 	if d.Subject.HeadSHA == "" {
 		d.Subject = SubjectContext(subj)
@@ -281,7 +286,13 @@ func (w *Worker) operational(ctx context.Context, client *github.Client, job que
 	if ctx.Err() != nil {
 		return err
 	}
-	w.count("pull_request", "operational-failure")
+	var oe *OperationalError
+	outage := errors.As(err, &oe)
+	if outage {
+		w.count("pull_request", "operational-failure")
+	} else {
+		w.count("pull_request", "error")
+	}
 	zerolog.Ctx(ctx).Error().Err(err).Msg("review not possible: GitHub read failed")
 	if subj == nil {
 		subj = &review.Subject{Kind: review.KindPullRequest, Owner: job.Owner, Repo: job.Repo, Number: job.Number, HeadSHA: job.HeadSHA}
@@ -290,6 +301,10 @@ func (w *Worker) operational(ctx context.Context, client *github.Client, job que
 		Decision: pendingDecision(subj, "review not possible: "+err.Error())}
 	if perr := w.Publisher.Publish(ctx, client, pub); perr != nil {
 		zerolog.Ctx(ctx).Warn().Err(perr).Msg("could not report the failure either")
+	}
+	if !outage {
+		// A 404 or 403 stays one on retry; only outages are worth another attempt.
+		return queue.Permanent(err)
 	}
 	return err
 }
