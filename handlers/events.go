@@ -22,8 +22,8 @@ var errBadPayload = errors.New("malformed webhook payload")
 
 func badPayload(err error) error { return fmt.Errorf("%w: %v", errBadPayload, err) }
 
-// jobExtra is what a job carries beyond the queue's own fields.
-type jobExtra struct {
+// JobExtra is what a job carries in queue.Job.Extra (JSON), for the worker and the publisher.
+type JobExtra struct {
 	// DefaultBranch is where an issue's configuration is read.
 	DefaultBranch string `json:"default_branch,omitempty"`
 	// RepositoryNodeID binds an issue subject (the issue API does not return its repository).
@@ -36,7 +36,7 @@ type jobExtra struct {
 	CheckRunID int64 `json:"check_run_id,omitempty"`
 }
 
-func (x jobExtra) raw() json.RawMessage {
+func (x JobExtra) raw() json.RawMessage {
 	b, _ := json.Marshal(x)
 	if string(b) == "{}" {
 		return nil
@@ -44,9 +44,9 @@ func (x jobExtra) raw() json.RawMessage {
 	return b
 }
 
-// parseJobExtra decodes a job's Extra.
-func parseJobExtra(raw json.RawMessage) jobExtra {
-	var x jobExtra
+// ParseJobExtra decodes a job's Extra (unknown or malformed fields are ignored).
+func ParseJobExtra(raw json.RawMessage) JobExtra {
+	var x JobExtra
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &x)
 	}
@@ -244,7 +244,7 @@ func (h issuesHandler) Handle(ctx context.Context, eventType, deliveryID string,
 		Repo:           repo.GetName(),
 		Number:         is.GetNumber(),
 		Reason:         reason,
-		Extra:          jobExtra{DefaultBranch: repo.GetDefaultBranch(), RepositoryNodeID: repo.GetNodeID()}.raw(),
+		Extra:          JobExtra{DefaultBranch: repo.GetDefaultBranch(), RepositoryNodeID: repo.GetNodeID()}.raw(),
 	})
 }
 
@@ -329,7 +329,7 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 		Number:         pr.GetNumber(),
 		HeadSHA:        pr.GetHead().GetSHA(),
 		Reason:         reason,
-		Extra:          jobExtra{RequestedBy: login, CommentID: c.GetID()}.raw(),
+		Extra:          JobExtra{RequestedBy: login, CommentID: c.GetID()}.raw(),
 	})
 }
 
@@ -430,7 +430,7 @@ func (h checkHandler) Handle(ctx context.Context, eventType, deliveryID string, 
 			Number:         pr.GetNumber(),
 			HeadSHA:        head,
 			Reason:         reason,
-			Extra:          jobExtra{CheckRunID: checkRunID}.raw(),
+			Extra:          JobExtra{CheckRunID: checkRunID}.raw(),
 		})
 		if err != nil {
 			errs = append(errs, err)

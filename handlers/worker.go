@@ -169,7 +169,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 }
 
 func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job queue.Job) error {
-	x := parseJobExtra(job.Extra)
+	x := ParseJobExtra(job.Extra)
 	is, err := w.Fetch.GetIssue(ctx, client, job.Owner, job.Repo, job.Number)
 	if err != nil {
 		w.count("issue", "operational-failure")
