@@ -32,6 +32,11 @@ type secretRule struct {
 	message string
 	// group is the submatch that holds the secret itself (0: the whole match).
 	group int
+	// mixed requires the secret to mix letters and digits.
+	mixed bool
+	// generic rules are skipped on a line a specific rule already reported, so one token is
+	// one finding. They come after the specific rules.
+	generic bool
 	// prefix is how many leading bytes of the secret are a public marker of its kind ("AKIA",
 	// "ghp_") and may be shown; the rest of a secret is never shown.
 	prefix int
@@ -113,8 +118,55 @@ var secretRules = []secretRule{
 		re: regexp.MustCompile(`(?i)\b(password|passwd|secret|api_?key|access_?token|auth_?token)\b["']?\s*[:=]\s*` +
 			`["']([^"'\s$<>{}]{12,})["']`),
 		severity: runtime.SeverityMedium, title: "Hard-coded credential", placeholderOK: true, entropy: 3.5,
-		group: 2,
+		group: 2, generic: true,
 	},
+}
+
+// Rules for credentials written without quotes, where a looser pattern needs more evidence.
+func init() {
+	secretRules = append(secretRules,
+		secretRule{
+			// scheme://user:password@host — a database or broker URL with its password.
+			id: "url-credentials", keyword: []byte("://"),
+			re:       regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^/\s:@'"]*:([^/\s@'"$<>{}]{8,})@[A-Za-z0-9.\[-]`),
+			severity: runtime.SeverityHigh, title: "Password in a connection URL", placeholderOK: true, entropy: 3.0,
+			group: 1, mixed: true, generic: true,
+		},
+		secretRule{
+			// NAME_PASSWORD=value, the .env and shell form, unquoted.
+			id: "env-credential", foldWords: []string{"pass", "secret", "token", "key"}, assign: true,
+			re: regexp.MustCompile(`^\s*(export\s+)?[A-Z][A-Z0-9_]*(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY)[A-Z0-9_]*=` +
+				`([A-Za-z0-9!#%&*+,.:;=?@^_~-]{10,})\s*(#.*)?$`),
+			severity: runtime.SeverityMedium, title: "Hard-coded credential", placeholderOK: true, entropy: 3.5,
+			group: 3, mixed: true, generic: true,
+		},
+	)
+}
+
+// hasLetterAndDigit reports whether s mixes letters and digits, as generated secrets do and
+// names such as "my-app-secret-name" do not.
+func hasLetterAndDigit(s []byte) bool {
+	var letter, digit bool
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			letter = true
+		}
+	}
+	return letter && digit
+}
+
+// weakWord reports a value built around a word that marks sample credentials
+// ("password12", "secret123", "letmein1").
+func weakWord(s []byte) bool {
+	for _, w := range []string{"password", "passwd", "secret", "letmein", "123456", "qwerty"} {
+		if containsFold(s, w) {
+			return true
+		}
+	}
+	return false
 }
 
 var placeholders = [][]byte{
@@ -184,13 +236,18 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 					key = nil
 				}
 			}
+			reported := false
 			for i := range secretRules {
+				if reported && secretRules[i].generic {
+					continue
+				}
 				fd, ok := matchSecret(&secretRules[i], text, path, l.New)
 				if !ok {
 					continue
 				}
 				if fd.Rule != ruleKey {
 					out[GroupSecrets] = append(out[GroupSecrets], fd)
+					reported = true
 					continue
 				}
 				// A key header counts only with a key body after it; "-----BEGIN ... KEY-----"
@@ -285,7 +342,7 @@ func matchSecret(r *secretRule, text []byte, path string, line int) (runtime.Fin
 	if r.placeholderOK && looksLikePlaceholder(m[0]) {
 		return runtime.Finding{}, false
 	}
-	if r.entropy > 0 && entropy(secret) < r.entropy {
+	if r.entropy > 0 && entropy(secret) < r.entropy || r.mixed && (!hasLetterAndDigit(secret) || weakWord(secret)) {
 		return runtime.Finding{}, false
 	}
 	msg := r.message
