@@ -240,3 +240,24 @@ func TestQueueFullAnswers503(t *testing.T) {
 	close(e.reviewer.gate)
 	e.drain()
 }
+
+func TestHealthReadinessAndKeys(t *testing.T) {
+	e := newEnv(t)
+	if code, body := e.get(handlers.RouteHealth); code != http.StatusOK || !strings.Contains(body, `"version":"test"`) {
+		t.Fatalf("healthz %d %s", code, body)
+	}
+	if code, _ := e.get(handlers.RouteReady); code != http.StatusOK {
+		t.Fatalf("readyz while running: %d", code)
+	}
+	if code, body := e.get(handlers.RouteKeys); code != http.StatusOK || body != `{"keys":[]}` {
+		t.Fatalf("keys without a signing key: %d %s", code, body)
+	}
+	code, body := e.get(handlers.RouteMetrics)
+	if code != http.StatusOK || !strings.Contains(body, "lensgate_github_requests_total") || !strings.Contains(body, "lensgate_queue_depth") {
+		t.Fatalf("metrics %d", code)
+	}
+	e.drain()
+	if code, _ := e.get(handlers.RouteReady); code != http.StatusServiceUnavailable {
+		t.Fatalf("readyz after shutdown: %d", code)
+	}
+}
