@@ -19,6 +19,9 @@ const MaxInline = 30
 // maxCommentBytes keeps the advisory comment well inside GitHub's 65,536-character limit.
 const maxCommentBytes = 60000
 
+// maxCellBytes bounds one summary cell of the lens table.
+const maxCellBytes = 600
+
 func coverage(changed []runtime.Changed, files []diff.File, lenses []lensPlan, reviewedBy map[string]bool,
 	free map[string]bool, paid, freeB budget, cfg *config.Repo) Coverage {
 	cov := Coverage{FilesTotal: len(changed)}
@@ -148,7 +151,10 @@ func RenderComment(d *Decision) string {
 		if l.Outcome == OutcomePending && l.Cause != "" {
 			summary = "Pending: " + l.Cause
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdCell(l.Name), role, outcomeIcon[l.Outcome], mdCell(l.Runtime), mdCell(summary))
+		// A cell stays short: 32 lenses with 4 KiB summaries would pass GitHub's comment limit.
+		// The whole summary is in the check run and the JSON decision.
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdCell(l.Name), role, outcomeIcon[l.Outcome], mdCell(l.Runtime),
+			mdCell(boundText(summary, maxCellBytes)))
 	}
 	if len(d.Intake.Messages) > 0 {
 		var problems []IntakeMessage

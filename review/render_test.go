@@ -3,9 +3,11 @@ package review
 import (
 	"context"
 	"crypto/ed25519"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
@@ -97,6 +99,32 @@ func TestDisplayPathAndPlainText(t *testing.T) {
 	for in, want := range texts {
 		if got := PlainText(in); got != want {
 			t.Errorf("PlainText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCommentFitsGitHubWithManyLongLenses: the largest policy (32 lenses) with the longest
+// summaries and many findings still renders within GitHub's 65,536-character comment limit.
+func TestCommentFitsGitHubWithManyLongLenses(t *testing.T) {
+	d := &Decision{Gate: Gate{State: OutcomeFailed, Reason: "required lens(es) failed"}, Recommendation: RecommendRequestChanges}
+	for i := 0; i < 32; i++ {
+		d.Lenses = append(d.Lenses, LensResult{Name: fmt.Sprintf("lens-%d", i), Required: true, Outcome: OutcomeFailed,
+			Summary: strings.Repeat("a long summary | with pipes ", 150), Runtime: "exec"})
+	}
+	for i := 0; i < 500; i++ {
+		d.Findings = append(d.Findings, Finding{ID: fmt.Sprintf("LG-%012d", i), Lens: "lens-1", Severity: SeverityHigh,
+			Path: "src/file.go", Line: i + 1, Title: "Title", Body: strings.Repeat("body ", 100)})
+	}
+	for i := 0; i < 200; i++ {
+		d.Coverage.Gaps = append(d.Coverage.Gaps, Gap{Path: fmt.Sprintf("gen/%d.go", i), Reason: "beyond the budget"})
+	}
+	c := RenderComment(d)
+	if n := utf8.RuneCountInString(c); n > 65536 {
+		t.Fatalf("comment has %d characters", n)
+	}
+	for _, want := range []string{"| lens-31 | required |", "more findings are in the check run", "### Coverage"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("comment lacks %q", want)
 		}
 	}
 }
