@@ -99,6 +99,9 @@ type ServerReview struct {
 	SnapshotAttempts int `yaml:"snapshot_attempts"`
 	// JobTimeout bounds one review job. Env LENSGATE_JOB_TIMEOUT. Default 10m.
 	JobTimeout time.Duration `yaml:"job_timeout"`
+	// BackfillOnInstall reviews the open pull requests of repositories the App is installed on
+	// (or added to). Env LENSGATE_BACKFILL_ON_INSTALL. Default false.
+	BackfillOnInstall bool `yaml:"backfill_on_install"`
 }
 
 // ServerRuntime configures the review runtimes the operator allows.
@@ -214,6 +217,14 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_REVIEW_COMMAND", "review.command", str(func(s *Server) *string { return &s.Review.Command })},
 		{"LENSGATE_SNAPSHOT_ATTEMPTS", "review.snapshot_attempts", num(func(s *Server) *int { return &s.Review.SnapshotAttempts })},
 		{"LENSGATE_JOB_TIMEOUT", "review.job_timeout", dur(func(s *Server) *time.Duration { return &s.Review.JobTimeout })},
+		{"LENSGATE_BACKFILL_ON_INSTALL", "review.backfill_on_install", func(s *Server, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return err
+			}
+			s.Review.BackfillOnInstall = b
+			return nil
+		}},
 		{"LENSGATE_RUNTIMES", "runtimes.enabled", func(s *Server, v string) error {
 			s.Runtime.Enabled = splitList(v)
 			return nil

@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -259,5 +260,37 @@ func TestHealthReadinessAndKeys(t *testing.T) {
 	e.drain()
 	if code, _ := e.get(handlers.RouteReady); code != http.StatusServiceUnavailable {
 		t.Fatalf("readyz after shutdown: %d", code)
+	}
+}
+
+func TestBackfillOnInstall(t *testing.T) {
+	for _, enabled := range []bool{false, true} {
+		t.Run(fmt.Sprint("enabled=", enabled), func(t *testing.T) {
+			e := newEnv(t, func(c *config.Server, _ *handlers.Options) { c.Review.BackfillOnInstall = enabled })
+			e.gh.AddRepo(githubfake.Repo{Owner: "Codertocat", Name: "Space", DefaultBranch: "main"})
+			e.gh.AddPullRequest("Codertocat/Space", githubfake.PullRequest{Number: 1, HeadSHA: strings.Repeat("1", 40), Diff: []byte(readmeDiff)})
+			e.gh.AddPullRequest("Codertocat/Space", githubfake.PullRequest{Number: 2, HeadSHA: strings.Repeat("2", 40), Draft: true, Diff: []byte(readmeDiff)})
+			payload := setJSON(t, fixture(t, "installation_repositories.added.payload.json"), func(m map[string]any) {
+				m["installation"].(map[string]any)["id"] = githubfake.DefaultInstallationID
+			})
+			if code, _ := e.send("installation_repositories", "d-inst", payload); code != http.StatusOK {
+				t.Fatal(code)
+			}
+			e.handled("installation_repositories", 1)
+			if enabled {
+				e.handled("installation.backfill", 1)
+			}
+			e.drain()
+			pubs := e.pub.all()
+			if !enabled {
+				if len(pubs) != 0 {
+					t.Fatalf("%d publications without backfill", len(pubs))
+				}
+				return
+			}
+			if len(pubs) != 1 || pubs[0].Subject.Repo != "Space" || pubs[0].Subject.Number != 1 || pubs[0].Job.Reason != "installation.backfill" {
+				t.Fatalf("publications %+v, want the one open non-draft pull request", pubs)
+			}
+		})
 	}
 }

@@ -172,7 +172,7 @@ func New(opts Options) (*Server, error) {
 		},
 	}
 
-	h := &hooks{queue: q, clients: cc, fetch: fetch, reviewDrafts: cfg.Review.ReviewDrafts,
+	h := &hooks{queue: q, clients: cc, fetch: fetch, reviewDrafts: cfg.Review.ReviewDrafts, backfill: cfg.Review.BackfillOnInstall,
 		command: cfg.Review.Command, now: time.Now, events: em}
 	async := githubapp.QueueAsyncScheduler(cfg.Queue.EventQueueSize, cfg.Queue.EventWorkers,
 		githubapp.WithSchedulingMetrics(gm),
