@@ -123,6 +123,9 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		return w.operational(ctx, client, job, bindPartial(pr), err)
 	}
 	subj := BindPull(snap)
+	if snap.FilesTruncated {
+		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
+	}
 	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
 	pub.Proposed = w.proposedConfig(ctx, client, subj)
 	if pub.Proposed != nil {
