@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,40 +93,68 @@ func (c *reviewCmd) loadConfig(e *env) (*config.Repo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read config: %w", err)
 		}
-		if config.IsRepoConfig(c.Config) {
-			cfg, err := config.ParseRepo(c.Config, data)
-			return cfg, namedProblems(c.Config, err)
-		}
-		pol, err := config.ParsePolicyFile(c.Config, data)
-		if err != nil {
-			return nil, namedProblems(c.Config, err)
-		}
-		cfg := config.DefaultRepo()
-		cfg.Source, cfg.Policy, cfg.PolicyDefaulted = c.Config, pol, false
-		return cfg, nil
+		return parseReviewConfig(c.Config, data)
 	}
 	if strings.HasPrefix(c.Base, "-") {
 		return nil, errors.New("a revision may not start with '-'")
 	}
-	cmd := exec.CommandContext(e.ctx, "git", "-C", c.Repo, "show", "--end-of-options", c.Base+":.asdd.yml")
+	// The first of these files present at the base revision is the configuration; a
+	// pyproject.toml counts only when it has a [tool.yaga] table.
+	for _, name := range []string{".asdd.yml", ".yaga.toml", "pyproject.toml"} {
+		data, ok, err := c.showAtBase(e, name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || name == "pyproject.toml" && !bytes.Contains(data, []byte("[tool.yaga")) {
+			continue
+		}
+		label := c.Base + ":" + name
+		if name == "pyproject.toml" {
+			// The TOML loader recognises pyproject.toml by its base name.
+			label = c.Base + ":./" + name
+		}
+		return parseReviewConfig(label, data)
+	}
+	return config.DefaultRepo(), nil
+}
+
+// showAtBase reads one file of the base revision, bounded one byte over the configuration
+// cap so the decoder reports an oversized file itself. ok is false when the file is absent
+// (or the repository unusable: LocalSubject reports that).
+func (c *reviewCmd) showAtBase(e *env, name string) (data []byte, ok bool, err error) {
+	cmd := exec.CommandContext(e.ctx, "git", "-C", c.Repo, "show", "--end-of-options", c.Base+":"+name)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("read .asdd.yml of the base revision: %w", err)
+		return nil, false, fmt.Errorf("read %s of the base revision: %w", name, err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("read .asdd.yml of the base revision: %w", err)
+		return nil, false, fmt.Errorf("read %s of the base revision: %w", name, err)
 	}
-	// One byte over the cap lets the decoder report the size problem itself.
-	data, _ := io.ReadAll(io.LimitReader(stdout, config.MaxRepoFileBytes+1))
+	data, _ = io.ReadAll(io.LimitReader(stdout, config.MaxRepoFileBytes+1))
 	if len(data) > config.MaxRepoFileBytes {
 		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return data, true, nil
 	}
-	if err := cmd.Wait(); err != nil && len(data) <= config.MaxRepoFileBytes {
-		// No .asdd.yml at the base revision (or not a repository: LocalSubject reports that).
-		return config.DefaultRepo(), nil
+	if err := cmd.Wait(); err != nil {
+		return nil, false, nil
 	}
-	cfg, err := config.ParseRepo(c.Base+":.asdd.yml", data)
-	return cfg, namedProblems(c.Base+":.asdd.yml", err)
+	return data, true, nil
+}
+
+// parseReviewConfig reads an .asdd.yml, or a YAGA policy file into the default configuration.
+func parseReviewConfig(name string, data []byte) (*config.Repo, error) {
+	if config.IsRepoConfig(name) {
+		cfg, err := config.ParseRepo(name, data)
+		return cfg, namedProblems(name, err)
+	}
+	pol, err := config.ParsePolicyFile(name, data)
+	if err != nil {
+		return nil, namedProblems(name, err)
+	}
+	cfg := config.DefaultRepo()
+	cfg.Source, cfg.Policy, cfg.PolicyDefaulted = name, pol, false
+	return cfg, nil
 }
 
 // namedProblems makes every configuration problem name its file, including the ones about the

@@ -361,3 +361,63 @@ func TestReviewOperatorPresets(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewReadsYAGAPolicyOfTheBase: without an .asdd.yml, the base revision's .yaga.toml or
+// pyproject.toml [tool.yaga] is the policy, with the same plan digest as through `policy plan`.
+func TestReviewReadsYAGAPolicyOfTheBase(t *testing.T) {
+	const yaga = "[agent-review]\nversion = 1\nrequired = [\"security\"]\n\n" +
+		"[agent-review.agents.security]\npreset = \"security\"\ninstruction = \"Review trust boundaries.\"\n" +
+		"outcome = \"review\"\npublication = \"review\"\n"
+	pyproject := "[project]\nname = \"demo\"\n\n" + strings.ReplaceAll(yaga, "[agent-review", "[tool.yaga.agent-review")
+	policyFile := filepath.Join(t.TempDir(), ".yaga.toml")
+	if err := os.WriteFile(policyFile, []byte(yaga), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, planOut, planErr := func() (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"policy", "plan", "--file", policyFile, "--format", "json"}, &out, &errb)
+		return code, out.String(), errb.String()
+	}()
+	var plan struct {
+		Digest string `json:"plan_digest"`
+	}
+	if err := json.Unmarshal([]byte(planOut), &plan); err != nil || len(plan.Digest) != 64 {
+		t.Fatalf("policy plan: %v %s %s", err, planOut, planErr)
+	}
+	cases := []struct {
+		name, file, content string
+		wantDigest          string // "" for the default policy
+		wantLenses          int
+	}{
+		{"yaga", ".yaga.toml", yaga, plan.Digest, 1},
+		{"pyproject", "pyproject.toml", pyproject, plan.Digest, 1},
+		{"pyproject without yaga", "pyproject.toml", "[project]\nname = \"demo\"\n", "", 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := throwAwayRepo(t)
+			commit(t, dir, map[string]string{c.file: c.content}, "Policy")
+			commit(t, dir, map[string]string{"docs/a.md": "a\n"}, "Docs")
+			code, out, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--format", "json")
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var d struct {
+				PlanDigest string            `json:"planDigest"`
+				Lenses     []json.RawMessage `json:"lenses"`
+			}
+			if err := json.Unmarshal([]byte(out), &d); err != nil {
+				t.Fatal(err)
+			}
+			if c.wantDigest != "" && d.PlanDigest != c.wantDigest || len(d.Lenses) != c.wantLenses {
+				t.Fatalf("plan %s with %d lenses, want %q with %d", d.PlanDigest, len(d.Lenses), c.wantDigest, c.wantLenses)
+			}
+		})
+	}
+	dir := throwAwayRepo(t)
+	commit(t, dir, map[string]string{".yaga.toml": "[agent-review]\nversion = 2\n"}, "Policy")
+	commit(t, dir, map[string]string{"docs/a.md": "a\n"}, "Docs")
+	if code, _, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1"); code != exitUsage || !strings.Contains(stderr, ".yaga.toml") {
+		t.Fatalf("a broken .yaga.toml: exit %d, stderr %q", code, stderr)
+	}
+}
