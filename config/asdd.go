@@ -302,6 +302,12 @@ func (d *decoder) section(r *Repo, n *node, prefix string, fields []*field, spec
 				d.truncated = true
 				continue
 			}
+			if e.key == "<<" {
+				// YAML 1.1 merge keys are not part of YAML 1.2, which the decoder follows.
+				d.add(e.line, e.col, key, "YAML merge keys (<<) are not supported",
+					"write the keys out in this section; anchors and aliases of whole values do work")
+				continue
+			}
 			d.add(e.line, e.col, key, fmt.Sprintf("unknown key %q", key), unknownHint(prefix, e.key, fields))
 			continue
 		}

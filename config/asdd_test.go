@@ -156,6 +156,7 @@ func TestParseRepoProblems(t *testing.T) {
 		{"key in the wrong section", "timeout_seconds: 10\n", []want{{1, `unknown key "timeout_seconds"`, `"review.timeout_seconds"`}}},
 		{"far-off key", "completely_unrelated: 1\n", []want{{1, `unknown key "completely_unrelated"`, "docs/configuration.md"}}},
 		{"hyphenated section", "agent-review: {}\n", []want{{1, `unknown key "agent-review"`, `did you mean "agent_review"?`}}},
+		{"merge key", "review:\n  <<: {max_diff_lines: 10}\n  timeout_seconds: 5\n", []want{{2, "YAML merge keys (<<) are not supported", "write the keys out"}}},
 		{"wrong types", "require_spec: \"yes\"\nlanes: feature\nreview:\n  max_diff_lines: \"2000\"\nmodels: reviewer\n", []want{
 			{1, "require_spec must be true or false, found a string", "without quotes"},
 			{2, "lanes must be a list of strings, found a string", "a list"},
