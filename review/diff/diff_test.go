@@ -97,9 +97,28 @@ func TestParsePlainAndHeaderless(t *testing.T) {
 	}
 }
 
+// TestParseNeverFails: malformed input yields sections inside the input with sane line
+// numbers, never a panic; input with no diff header yields no file.
 func TestParseNeverFails(t *testing.T) {
 	for _, in := range []string{"", "garbage\n", "@@ nonsense @@\n+x\n", "diff --git \n", "@@ -99999999999 +1 @@\n"} {
-		_ = Parse([]byte(in))
+		files := Parse([]byte(in))
+		if in == "" || in == "garbage\n" {
+			if len(files) != 0 {
+				t.Errorf("%q: %d file(s) from no diff", in, len(files))
+			}
+		}
+		for i := range files {
+			f := &files[i]
+			if f.Offset < 0 || f.Offset+len(f.Raw) > len(in) {
+				t.Errorf("%q: section [%d,+%d) leaves the input", in, f.Offset, len(f.Raw))
+			}
+			f.Walk(func(l Line) bool {
+				if l.New < 0 || l.Old < 0 {
+					t.Errorf("%q: negative line number %+v", in, l)
+				}
+				return true
+			})
+		}
 	}
 }
 
