@@ -24,7 +24,7 @@ const maxCellBytes = 600
 
 func coverage(changed []runtime.Changed, files []diff.File, lenses []lensPlan, reviewedBy map[string]bool,
 	free map[string]bool, paid, freeB budget, cfg *config.Repo) Coverage {
-	cov := Coverage{FilesTotal: len(changed)}
+	cov := Coverage{FilesTotal: len(changed), Gaps: []Gap{}}
 	used := map[string]bool{}
 	for _, l := range lenses {
 		if l.cause == "" && reviewedBy[l.runtime] {

@@ -311,8 +311,9 @@ func TestReviewJSONListsAreNeverNull(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if strings.Contains(js, `"findings": null`) || !strings.Contains(js, `"findings": []`) {
-		t.Fatalf("findings are not an empty list:\n%s", js)
+	if strings.Contains(js, `"findings": null`) || !strings.Contains(js, `"findings": []`) ||
+		strings.Contains(js, `"gaps": null`) || !strings.Contains(js, `"gaps": []`) {
+		t.Fatalf("findings or gaps are not an empty list:\n%s", js)
 	}
 }
 
