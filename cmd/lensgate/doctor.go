@@ -14,7 +14,7 @@ import (
 // doctorCmd validates an .asdd.yml and explains every problem, not only the first, with its line
 // and a hint. Keys accepted for ASDD compatibility but not acted on are listed as ignored.
 type doctorCmd struct {
-	Config string `required:"" placeholder:"FILE" help:"The .asdd.yml to check (a .yaga.toml or pyproject.toml is checked as a policy)."`
+	Config string `default:".asdd.yml" placeholder:"FILE" help:"The .asdd.yml to check (a .yaga.toml or pyproject.toml is checked as a policy); default: .asdd.yml in the current directory."`
 	Format string `default:"text" enum:"text,json" help:"Output format: text or json."`
 }
 

@@ -104,3 +104,17 @@ func TestDoctorTOMLPolicy(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
+
+// TestDoctorDefaultsToTheRepositoryConfig: run in a repository root, doctor checks .asdd.yml.
+func TestDoctorDefaultsToTheRepositoryConfig(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if code, _, errOut := runPolicyCLI(t, "doctor"); code != exitUsage || !strings.Contains(errOut, ".asdd.yml") {
+		t.Fatalf("no .asdd.yml: exit %d, stderr %q", code, errOut)
+	}
+	writeTestFile(t, dir, ".asdd.yml", "runtime: builtin\nreveiw: {}\n")
+	code, out, _ := runPolicyCLI(t, "doctor")
+	if code != exitUsage || !strings.Contains(out, `.asdd.yml:2:1: error: unknown key "reveiw"`) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
