@@ -142,6 +142,7 @@ func newEnvOn(t testing.TB, gh *githubfake.Server, opts ...envOption) *env {
 	cfg.GitHub.Timeout = 2 * time.Second
 	cfg.Review.SnapshotAttempts = 3
 	cfg.Queue.CatchupWindow = 0 // tests that want catch-up turn it on
+	cfg.AuditFile = filepath.Join(t.TempDir(), "audit.jsonl")
 	e := &env{t: t, gh: gh, pub: newRecordingPublisher(), logs: &lockedWriter{w: &bytes.Buffer{}}, reg: prometheus.NewRegistry()}
 	e.reviewer = &countingReviewer{next: newPipeline(t)}
 	o := handlers.Options{

@@ -262,6 +262,7 @@ func newStack(t *testing.T, reviewer handlers.Reviewer, diff string) *stack {
 	cfg.GitHub.App.WebhookSecret = ac.App.WebhookSecret
 	cfg.GitHub.App.PrivateKey = ac.App.PrivateKey
 	cfg.GitHub.Timeout = 5 * time.Second
+	cfg.AuditFile = st.ledger
 	app, err := handlers.New(handlers.Options{
 		Config: cfg, Logger: zerolog.New(st.logs), Reviewer: st.decisions,
 		Publisher:      notifyingPublisher{next: pubr, done: st.done},
