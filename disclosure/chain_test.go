@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -123,6 +124,10 @@ func TestKeyFiles(t *testing.T) {
 	fromPEM, err := ParsePrivateKey(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 	if err != nil || !fromPEM.Equal(priv) {
 		t.Fatalf("PEM key: %v", err)
+	}
+	pubHex := PublicKeyHex(priv) + "\n"
+	if _, err := ParsePrivateKey([]byte(pubHex)); err == nil || !strings.Contains(err.Error(), "public key") {
+		t.Errorf("a .publickey.hex file was accepted as a signing seed: %v", err)
 	}
 	for _, bad := range []string{"", "ed25519-seed:zz", "ed25519-seed:00", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"} {
 		if _, err := ParsePrivateKey([]byte(bad)); err == nil {

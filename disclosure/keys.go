@@ -44,7 +44,7 @@ func GenerateKey(path string, random io.Reader) (ed25519.PublicKey, error) {
 	return priv.Public().(ed25519.PublicKey), nil
 }
 
-// LoadPrivateKey reads a key file written by GenerateKey. A raw 64-hex seed is accepted too.
+// LoadPrivateKey reads a key file written by GenerateKey or a PKCS#8 PEM Ed25519 key.
 func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -53,8 +53,10 @@ func LoadPrivateKey(path string) (ed25519.PrivateKey, error) {
 	return ParsePrivateKey(raw)
 }
 
-// ParsePrivateKey parses the contents of a key file: the keygen form, a raw 64-hex seed, or a
-// PKCS#8 PEM Ed25519 key (as openssl genpkey -algorithm ed25519 writes).
+// ParsePrivateKey parses the contents of a key file: the keygen form or a PKCS#8 PEM Ed25519 key
+// (as openssl genpkey -algorithm ed25519 writes). Bare 64 hex characters are refused: that is
+// what a .publickey.hex file holds, and signing with a public value as the seed would give a
+// key anyone can recompute.
 func ParsePrivateKey(raw []byte) (ed25519.PrivateKey, error) {
 	if blk, _ := pem.Decode(raw); blk != nil {
 		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
@@ -68,7 +70,13 @@ func ParsePrivateKey(raw []byte) (ed25519.PrivateKey, error) {
 		return priv, nil
 	}
 	s := strings.TrimSpace(string(raw))
-	s = strings.TrimPrefix(s, keyFilePrefix)
+	s, prefixed := strings.CutPrefix(s, keyFilePrefix)
+	if !prefixed {
+		if b, err := hex.DecodeString(s); err == nil && len(b) == ed25519.PublicKeySize {
+			return nil, errors.New("load key: this is 64 bare hex characters, the form of a public key; a signing key file starts with " + keyFilePrefix + " (lensgate keygen) or is PEM")
+		}
+		return nil, errors.New("load key: not an ed25519 key file (lensgate keygen or PKCS#8 PEM)")
+	}
 	seed, err := hex.DecodeString(s)
 	if err != nil || len(seed) != ed25519.SeedSize {
 		return nil, errors.New("load key: not an ed25519 key file")
