@@ -196,3 +196,59 @@ func FuzzBlock(f *testing.F) {
 		_ = core
 	})
 }
+
+// The digests are over exact bytes: line endings, trailing whitespace and Unicode forms are not
+// normalised, so a body re-saved with CRLF or NFD is a different body (the spec says so, and
+// two producers that normalised differently would see tampering where there is none).
+func TestNoNormalisation(t *testing.T) {
+	blk := Begin + "\n- **Involvement:** x\n" + End
+	pairs := map[string][2]string{
+		"CRLF vs LF":          {"a\nb\n" + blk + "\n", "a\r\nb\r\n" + blk + "\r\n"},
+		"trailing whitespace": {"a\n" + blk, "a \n" + blk},
+		"NFC vs NFD":          {"caf\u00e9\n" + blk, "cafe\u0301\n" + blk},
+		"trailing LF":         {"a\n" + blk, "a\n" + blk + "\n"},
+	}
+	for name, p := range pairs {
+		a, err1 := BodyCoreDigest(p[0])
+		b, err2 := BodyCoreDigest(p[1])
+		if err1 != nil || err2 != nil || a == b {
+			t.Errorf("%s: body core digests %s %s (%v %v); want two different digests", name, a, b, err1, err2)
+		}
+	}
+	// Inside the block CR is kept too: only LF is trimmed at the ends.
+	lf, _ := DisclosureCoreDigest("x" + blk)
+	crlf, _ := DisclosureCoreDigest("x" + strings.ReplaceAll(blk, "\n", "\r\n"))
+	if lf == crlf {
+		t.Error("a CRLF block has the disclosure core of an LF block")
+	}
+}
+
+// Markers are found by plain substring search: a marker quoted in a code fence or nested in a
+// block still counts, so such bodies are refused rather than silently picking one span.
+func TestMarkersAreNotContextAware(t *testing.T) {
+	blk := Begin + "\nx\n" + End
+	tests := map[string]struct {
+		body string
+		err  error
+	}{
+		"second block in a code fence": {"```\n" + blk + "\n```\n" + blk, ErrDuplicated},
+		"begin quoted in a code fence": {"```\n" + Begin + "\n```\n" + blk, ErrUnbalanced},
+		"nested":                       {Begin + "\n" + blk + "\n" + End, ErrDuplicated},
+		"misordered pair":              {End + "\n" + Begin + "\n", ErrEndFirst},
+		"begin twice, end once":        {Begin + Begin + End, ErrUnbalanced},
+	}
+	for name, tt := range tests {
+		if _, err := BodyCore(tt.body); !errors.Is(err, tt.err) {
+			t.Errorf("%s: %v, want %v", name, err, tt.err)
+		}
+		if _, err := Splice(tt.body, blk); err == nil {
+			t.Errorf("%s: spliced into an ambiguous body", name)
+		}
+	}
+	// The lone block inside a code fence is still the block.
+	fenced := "```\n" + blk + "\n```\n"
+	core, err := BodyCore(fenced)
+	if err != nil || string(core) != "```\n"+Token+"\n```\n" {
+		t.Errorf("fenced block: %q %v", core, err)
+	}
+}
