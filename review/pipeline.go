@@ -50,6 +50,9 @@ type Options struct {
 	// DefaultRuntime reviews lenses of a repository whose runtime: is ASDD's "generic" (the
 	// operator's choice of adapter). Default: builtin.
 	DefaultRuntime string
+	// EnableHint is appended to the cause of a lens whose runtime is not enabled: how to enable
+	// one where the pipeline runs (the server config, or environment variables for the CLI).
+	EnableHint string
 }
 
 // Pipeline reviews subjects. It holds no per-review state and is safe for concurrent use.
@@ -351,8 +354,11 @@ func (p *Pipeline) chooseRuntimes(plan policy.Plan, cfg *config.Repo) []lensPlan
 			}
 		}
 		if !p.enabled(lp.runtime) {
-			lp.cause = fmt.Sprintf("runtime %q is not enabled on this server (enabled: %s)",
+			lp.cause = fmt.Sprintf("runtime %q is not enabled (enabled: %s)",
 				lp.runtime, strings.Join(p.opts.Runtimes.Names(), ", "))
+			if p.opts.EnableHint != "" {
+				lp.cause += "; " + p.opts.EnableHint
+			}
 		}
 		out[i] = lp
 	}

@@ -221,8 +221,17 @@ func TestRuntimeSelection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := lensByName(d, "security"); l.Outcome != OutcomePending || !strings.Contains(l.Cause, "not enabled") {
+	if l := lensByName(d, "security"); l.Outcome != OutcomePending || !strings.Contains(l.Cause, `runtime "not-installed" is not enabled`) {
 		t.Errorf("security with a disabled runtime: %+v", l)
+	}
+	// The caller's hint says how to enable one where the pipeline runs.
+	hinted := NewPipeline(Options{Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{})), EnableHint: "set X to enable it"})
+	d, err = hinted.Review(context.Background(), prSubject(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := lensByName(d, "security"); !strings.HasSuffix(l.Cause, "; set X to enable it") {
+		t.Errorf("cause without the hint: %q", l.Cause)
 	}
 }
 

@@ -63,7 +63,9 @@ func (c *reviewCmd) Run(e *env) error {
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	p := review.NewPipeline(review.Options{Runtimes: reg, Logger: zerolog.New(e.stderr).Level(zerolog.WarnLevel)})
+	// Runtime failures are already in the output as pending causes; only errors are logged.
+	p := review.NewPipeline(review.Options{Runtimes: reg, Logger: zerolog.New(e.stderr).Level(zerolog.ErrorLevel),
+		EnableHint: "for openai set ASDD_MODEL_URL and ASDD_RUNTIME_TOKEN, for an adapter pass --adapters DIR"})
 	dec, err := p.Review(e.ctx, subj, cfg)
 	if err != nil {
 		return exitWith(exitUsage, err)
