@@ -776,3 +776,32 @@ func TestLargestPayloadVerifiesWithBoundedMemory(t *testing.T) {
 		t.Fatal("payload over 8 MiB was signed")
 	}
 }
+
+// A body copied from GitHub's web editor has CRLF line endings. It is a different body (no
+// normalisation), and the report says why so a reader does not suspect tampering.
+func TestCRLFBodyIsAMismatchWithAHint(t *testing.T) {
+	d, opts := disclosed(t)
+	crlf := strings.ReplaceAll(d.Body, "\n", "\r\n")
+	opts.Body = &crlf
+	rep := Verify(d.Receipt.Envelope, opts)
+	if rep.OK || rep.BodyCoreDigestMatch != MatchMismatch || rep.DisclosureCoreDigestMatch != MatchMismatch {
+		t.Fatalf("CRLF body: ok=%v body=%s disclosure=%s", rep.OK, rep.BodyCoreDigestMatch, rep.DisclosureCoreDigestMatch)
+	}
+	hints := 0
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "CRLF line endings are turned into LF") {
+			hints++
+		}
+	}
+	if hints != 2 {
+		t.Errorf("want a line-ending hint for both digests, warnings: %q", rep.Warnings)
+	}
+	// A genuinely edited author text gets no such hint for the body core (its block still does).
+	edited := strings.ReplaceAll(strings.Replace(d.Body, "#41", "#40", 1), "\n", "\r\n")
+	opts.Body = &edited
+	for _, w := range Verify(d.Receipt.Envelope, opts).Warnings {
+		if strings.HasPrefix(w, "bodyCoreDigest") && strings.Contains(w, "would match") {
+			t.Errorf("hint on an edited body: %s", w)
+		}
+	}
+}

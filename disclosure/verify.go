@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/disclosure/dsse"
@@ -413,6 +414,9 @@ func checkBody(r *Report, predV any, body string) {
 		}
 		if got != want {
 			r.Errors = append(r.Errors, fmt.Sprintf("%s of the body differs from the signed value", name))
+			if hint := lineEndingHint(body, want, compute); hint != "" {
+				r.Warnings = append(r.Warnings, name+": "+hint)
+			}
 			return MatchMismatch
 		}
 		return MatchMatch
@@ -423,6 +427,25 @@ func checkBody(r *Report, predV any, body string) {
 	if r.VisibleBlockRendering == MatchMismatch {
 		r.Warnings = append(r.Warnings, "the visible disclosure block does not say what the signed predicate says")
 	}
+}
+
+// lineEndingHint explains the most common innocent mismatch: a body re-saved with other line
+// endings (GitHub's web editor stores CRLF). The verdict stays MISMATCH, because the digests
+// are over exact bytes; the hint only tells the reader what to look at.
+func lineEndingHint(body, want string, compute func(string) (string, error)) string {
+	var alt, what string
+	switch {
+	case strings.Contains(body, "\r\n"):
+		alt, what = strings.ReplaceAll(body, "\r\n", "\n"), "CRLF line endings are turned into LF"
+	case strings.Contains(body, "\n"):
+		alt, what = strings.ReplaceAll(body, "\n", "\r\n"), "LF line endings are turned into CRLF"
+	default:
+		return ""
+	}
+	if got, err := compute(alt); err == nil && got == want {
+		return "the body would match once its " + what + "; it was probably re-saved by an editor or copied through a browser. Digests cover exact bytes, so this stays a mismatch: fetch the body through the API instead"
+	}
+	return ""
 }
 
 func evaluatePolicy(r *Report, pred map[string]any, predObj bool, p *Policy) {
