@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -71,11 +72,19 @@ func EmitTree(pred any, v Version, s Signer) (*Receipt, error) {
 	if !ok {
 		return nil, &RefusedError{Issues: []Issue{{Text: "predicate must be an object"}}}
 	}
-	if v == "" || v == V02 || v == V03 {
+	block := false
+	if prod, ok := asObj(p["producer"]); ok && has(prod, "verifier") {
+		block = true
+	}
+	switch {
+	case v == "":
 		v = V02
-		if prod, ok := asObj(p["producer"]); ok && has(prod, "verifier") {
+		if block {
 			v = V03
 		}
+	case v == V03 && !block:
+		// v0.3 differs from v0.2 only by the block; an explicit v0.3 without one is a caller error.
+		return nil, &RefusedError{Issues: []Issue{{Text: "v0.3 was requested but producer.verifier is absent"}}}
 	}
 	is := ValidatePredicate(p, v)
 	is = append(is, honestyChecks(p)...)
@@ -108,7 +117,9 @@ func EmitTree(pred any, v Version, s Signer) (*Receipt, error) {
 }
 
 // honestyChecks are refusals beyond the version rules: a signed value that the verifier would
-// recompute differently is a claim the emitter cannot stand behind.
+// recompute differently, time claims that contradict each other, or an assured item that names
+// an observer or carries fields of its own are claims the emitter cannot stand behind. The
+// verifier stays as lenient as the format (published receipts carry extra item fields).
 func honestyChecks(p map[string]any) []Issue {
 	var is issues
 	if d, ok := asObj(p["declaration"]); ok {
@@ -118,6 +129,27 @@ func honestyChecks(p map[string]any) []Issue {
 				is.add("", "declaration: findingsRoot does not cover the listed findings")
 			}
 		}
+	}
+	for _, sec := range []string{"authoring", "reviewRuns"} {
+		d, _ := asObj(p["declaration"])
+		items, _ := asArr(d[sec])
+		for i, it := range items {
+			m, _ := asObj(it)
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				switch val := m[k]; k {
+				case "assurance", "assertedBy", "evidenceRef":
+				case "observedBy":
+					if val != nil {
+						is.add("", "declaration: %s[%d]: observedBy names an observer, which a self-declared item cannot show", sec, i)
+					}
+				default:
+					is.add("", "declaration: %s[%d]: %s is not a field this emitter signs", sec, i, k)
+				}
+			}
+		}
+	}
+	if ax := timeAxes(p); ax.Event == TimeConflict || ax.Observation == TimeConflict {
+		is.add(CodeTimeClaimsConflict, "declaration: timeClaims contradict each other")
 	}
 	if lc, ok := asArr(p["limitationCodes"]); ok {
 		derived := LimitationCodes(p)

@@ -503,6 +503,17 @@ func TestEmitterRefusesWhatItCannotClaim(t *testing.T) {
 			delete(sc, "baseSha")
 			delete(sc, "reviewedDiffDigest")
 		}), ""},
+		"conflicting reviewCompleted claims": {edit(func(p map[string]any) {
+			tc := decl(p)["timeClaims"].([]any)[0].(map[string]any)
+			other := map[string]any{"kind": tc["kind"], "value": "2026-11-29T17:00:00Z", "assertedBy": "lensgate", "assurance": SelfDeclared}
+			decl(p)["timeClaims"] = append(decl(p)["timeClaims"].([]any), other)
+		}), CodeTimeClaimsConflict},
+		"named observer on a self-declared run": {edit(func(p map[string]any) {
+			decl(p)["reviewRuns"].([]any)[0].(map[string]any)["observedBy"] = "github-actions"
+		}), ""},
+		"extra field on a run": {edit(func(p map[string]any) {
+			decl(p)["reviewRuns"].([]any)[0].(map[string]any)["independentlyWitnessed"] = true
+		}), ""},
 		"verifier block with v0.2 emitter explicit v0.1": {edit(func(p map[string]any) {
 			p["producer"].(map[string]any)["verifier"] = map[string]any{}
 		}), CodeVerifierBlockInvalid},
@@ -518,6 +529,28 @@ func TestEmitterRefusesWhatItCannotClaim(t *testing.T) {
 				t.Fatalf("codes %v lack %s: %v", refused.Codes(), tt.code, refused)
 			}
 		})
+	}
+}
+
+// An explicit version is honoured: v0.3 needs a verifier block, v0.2 refuses one.
+func TestExplicitVersionIsNotSilentlyChanged(t *testing.T) {
+	tree, err := typicalPredicate().Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused *RefusedError
+	if _, err := EmitTree(tree, V03, testSigner()); !errors.As(err, &refused) {
+		t.Errorf("v0.3 without a block: %v", err)
+	}
+	tree["producer"].(map[string]any)["verifier"] = map[string]any{"implementation": "lensgate", "version": "1.0.0",
+		"build": map[string]any{"digest": map[string]any{"sha256": EmptyFindingsRoot}, "source": "source-tree"},
+		"assurance": SelfDeclared}
+	if _, err := EmitTree(tree, V02, testSigner()); !errors.As(err, &refused) {
+		t.Errorf("v0.2 with a block: %v", err)
+	}
+	rc, err := EmitTree(tree, "", testSigner())
+	if err != nil || rc.Version != V03 {
+		t.Errorf("auto with a block: %v %v", rc, err)
 	}
 }
 
