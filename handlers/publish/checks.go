@@ -25,6 +25,10 @@ const (
 	conclusionNeutral = "neutral"
 )
 
+// checksTarget is the PDP target of every check-run write of a run: creating, completing and
+// annotating the gate and per-lens checks is one action (ASDD's set-status).
+const checksTarget = "checks"
+
 // gateConclusion maps the gate to a conclusion that is success only when the gate passed.
 func gateConclusion(g review.Gate) string {
 	switch {
@@ -62,7 +66,7 @@ func (r *run) findCheck(ctx context.Context, name string) (*github.CheckRun, err
 // putCheck creates the check run or updates the existing one. Output annotations are the
 // first batch; callers send further batches with addAnnotations.
 func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name string, lenses []string, status, conclusion string, out *github.CheckRunOutput) error {
-	const target = "checks"
+	const target = checksTarget
 	if existing == nil {
 		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCheckRunCreate, Target: target, Lenses: lenses}) {
 			return nil

@@ -129,6 +129,14 @@ func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers
 		publication: map[string]string{}, findingLens: map[string]string{},
 		triageLabels: config.DefaultTriageLabels(), maxActions: config.DefaultMaxActionsPerRun,
 	}
+	if rc := pub.Repo; rc != nil {
+		// The repository's trusted configuration bounds what this run may write: its own
+		// triage labels (an empty list allows none) and its max_actions_per_run.
+		info.triageLabels = append([]string{}, rc.TriageLabels...)
+		if rc.MaxActionsPerRun > 0 {
+			info.maxActions = rc.MaxActionsPerRun
+		}
+	}
 	if d := pub.Decision; d != nil {
 		for _, l := range d.Lenses {
 			info.publication[l.Name] = l.Publication
@@ -147,6 +155,8 @@ func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers
 		// reaction: five, the default max_actions_per_run.
 		MaxActions:          info.maxActions,
 		AllowRequestChanges: p.allowRequestChanges,
+		// The gate check is what branch protection reads: it keeps its room under any cap.
+		Reserved: []string{checksTarget},
 	}
 	runID := pub.Job.DeliveryID + "/" + phase
 	return &run{

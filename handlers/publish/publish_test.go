@@ -717,3 +717,58 @@ func TestBodyTooLongForTheBlock(t *testing.T) {
 		t.Error("the skipped block is not reported")
 	}
 }
+
+// The repository's own policy bounds the run: its triage_labels (not the defaults) and its
+// max_actions_per_run, under which the gate check still concludes.
+func TestRepositoryPolicyBoundsTheRun(t *testing.T) {
+	t.Run("triage_labels", func(t *testing.T) {
+		e := newTestEnv(t)
+		is := e.gh.AddIssue(repoFull, githubfake.Issue{Number: 5, Title: "Slow", Body: "It is slow.\n", User: "bob"})
+		s := &review.Subject{Kind: review.KindIssue, Owner: "acme", Repo: "widgets", Number: 5,
+			NodeID: is.NodeID, RepositoryNodeID: e.gh.RepoNodeID(repoFull), Author: "bob", Body: is.Body}
+		repo := config.DefaultRepo()
+		repo.TriageLabels = []string{"area/api", "perf"}
+		for _, labels := range [][]string{{"bug"}, {"area/api", "perf"}} {
+			pub := &handlers.Publication{Job: queue.Job{DeliveryID: "i-" + labels[0]}, App: e.app, Subject: s, Repo: repo,
+				Triage: &review.TriageDecision{Labels: labels, Runtime: "builtin"}}
+			if err := e.p.Publish(context.Background(), e.cl, pub); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := e.gh.Labels(repoFull, 5); strings.Join(got, ",") != "area/api,perf" {
+			t.Fatalf("labels = %v: the repository's triage_labels must decide, not the defaults", got)
+		}
+	})
+	t.Run("max_actions_per_run", func(t *testing.T) {
+		e := newTestEnv(t)
+		s := e.subject()
+		pub := e.publication("d1", decision(s, review.OutcomeFailed), s)
+		pub.Repo = config.DefaultRepo()
+		pub.Repo.MaxActionsPerRun = 2
+		ctx := context.Background()
+		if err := e.p.Begin(ctx, e.cl, pub); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+			t.Fatal(err)
+		}
+		g := e.gateRuns(head1)
+		if len(g) != 1 || g[0].Status != "completed" || g[0].Conclusion != "failure" {
+			t.Fatalf("gate = %+v: the cap must never leave the gate check in progress", g)
+		}
+		if !strings.Contains(g[0].Text, "action cap") {
+			t.Error("the denied writes are not reported in the check run")
+		}
+		var allowed, denied int
+		for _, r := range e.sink.Records() {
+			if r.Outcome.Verdict == "allow" {
+				allowed++
+			} else {
+				denied++
+			}
+		}
+		if denied == 0 || len(e.botComments())+len(e.gh.Reviews(repoFull, 1)) > 1 {
+			t.Fatalf("allowed %d, denied %d, comments %d, reviews %d", allowed, denied, len(e.botComments()), len(e.gh.Reviews(repoFull, 1)))
+		}
+	})
+}

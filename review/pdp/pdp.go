@@ -29,6 +29,10 @@ type Policy struct {
 	MaxWrites int
 	// AllowRequestChanges lets a review use REQUEST_CHANGES; otherwise only COMMENT.
 	AllowRequestChanges bool
+	// Reserved names targets counted against MaxActions from the start of the run, so that a
+	// tight max_actions_per_run spends its last action on them and never on something less
+	// important: the gate check must not stay in_progress because a comment used its slot.
+	Reserved []string
 }
 
 // PolicyFromRepo derives the PDP policy from a repository configuration.
@@ -72,10 +76,11 @@ type Decision struct {
 type PDP struct {
 	cfg Config
 
-	mu      sync.Mutex
-	seq     int
-	writes  int
-	targets map[string]bool
+	mu       sync.Mutex
+	seq      int
+	writes   int
+	targets  map[string]bool
+	reserved map[string]bool // target -> not used yet
 }
 
 // New returns a PDP for one run.
@@ -89,7 +94,22 @@ func New(cfg Config) *PDP {
 	if cfg.Policy.MaxWrites <= 0 {
 		cfg.Policy.MaxWrites = DefaultMaxWrites
 	}
-	return &PDP{cfg: cfg, targets: map[string]bool{}}
+	p := &PDP{cfg: cfg, targets: map[string]bool{}, reserved: map[string]bool{}}
+	for _, t := range cfg.Policy.Reserved {
+		p.reserved[t] = true
+	}
+	return p
+}
+
+// actionsCounted is the actions used so far plus the reserved targets not used yet.
+func (p *PDP) actionsCounted() int {
+	n := len(p.targets)
+	for _, open := range p.reserved {
+		if open {
+			n++
+		}
+	}
+	return n
 }
 
 // Authorize decides one proposed action and audits the decision. An action is allowed only
@@ -103,8 +123,9 @@ func (p *PDP) Authorize(ctx context.Context, a Action) Decision {
 	// run is one action.
 	key := a.Repo + "|" + fmt.Sprint(a.Number) + "|" + a.Target
 	newTarget := ok && !p.targets[key]
-	if ok && newTarget && p.cfg.Policy.MaxActions > 0 && len(p.targets)+1 > p.cfg.Policy.MaxActions {
-		reason, ok = fmt.Sprintf("action cap: %d actions > %d per run", len(p.targets)+1, p.cfg.Policy.MaxActions), false
+	// A reserved target was counted from the start; its first use takes no further room.
+	if ok && newTarget && !p.reserved[a.Target] && p.cfg.Policy.MaxActions > 0 && p.actionsCounted()+1 > p.cfg.Policy.MaxActions {
+		reason, ok = fmt.Sprintf("action cap: %d actions > %d per run", p.actionsCounted()+1, p.cfg.Policy.MaxActions), false
 	}
 	if ok && p.writes+1 > p.cfg.Policy.MaxWrites {
 		reason, ok = fmt.Sprintf("write cap: %d writes > %d per run", p.writes+1, p.cfg.Policy.MaxWrites), false
@@ -122,6 +143,9 @@ func (p *PDP) Authorize(ctx context.Context, a Action) Decision {
 	if d.Allowed {
 		p.writes++
 		p.targets[key] = true
+		if p.reserved[a.Target] {
+			p.reserved[a.Target] = false
+		}
 	}
 	p.log(a, d)
 	return d

@@ -215,6 +215,42 @@ func TestCaps(t *testing.T) {
 	}
 }
 
+// A reserved target keeps its room under a tight action cap: with max_actions_per_run 2 and
+// the gate check reserved, one other action fits and the gate check still gets written last.
+func TestReservedTargetKeepsItsRoom(t *testing.T) {
+	pol := testPolicy()
+	pol.MaxActions, pol.Reserved = 2, []string{"checks"}
+	p, _, _ := newPDP(t, pol)
+	ctx := context.Background()
+	body := act(KindCommentUpsert)
+	if d := p.Authorize(ctx, body); !d.Allowed {
+		t.Fatalf("first action denied: %s", d.Reason)
+	}
+	r := act(KindReviewCreate)
+	r.ReviewEvent = EventComment
+	if d := p.Authorize(ctx, r); d.Allowed || !strings.Contains(d.Reason, "action cap: 3 actions > 2") {
+		t.Fatalf("second unreserved action: %v %s", d.Allowed, d.Reason)
+	}
+	gate := act(KindCheckRunUpdate)
+	gate.Target = "checks"
+	for i := 0; i < 2; i++ {
+		if d := p.Authorize(ctx, gate); !d.Allowed {
+			t.Fatalf("reserved gate check write %d denied: %s", i, d.Reason)
+		}
+	}
+	if a, w := p.Counts(); a != 2 || w != 3 {
+		t.Fatalf("counts = %d actions, %d writes", a, w)
+	}
+	// Without the reservation the same order starves the gate check.
+	pol.Reserved = nil
+	p, _, _ = newPDP(t, pol)
+	_ = p.Authorize(ctx, body)
+	_ = p.Authorize(ctx, r)
+	if d := p.Authorize(ctx, gate); d.Allowed {
+		t.Fatal("control: the cap did not bite without a reservation")
+	}
+}
+
 func TestSinkFailureDenies(t *testing.T) {
 	p, sink, _ := newPDP(t, testPolicy())
 	sink.Fail = errors.New("disk full")
