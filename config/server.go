@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -38,8 +39,14 @@ type Server struct {
 	// current key so old receipts stay verifiable. Env LENSGATE_PREVIOUS_PUBLIC_KEYS
 	// (comma-separated).
 	PreviousPublicKeys []string `yaml:"previous_public_keys"`
+	// StateDir holds what must outlive a restart: the SQLite queue (queue.db) and the audit
+	// ledger (audit.jsonl), unless queue.dsn and audit_file name other places. It is created at
+	// start (mode 0700). Env LENSGATE_STATE_DIR. Default: $STATE_DIRECTORY when systemd's
+	// StateDirectory= sets it (its first entry), else "lensgate-state" in the working directory.
+	// LoadServer makes it absolute.
+	StateDir string `yaml:"state_dir"`
 	// AuditFile is the hash-chained JSONL ledger of every policy decision on a GitHub write.
-	// Env LENSGATE_AUDIT_FILE. Default "lensgate-audit.jsonl" in the working directory.
+	// Env LENSGATE_AUDIT_FILE. Default <state_dir>/audit.jsonl.
 	AuditFile string `yaml:"audit_file"`
 	// DryRun reviews but never writes to GitHub; outcomes are only logged.
 	// Env LENSGATE_DRY_RUN. Default false.
@@ -117,6 +124,10 @@ type ServerRuntime struct {
 	OpenAIToken string `yaml:"openai_token"`
 	// OpenAIModel is the default model. Env LENSGATE_OPENAI_MODEL.
 	OpenAIModel string `yaml:"openai_model"`
+	// Presets are operator-defined presets: .asdd.yml lenses may name the preset, and the
+	// runtime it maps to (one of the enabled runtimes or an exec adapter) reviews them.
+	// Env LENSGATE_RUNTIME_PRESETS as "name=runtime,name=runtime".
+	Presets map[string]string `yaml:"presets"`
 }
 
 // ServerQueue sizes the review job queue.
@@ -131,8 +142,14 @@ type ServerQueue struct {
 	// Env LENSGATE_EVENT_QUEUE_SIZE (default 100), LENSGATE_EVENT_WORKERS (default 2).
 	EventQueueSize int `yaml:"event_queue_size"`
 	EventWorkers   int `yaml:"event_workers"`
-	// DSN selects a durable queue; empty keeps jobs in memory. Env LENSGATE_QUEUE_DSN.
+	// DSN selects the queue: "sqlite:///abs/path.db" (one machine), "postgres://…" (any number
+	// of replicas) or "memory" (jobs lost on restart; one process only). Env LENSGATE_QUEUE_DSN.
+	// Default sqlite://<state_dir>/queue.db.
 	DSN string `yaml:"dsn"`
+	// RescueAfter is how long a job may stay running before it counts as abandoned (its worker
+	// died) and River hands it to another worker; at least review.job_timeout. 0 means
+	// job_timeout + 5m. Env LENSGATE_QUEUE_RESCUE_AFTER.
+	RescueAfter time.Duration `yaml:"rescue_after"`
 	// CatchupWindow is how far back failed webhook deliveries are redelivered at start (GitHub
 	// does not retry them); 0 turns catch-up off. Env LENSGATE_CATCHUP_WINDOW. Default 24h.
 	CatchupWindow time.Duration `yaml:"catchup_window"`
@@ -180,6 +197,7 @@ func ServerEnvVars() []ServerEnvVar {
 			s.PreviousPublicKeys = splitList(v)
 			return nil
 		}},
+		{"LENSGATE_STATE_DIR", "state_dir", str(func(s *Server) *string { return &s.StateDir })},
 		{"LENSGATE_AUDIT_FILE", "audit_file", str(func(s *Server) *string { return &s.AuditFile })},
 		{"LENSGATE_DRY_RUN", "dry_run", func(s *Server, v string) error {
 			b, err := strconv.ParseBool(v)
@@ -233,24 +251,40 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_OPENAI_BASE_URL", "runtimes.openai_base_url", str(func(s *Server) *string { return &s.Runtime.OpenAIBaseURL })},
 		{"LENSGATE_OPENAI_TOKEN", "runtimes.openai_token", str(func(s *Server) *string { return &s.Runtime.OpenAIToken })},
 		{"LENSGATE_OPENAI_MODEL", "runtimes.openai_model", str(func(s *Server) *string { return &s.Runtime.OpenAIModel })},
+		{"LENSGATE_RUNTIME_PRESETS", "runtimes.presets", func(s *Server, v string) error {
+			m, err := parsePresets(v)
+			if err != nil {
+				return err
+			}
+			s.Runtime.Presets = m
+			return nil
+		}},
 		{"LENSGATE_QUEUE_SIZE", "queue.size", num(func(s *Server) *int { return &s.Queue.Size })},
 		{"LENSGATE_QUEUE_WORKERS", "queue.workers", num(func(s *Server) *int { return &s.Queue.Workers })},
 		{"LENSGATE_EVENT_QUEUE_SIZE", "queue.event_queue_size", num(func(s *Server) *int { return &s.Queue.EventQueueSize })},
 		{"LENSGATE_EVENT_WORKERS", "queue.event_workers", num(func(s *Server) *int { return &s.Queue.EventWorkers })},
 		{"LENSGATE_QUEUE_DSN", "queue.dsn", str(func(s *Server) *string { return &s.Queue.DSN })},
+		{"LENSGATE_QUEUE_RESCUE_AFTER", "queue.rescue_after", dur(func(s *Server) *time.Duration { return &s.Queue.RescueAfter })},
 		{"LENSGATE_CATCHUP_WINDOW", "queue.catchup_window", dur(func(s *Server) *time.Duration { return &s.Queue.CatchupWindow })},
 	}
 }
 
+// MemoryQueueDSN is the queue.dsn that keeps jobs in memory.
+const MemoryQueueDSN = "memory"
+
+// DefaultStateDir is the state directory when neither state_dir nor systemd's STATE_DIRECTORY
+// names one; relative to the working directory.
+const DefaultStateDir = "lensgate-state"
+
 // DefaultServer returns the server configuration with every default applied and no GitHub App
-// identity (which has no default).
+// identity (which has no default). The state directory and the paths under it are resolved by
+// LoadServer, so here StateDir, AuditFile and Queue.DSN are empty.
 func DefaultServer() *Server {
 	return &Server{
 		Listen:          ":8080",
 		LogLevel:        "info",
 		LogFormat:       "json",
 		ShutdownTimeout: 30 * time.Second,
-		AuditFile:       "lensgate-audit.jsonl",
 		GitHub: ServerGitHub{
 			WebURL:   "https://github.com",
 			V3APIURL: "https://api.github.com/",
@@ -299,6 +333,9 @@ func LoadServer(path string, lookup func(string) (string, bool)) (*Server, error
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("server config: %s", strings.Join(problems, "; "))
 	}
+	if err := s.resolveState(lookup); err != nil {
+		return nil, err
+	}
 	if s.GitHub.App.PrivateKey == "" && s.GitHub.App.PrivateKeyFile != "" {
 		b, err := os.ReadFile(s.GitHub.App.PrivateKeyFile)
 		if err != nil {
@@ -310,6 +347,61 @@ func LoadServer(path string, lookup func(string) (string, bool)) (*Server, error
 		return nil, err
 	}
 	return s, nil
+}
+
+// resolveState fills the state directory (state_dir, else systemd's STATE_DIRECTORY, else
+// DefaultStateDir), makes it absolute, and derives the default audit ledger and SQLite queue.
+func (s *Server) resolveState(lookup func(string) (string, bool)) error {
+	if s.StateDir == "" {
+		s.StateDir = DefaultStateDir
+		// systemd sets a colon-separated list, one entry per StateDirectory= name.
+		if v, ok := lookup("STATE_DIRECTORY"); ok {
+			if first, _, _ := strings.Cut(v, ":"); first != "" {
+				s.StateDir = first
+			}
+		}
+	}
+	abs, err := filepath.Abs(s.StateDir)
+	if err != nil {
+		return fmt.Errorf("server config: %s: %w", ServerKeyName("state_dir"), err)
+	}
+	s.StateDir = abs
+	if s.AuditFile == "" {
+		s.AuditFile = filepath.Join(abs, "audit.jsonl")
+	}
+	if s.Queue.DSN == "" {
+		s.Queue.DSN = "sqlite://" + filepath.Join(abs, "queue.db")
+	}
+	return nil
+}
+
+// MemoryQueue reports whether jobs are kept in memory only (queue.dsn "memory", or empty in a
+// configuration that LoadServer did not resolve).
+func (s *Server) MemoryQueue() bool {
+	return s.Queue.DSN == "" || s.Queue.DSN == MemoryQueueDSN
+}
+
+// SQLitePath is the database file of a sqlite:// queue, or "".
+func (s *Server) SQLitePath() string {
+	p, _ := strings.CutPrefix(s.Queue.DSN, "sqlite://")
+	if p == s.Queue.DSN {
+		return ""
+	}
+	return p
+}
+
+// parsePresets reads "name=runtime,name=runtime".
+func parsePresets(v string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range splitList(v) {
+		name, rt, ok := strings.Cut(f, "=")
+		name, rt = strings.TrimSpace(name), strings.TrimSpace(rt)
+		if !ok || name == "" || rt == "" {
+			return nil, fmt.Errorf("%q: want name=runtime", f)
+		}
+		out[name] = rt
+	}
+	return out, nil
 }
 
 func decodeServerYAML(path string, data []byte, s *Server) error {
@@ -433,6 +525,26 @@ func (s *Server) Validate() error {
 	} {
 		if d.val <= 0 {
 			add(d.key, "must be positive")
+		}
+	}
+	switch dsn := s.Queue.DSN; {
+	case s.MemoryQueue(), strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+	case strings.HasPrefix(dsn, "sqlite://"):
+		if strings.TrimPrefix(dsn, "sqlite://") == "" {
+			add("queue.dsn", "sqlite:// needs a file path (sqlite:///var/lib/lensgate/queue.db)")
+		}
+	default:
+		// Never echo the DSN: it may hold a password.
+		add("queue.dsn", "want memory, sqlite:///PATH or postgres://…")
+	}
+	if s.Queue.RescueAfter < 0 {
+		add("queue.rescue_after", "must not be negative (0: job_timeout + 5m)")
+	} else if s.Queue.RescueAfter > 0 && s.Queue.RescueAfter <= s.Review.JobTimeout {
+		add("queue.rescue_after", "must exceed review.job_timeout (%s), or a slow job would run twice", s.Review.JobTimeout)
+	}
+	for name, rt := range s.Runtime.Presets {
+		if strings.TrimSpace(name) == "" || strings.TrimSpace(rt) == "" {
+			add("runtimes.presets", "%q=%q: want a preset name and a runtime", name, rt)
 		}
 	}
 	if s.Queue.CatchupWindow < 0 {

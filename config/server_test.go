@@ -176,3 +176,85 @@ func TestServerPreviousKeysAndDefaults(t *testing.T) {
 		t.Fatalf("defaults %+v", s.Queue)
 	}
 }
+
+func TestServerStateDefaults(t *testing.T) {
+	key := testRSAKeyPEM(t)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name               string
+		env                map[string]string
+		wantDir, wantAudit string
+		wantDSN            string
+		wantMemory         bool
+	}{
+		{"working directory", nil, filepath.Join(wd, DefaultStateDir), filepath.Join(wd, DefaultStateDir, "audit.jsonl"), "sqlite://" + filepath.Join(wd, DefaultStateDir, "queue.db"), false},
+		{"systemd", map[string]string{"STATE_DIRECTORY": "/var/lib/lensgate:/var/lib/other"}, "/var/lib/lensgate", "/var/lib/lensgate/audit.jsonl", "sqlite:///var/lib/lensgate/queue.db", false},
+		{"state_dir wins over systemd", map[string]string{"STATE_DIRECTORY": "/var/lib/lensgate", "LENSGATE_STATE_DIR": "/srv/lg"}, "/srv/lg", "/srv/lg/audit.jsonl", "sqlite:///srv/lg/queue.db", false},
+		{"relative state_dir", map[string]string{"LENSGATE_STATE_DIR": "st"}, filepath.Join(wd, "st"), filepath.Join(wd, "st", "audit.jsonl"), "sqlite://" + filepath.Join(wd, "st", "queue.db"), false},
+		{"explicit paths", map[string]string{"LENSGATE_STATE_DIR": "/srv/lg", "LENSGATE_AUDIT_FILE": "/log/a.jsonl", "LENSGATE_QUEUE_DSN": "postgres://db/lensgate"}, "/srv/lg", "/log/a.jsonl", "postgres://db/lensgate", false},
+		{"memory queue", map[string]string{"LENSGATE_STATE_DIR": "/srv/lg", "LENSGATE_QUEUE_DSN": "memory"}, "/srv/lg", "/srv/lg/audit.jsonl", "memory", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"GITHUB_APP_INTEGRATION_ID": "1", "GITHUB_APP_WEBHOOK_SECRET": "x", "GITHUB_APP_PRIVATE_KEY": key}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			s, err := LoadServer("", envMap(env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.StateDir != tt.wantDir || s.AuditFile != tt.wantAudit || s.Queue.DSN != tt.wantDSN || s.MemoryQueue() != tt.wantMemory {
+				t.Fatalf("state %q audit %q dsn %q memory %v", s.StateDir, s.AuditFile, s.Queue.DSN, s.MemoryQueue())
+			}
+		})
+	}
+}
+
+func TestServerQueueAndPresetErrors(t *testing.T) {
+	key := testRSAKeyPEM(t)
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // "" = loads
+	}{
+		{"mysql dsn", map[string]string{"LENSGATE_QUEUE_DSN": "mysql://u:secret@h/db"}, "queue.dsn (LENSGATE_QUEUE_DSN): want memory"},
+		{"empty sqlite path", map[string]string{"LENSGATE_QUEUE_DSN": "sqlite://"}, "queue.dsn (LENSGATE_QUEUE_DSN): sqlite:// needs a file path"},
+		{"rescue below job timeout", map[string]string{"LENSGATE_JOB_TIMEOUT": "1m", "LENSGATE_QUEUE_RESCUE_AFTER": "30s"}, "queue.rescue_after (LENSGATE_QUEUE_RESCUE_AFTER): must exceed"},
+		{"rescue above job timeout", map[string]string{"LENSGATE_JOB_TIMEOUT": "10s", "LENSGATE_QUEUE_RESCUE_AFTER": "12s"}, ""},
+		{"preset without runtime", map[string]string{"LENSGATE_RUNTIME_PRESETS": "deep=openai,house"}, "runtimes.presets (LENSGATE_RUNTIME_PRESETS): invalid value"},
+		{"presets", map[string]string{"LENSGATE_RUNTIME_PRESETS": " deep = openai , house=builtin"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"GITHUB_APP_INTEGRATION_ID": "1", "GITHUB_APP_WEBHOOK_SECRET": "x", "GITHUB_APP_PRIVATE_KEY": key, "LENSGATE_STATE_DIR": t.TempDir()}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			s, err := LoadServer("", envMap(env))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Fatalf("error echoes the DSN: %v", err)
+			}
+			_ = s
+		})
+	}
+	s, err := LoadServer("", envMap(map[string]string{"GITHUB_APP_INTEGRATION_ID": "1", "GITHUB_APP_WEBHOOK_SECRET": "x", "GITHUB_APP_PRIVATE_KEY": key, "LENSGATE_STATE_DIR": t.TempDir(), "LENSGATE_RUNTIME_PRESETS": "deep=openai, house=builtin"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Runtime.Presets) != 2 || s.Runtime.Presets["deep"] != "openai" || s.Runtime.Presets["house"] != "builtin" {
+		t.Fatalf("presets %v", s.Runtime.Presets)
+	}
+}

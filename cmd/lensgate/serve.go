@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -44,14 +45,15 @@ func (c *serveCmd) Run(e *env) error {
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	if c.Role != handlers.RoleAll && cfg.Queue.DSN == "" && !c.Check {
-		return exitWith(exitUsage, fmt.Errorf("serve: --role %s needs a durable queue (queue.dsn / LENSGATE_QUEUE_DSN)", c.Role))
+	if c.Role != handlers.RoleAll && cfg.MemoryQueue() && !c.Check {
+		return exitWith(exitUsage, fmt.Errorf("serve: --role %s needs a durable queue, not %s (%s)", c.Role, config.MemoryQueueDSN, config.ServerKeyName("queue.dsn")))
 	}
 	log := newServerLogger(e.stderr, cfg)
 	if c.Check {
-		// A check has no side effects: no audit ledger, no queue database, no migrations.
+		// A check has no side effects: no state directory, no audit ledger, no queue database,
+		// no migrations.
 		checkCfg := *cfg
-		checkCfg.DryRun, checkCfg.Queue.DSN = true, ""
+		checkCfg.DryRun, checkCfg.Queue.DSN = true, config.MemoryQueueDSN
 		cfg = &checkCfg
 	}
 	app, closeAll, err := buildApp(e.ctx, cfg, c.Role, log)
@@ -127,6 +129,9 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	if err != nil {
 		return fail(err)
 	}
+	if err := ensureStateDir(cfg); err != nil {
+		return fail(err)
+	}
 	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log})
 
 	var defaultRepo *config.Repo
@@ -176,14 +181,15 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var q queue.Queue
-	if cfg.Queue.DSN != "" {
+	if !cfg.MemoryQueue() {
 		q, err = durable.Open(ctx, cfg.Queue.DSN, durable.Options{
-			InsertOnly: role == handlers.RoleWeb,
-			Workers:    cfg.Queue.Workers,
-			JobTimeout: cfg.Review.JobTimeout,
-			MaxQueued:  cfg.Queue.Size,
-			Logger:     &log,
-			Registerer: promReg,
+			InsertOnly:           role == handlers.RoleWeb,
+			Workers:              cfg.Queue.Workers,
+			JobTimeout:           cfg.Review.JobTimeout,
+			RescueStuckJobsAfter: cfg.Queue.RescueAfter,
+			MaxQueued:            cfg.Queue.Size,
+			Logger:               &log,
+			Registerer:           promReg,
 		})
 		if err != nil {
 			return fail(err)
@@ -239,7 +245,37 @@ func runtimeRegistry(rc config.ServerRuntime) (*runtime.Registry, error) {
 			return nil, fmt.Errorf("runtimes: unknown runtime %q (want builtin, dryrun, openai or exec)", name)
 		}
 	}
-	return runtime.NewRegistry(rts...), nil
+	reg := runtime.NewRegistry(rts...)
+	names := make([]string, 0, len(rc.Presets))
+	for name := range rc.Presets {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		key := config.ServerKeyName("runtimes.presets")
+		if !config.ValidName(name) {
+			return nil, fmt.Errorf("%s: preset %q: want a lower-case label such as security or house-style", key, name)
+		}
+		if err := reg.AddPreset(name, rc.Presets[name]); err != nil {
+			return nil, fmt.Errorf("%s: %w (enabled: %s)", key, err, strings.Join(reg.Names(), ", "))
+		}
+	}
+	return reg, nil
+}
+
+// ensureStateDir creates the state directory when the SQLite queue or the audit ledger lives in
+// it, so a fresh machine needs no preparation; other paths are the operator's to provide.
+func ensureStateDir(cfg *config.Server) error {
+	inState := func(p string) bool {
+		return p != "" && strings.HasPrefix(filepath.Clean(p), filepath.Clean(cfg.StateDir)+string(filepath.Separator))
+	}
+	if cfg.StateDir == "" || (!inState(cfg.SQLitePath()) && (cfg.DryRun || !inState(cfg.AuditFile))) {
+		return nil
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return fmt.Errorf("%s: %w", config.ServerKeyName("state_dir"), err)
+	}
+	return nil
 }
 
 func newServerLogger(w io.Writer, cfg *config.Server) zerolog.Logger {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
@@ -30,7 +31,9 @@ func serveEnv(t *testing.T, gh *githubfake.Server) {
 	t.Setenv("GITHUB_APP_INTEGRATION_ID", "4242")
 	t.Setenv("GITHUB_APP_WEBHOOK_SECRET", ac.App.WebhookSecret)
 	t.Setenv("GITHUB_APP_PRIVATE_KEY", ac.App.PrivateKey)
+	t.Setenv("LENSGATE_STATE_DIR", filepath.Join(t.TempDir(), "state"))
 	t.Setenv("LENSGATE_AUDIT_FILE", filepath.Join(t.TempDir(), "audit.jsonl"))
+	t.Setenv("LENSGATE_QUEUE_DSN", "memory") // tests that want the SQLite default unset it
 	t.Setenv("LENSGATE_LOG_LEVEL", "warn")
 }
 
@@ -52,6 +55,9 @@ func TestServeRefusesUnsafeConfig(t *testing.T) {
 		{"empty webhook secret", "GITHUB_APP_WEBHOOK_SECRET", "", "webhook_secret"},
 		{"invalid private key", "GITHUB_APP_PRIVATE_KEY", "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n", "private_key"},
 		{"unknown runtime", "LENSGATE_RUNTIMES", "builtin,magic", "magic"},
+		{"preset of a runtime not enabled", "LENSGATE_RUNTIME_PRESETS", "deep=openai", "runtimes.presets (LENSGATE_RUNTIME_PRESETS): preset \"deep\" names runtime \"openai\""},
+		{"preset with a bad name", "LENSGATE_RUNTIME_PRESETS", "Deep Review=builtin", "runtimes.presets (LENSGATE_RUNTIME_PRESETS): preset \"Deep Review\""},
+		{"unknown queue", "LENSGATE_QUEUE_DSN", "redis://h", "queue.dsn (LENSGATE_QUEUE_DSN)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,5 +238,73 @@ func TestServeRoleNeedsDurableQueue(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := run(context.Background(), []string{"serve", "--role", "web"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "LENSGATE_QUEUE_DSN") {
 		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
+
+func TestRuntimeRegistryPresets(t *testing.T) {
+	reg, err := runtimeRegistry(config.ServerRuntime{Enabled: []string{"builtin", "dryrun"}, Presets: map[string]string{"house-style": "dryrun", "deep": "builtin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for preset, want := range map[string]string{"house-style": "dryrun", "deep": "builtin"} {
+		if got, ok := reg.Preset(preset); !ok || got != want {
+			t.Errorf("preset %s → %q %v, want %s", preset, got, ok, want)
+		}
+	}
+	if _, err := runtimeRegistry(config.ServerRuntime{Enabled: []string{"builtin"}, Presets: map[string]string{"deep": "dryrun"}}); err == nil ||
+		!strings.Contains(err.Error(), "runtimes.presets (LENSGATE_RUNTIME_PRESETS)") || !strings.Contains(err.Error(), "enabled: builtin") {
+		t.Fatalf("preset of a disabled runtime: %v", err)
+	}
+}
+
+// TestServeStateDirDefault: with no queue.dsn and no audit_file the server creates its state
+// directory and keeps the SQLite queue and the audit ledger in it; --check creates nothing.
+func TestServeStateDirDefault(t *testing.T) {
+	gh := githubfake.New(t)
+	serveEnv(t, gh)
+	state := filepath.Join(t.TempDir(), "state")
+	t.Setenv("LENSGATE_STATE_DIR", state)
+	t.Setenv("LENSGATE_QUEUE_DSN", "")
+	t.Setenv("LENSGATE_AUDIT_FILE", "")
+	t.Setenv("LENSGATE_CATCHUP_WINDOW", "0")
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"serve", "--check"}, io.Discard, &stderr); code != exitOK {
+		t.Fatalf("check: exit %d: %s", code, stderr.String())
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Fatalf("--check created the state directory (%v)", err)
+	}
+	addr := freeAddr(t)
+	t.Setenv("LENSGATE_LISTEN", addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--role", "web"}, io.Discard, &stderr) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + handlers.RouteReady)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("not ready: %v; stderr %s", err, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	fi, err := os.Stat(state)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("state directory: %v %v", fi, err)
+	}
+	for _, f := range []string{"queue.db", "audit.jsonl"} {
+		if _, err := os.Stat(filepath.Join(state, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
