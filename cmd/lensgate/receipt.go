@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/lensgate/lensgate/disclosure"
@@ -79,7 +80,11 @@ func (c *receiptVerifyCmd) Run(e *env) error {
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	opts := disclosure.Options{PublicKey: pub, ExpectedSubjectDigest: strings.TrimSpace(c.SubjectDigest)}
+	subject := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(c.SubjectDigest), "sha256:"))
+	if subject != "" && !isHex64(subject) {
+		return exitWith(exitUsage, fmt.Errorf("--subject-digest: want 64 hex characters, got %q", c.SubjectDigest))
+	}
+	opts := disclosure.Options{PublicKey: pub, ExpectedSubjectDigest: subject}
 	switch c.Policy {
 	case "default":
 		opts.Policy = disclosure.DefaultPolicy()
@@ -109,6 +114,12 @@ func (c *receiptVerifyCmd) Run(e *env) error {
 	} else {
 		writeReportText(e.stdout, rep)
 	}
+	var obj map[string]json.RawMessage
+	if slices.Contains(rep.ReasonCodes, disclosure.CodeEnvelopeUnreadable) && json.Unmarshal(envelope, &obj) != nil {
+		// Not a JSON object at all (truncated, wrong file): unusable input, not a verdict about
+		// a receipt. A JSON envelope with a bad payload is a negative verdict (exit 1).
+		return exitWith(exitUsage, fmt.Errorf("%s is not a DSSE envelope (not a JSON object)", c.Envelope))
+	}
 	if !rep.OK || rep.VisibleBlockRendering == disclosure.MatchMismatch {
 		return exitWith(exitNegative, nil)
 	}
@@ -117,18 +128,37 @@ func (c *receiptVerifyCmd) Run(e *env) error {
 
 // loadPublicKey accepts 64 hex characters or a path to a .publickey.hex file.
 func loadPublicKey(arg string) ([]byte, error) {
-	if k, err := disclosure.ParsePublicKey([]byte(arg)); err == nil {
+	if isHex64(strings.ToLower(arg)) {
+		k, err := disclosure.ParsePublicKey([]byte(strings.ToLower(arg)))
+		if err != nil {
+			return nil, fmt.Errorf("public key: %w", err)
+		}
 		return k, nil
 	}
 	raw, err := readInput(arg, 4096)
 	if err != nil {
 		return nil, fmt.Errorf("public key: not 64 hex characters and not a readable file: %w", err)
 	}
+	if strings.HasPrefix(string(raw), "ed25519-seed:") || strings.Contains(string(raw), "PRIVATE KEY") {
+		return nil, fmt.Errorf("public key %s: this is a private signing key; pass the public key keygen printed", arg)
+	}
 	k, err := disclosure.ParsePublicKey(raw)
 	if err != nil {
 		return nil, fmt.Errorf("public key %s: %w", arg, err)
 	}
 	return k, nil
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func readInput(path string, limit int64) ([]byte, error) {

@@ -157,3 +157,69 @@ func TestDisclosureDigestCommand(t *testing.T) {
 		t.Fatalf("two blocks: %d %s", code, stderr)
 	}
 }
+
+// Exit codes: 0 ok, 1 a negative verdict about a receipt, 2 input the command cannot use.
+func TestReceiptVerifyExitCodesAndMessages(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pub := filepath.Join(pbCorpus, "published-receipts", "proofbundle_185.r2.publickey.hex")
+	env := filepath.Join(pbCorpus, "published-receipts", "proofbundle_185.r2.receipt.json")
+	const subject = "0dde610e4f77e6dd6074b14ef0672fcbd3b2b7456030603dcf43de1713dd0b71"
+	body := write("body.md", "crlf\r\n")
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"ok", []string{"--envelope", env, "--public-key", pub, "--subject-digest", subject}, 0, ""},
+		{"upper-case and prefixed digest", []string{"--envelope", env, "--public-key", pub, "--subject-digest", "sha256:" + strings.ToUpper(subject)}, 0, ""},
+		{"no expectation", []string{"--envelope", env, "--public-key", pub}, exitNegative, ""},
+		{"other subject", []string{"--envelope", env, "--public-key", pub, "--subject-digest", strings.Repeat("0", 64)}, exitNegative, ""},
+		{"body without block", []string{"--envelope", env, "--public-key", pub, "--subject-digest", subject, "--body", body}, exitNegative, ""},
+		{"bad payload", []string{"--envelope", write("p.json", `{"payload":"e30K\n","payloadType":"x","signatures":[]}`), "--public-key", pub}, exitNegative, ""},
+		{"truncated envelope", []string{"--envelope", write("t.json", `{"payload":`), "--public-key", pub}, exitUsage, "not a DSSE envelope"},
+		{"missing envelope", []string{"--envelope", filepath.Join(dir, "none.json"), "--public-key", pub}, exitUsage, "no such file"},
+		{"malformed subject digest", []string{"--envelope", env, "--public-key", pub, "--subject-digest", "abc"}, exitUsage, "64 hex"},
+		{"low-order key", []string{"--envelope", env, "--public-key", "01" + strings.Repeat("0", 62)}, exitUsage, "low-order"},
+		{"private key as public key", []string{"--envelope", env, "--public-key", write("k", "ed25519-seed:"+strings.Repeat("00", 32)+"\n")}, exitUsage, "private signing key"},
+		{"missing key file", []string{"--envelope", env, "--public-key", filepath.Join(dir, "none.hex")}, exitUsage, "not 64 hex characters and not a readable file"},
+		{"missing policy", []string{"--envelope", env, "--public-key", pub, "--policy", filepath.Join(dir, "none.json")}, exitUsage, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := runReceiptCLI(t, append([]string{"receipt", "verify"}, tt.args...)...)
+			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
+				t.Fatalf("exit %d (want %d), stderr %q (want %q)\n%s", code, tt.code, stderr, tt.stderr, out)
+			}
+		})
+	}
+	// A huge envelope is refused before it is read into memory.
+	huge := filepath.Join(dir, "huge.json")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if code, _, stderr := runReceiptCLI(t, "receipt", "verify", "--envelope", huge, "--public-key", pub); code != exitUsage || !strings.Contains(stderr, "larger than") {
+		t.Fatalf("huge envelope: %d %q", code, stderr)
+	}
+}
+
+// A .publickey.hex file passed as the signing key must not become a seed anyone can recompute.
+func TestReceiptEmitRefusesAPublicKeyAsSigningKey(t *testing.T) {
+	pred := filepath.Join(pbCorpus, "agent_review", "agent-review-v02-positive-control-emitter-default-is-v02", "predicate.json")
+	code, out, stderr := runReceiptCLI(t, "receipt", "emit", "--predicate", pred, "--key", filepath.Join(pbCorpus, "agent_review", "publickey.hex"))
+	if code != exitUsage || out != "" || !strings.Contains(stderr, "public key") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
