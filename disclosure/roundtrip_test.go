@@ -543,7 +543,7 @@ func TestExplicitVersionIsNotSilentlyChanged(t *testing.T) {
 		t.Errorf("v0.3 without a block: %v", err)
 	}
 	tree["producer"].(map[string]any)["verifier"] = map[string]any{"implementation": "lensgate", "version": "1.0.0",
-		"build": map[string]any{"digest": map[string]any{"sha256": EmptyFindingsRoot}, "source": "source-tree"},
+		"build":     map[string]any{"digest": map[string]any{"sha256": EmptyFindingsRoot}, "source": "source-tree"},
 		"assurance": SelfDeclared}
 	if _, err := EmitTree(tree, V02, testSigner()); !errors.As(err, &refused) {
 		t.Errorf("v0.2 with a block: %v", err)
