@@ -29,7 +29,12 @@ type inlinePlan struct {
 	moved   []string // rendered list items
 	skipped int      // already posted by an earlier run
 	lenses  []string
+	// placed holds the path:line of every comment that sits inline: posted by this run or
+	// by an earlier one.
+	placed map[string]bool
 }
+
+func placeKey(path string, line int) string { return fmt.Sprintf("%s:%d", path, line) }
 
 // fingerprint is the comment's identity across runs: the pipeline's fingerprint, or one
 // derived from what the comment says and where, but not from its line number.
@@ -77,7 +82,7 @@ func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, error) {
 // planInline decides which inline comments to post: not already posted, from a lens that
 // publishes inline, on a line of the diff, at most 30. The rest move to the summaries.
 func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decision) (inlinePlan, error) {
-	var plan inlinePlan
+	plan := inlinePlan{placed: map[string]bool{}}
 	if len(d.Inline) == 0 {
 		return plan, nil
 	}
@@ -99,10 +104,16 @@ func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decis
 		fp := fingerprint(c)
 		if posted[fp] || thisRun[fp] {
 			plan.skipped++
+			if posted[fp] {
+				plan.placed[placeKey(c.Path, c.Line)] = true
+			}
 			continue
 		}
 		thisRun[fp] = true
-		lens := r.lensByFinding(c.Path, c.Line)
+		lens := c.Lens
+		if lens == "" {
+			lens = r.lensByFinding(c.Path, c.Line)
+		}
 		if mode, ok := r.info.publication[lens]; lens != "" && ok && mode != config.PublicationInline && mode != config.PublicationReview {
 			continue // that lens publishes elsewhere; its findings are in the comment
 		}
@@ -175,6 +186,9 @@ func (r *run) postReview(ctx context.Context, d *review.Decision, plan *inlinePl
 		}, func(ctx context.Context) (bool, error) { return r.reviewExists(ctx, key) })
 		var ce *CallError
 		if err == nil {
+			for _, p := range plan.post {
+				plan.placed[placeKey(p.c.Path, p.c.Line)] = true
+			}
 			return
 		}
 		if !errors.As(err, &ce) || ce.Status != http.StatusUnprocessableEntity {
@@ -210,6 +224,11 @@ func (r *run) postReview(ctx context.Context, d *review.Decision, plan *inlinePl
 		}
 		plan.post = keep
 	}
+	// Rounds exhausted: what GitHub still refused is listed, not lost.
+	for _, p := range plan.post {
+		plan.moved = append(plan.moved, movedLine(p.c, "GitHub refused the review"))
+	}
+	plan.post = nil
 }
 
 // reviewExists finds a review of this App carrying the run key.

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -771,4 +772,67 @@ func TestRepositoryPolicyBoundsTheRun(t *testing.T) {
 			t.Fatalf("allowed %d, denied %d, comments %d, reviews %d", allowed, denied, len(e.botComments()), len(e.gh.Reviews(repoFull, 1)))
 		}
 	})
+}
+
+// The advisory comment says each thing once: the lens table once, the reviewed head, and
+// "(inline)" only on findings that really sit inline.
+func TestAdvisoryCommentSaysEachThingOnce(t *testing.T) {
+	e := newTestEnv(t)
+	s := e.subject()
+	d := decision(s, review.OutcomeFailed)
+	d.Comment = review.RenderComment(d) // what the pipeline hands over
+	d.Coverage.Gaps = []review.Gap{{Path: "big.bin", Reason: "binary file"}}
+	pub := e.publication("d1", d, s)
+	ctx := context.Background()
+	if err := e.p.Begin(ctx, e.cl, pub); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+		t.Fatal(err)
+	}
+	c := e.botComments()[0].Body
+	if n := strings.Count(c, "| Lens |"); n != 1 {
+		t.Errorf("lens tables = %d, want 1:\n%s", n, c)
+	}
+	if !strings.Contains(c, "Reviewed head `"+head1[:12]+"`") {
+		t.Errorf("the reviewed head is not named:\n%s", c)
+	}
+	if !strings.Contains(c, "`big.bin`: binary file") {
+		t.Errorf("the coverage gap is not named:\n%s", c)
+	}
+	for _, l := range strings.Split(c, "\n") {
+		switch {
+		case strings.Contains(l, "main.go:40") && strings.Contains(l, "(inline)"):
+			t.Errorf("a finding outside the diff is marked inline: %s", l)
+		case strings.Contains(l, "run.go:3") && strings.HasPrefix(l, "- **high**") && !strings.Contains(l, "(inline)"):
+			t.Errorf("an inline finding is not marked: %s", l)
+		}
+	}
+}
+
+// When GitHub refuses every form of the review, each comment ends in the summary.
+func TestReviewRefusedEveryRound(t *testing.T) {
+	e := newTestEnv(t)
+	e.gh.FailNext("POST /repos/{owner}/{repo}/pulls/{number}/reviews", http.StatusUnprocessableEntity, 10)
+	s := e.subject()
+	d := decision(s, review.OutcomeFailed)
+	for i := 0; i < 6; i++ {
+		d.Inline = append(d.Inline, review.InlineComment{Lens: "correctness", Path: "run.go", Line: 1 + i%3, Side: "RIGHT", Body: fmt.Sprintf("extra %d", i), Fingerprint: fmt.Sprintf("fp-x%d", i)})
+	}
+	pub := e.publication("d1", d, s)
+	if err := e.p.Publish(context.Background(), e.cl, pub); err != nil {
+		t.Fatal(err)
+	}
+	c := e.botComments()[0].Body
+	for _, in := range d.Inline {
+		if in.Line == 40 {
+			continue // outside the diff, moved before any attempt
+		}
+		if !strings.Contains(c, "`"+in.Path+":"+fmt.Sprint(in.Line)+"` "+in.Body+" (") {
+			t.Errorf("comment %q is neither inline nor in the summary", in.Body)
+		}
+	}
+	if strings.Contains(c, "(inline)") {
+		t.Errorf("nothing was placed inline, yet a finding is marked so:\n%s", c)
+	}
 }

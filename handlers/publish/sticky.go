@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
-	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/handlers"
@@ -93,15 +92,18 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 	var b strings.Builder
 	b.WriteString(markerAdvisory + "\n")
 	fmt.Fprintf(&b, "### %s\n\n", gateTitle(d))
-	if d.Comment != "" {
-		b.WriteString(clean(truncate(d.Comment, 8000)) + "\n\n")
+	// The pipeline's own rendering (Decision.Comment) repeats the table and the findings this
+	// comment lists with their inline placement, so only the gate's reason is taken from it.
+	if d.Gate.Reason != "" && d.Gate.State != review.OutcomePassed {
+		b.WriteString(clean(truncate(d.Gate.Reason, 4000)) + "\n\n")
 	}
+	b.WriteString(subjectLine(r.info, d) + "\n\n")
 	b.WriteString(lensTable(d) + "\n")
 	b.WriteString(configSection(pub))
 	if len(plan.moved) > 0 {
 		b.WriteString("#### Not placed inline\n\n" + strings.Join(plan.moved, "") + "\n")
 	}
-	// Every finding, briefly: the inline ones are marked, so this comment alone tells the
+	// Every finding, briefly: those placed inline are marked, so this comment alone tells the
 	// current state even when older inline comments sit on outdated lines.
 	var listed []string
 	for i, f := range sortedFindings(d.Findings) {
@@ -110,7 +112,7 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 			break
 		}
 		line := findingLine(f)
-		if mode := r.info.publication[f.Lens]; mode == config.PublicationInline || mode == config.PublicationReview {
+		if plan.placed[placeKey(f.Path, f.Line)] {
 			f.Body = "" // the detail is in the inline comment
 			line = strings.TrimSuffix(findingLine(f), "\n") + " _(inline)_\n"
 		}
@@ -118,6 +120,17 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 	}
 	if len(listed) > 0 {
 		b.WriteString("#### Findings\n\n" + strings.Join(listed, "") + "\n")
+	}
+	if gaps := d.Coverage.Gaps; len(gaps) > 0 {
+		b.WriteString("#### Not reviewed\n\n")
+		for i, g := range gaps {
+			if i == 50 {
+				fmt.Fprintf(&b, "- … and %d more in the check run\n", len(gaps)-i)
+				break
+			}
+			b.WriteString("- `" + oneLine(g.Path, 200) + "`: " + oneLine(g.Reason, 200) + "\n")
+		}
+		b.WriteString("\n")
 	}
 	if len(d.Intake.Messages) > 0 {
 		for _, m := range d.Intake.Messages {
@@ -145,6 +158,25 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 		body = truncate(body[:strings.Index(body, markerReceipt)], maxCommentBody-len(tail)-64) + "\n\n(truncated)\n\n" + tail
 	}
 	r.writeSticky(ctx, existing, body)
+}
+
+// subjectLine names what was reviewed, so a reader can tell the comment is current.
+func subjectLine(info subjectInfo, d *review.Decision) string {
+	line := "Reviewed head `" + short(info.headSHA) + "`"
+	if info.baseSHA != "" {
+		line += " against base `" + short(info.baseSHA) + "`"
+	}
+	if c := d.Coverage; c.Status != "" {
+		line += fmt.Sprintf("; coverage %s (%d of %d files)", oneLine(c.Status, 16), c.FilesReviewed, c.FilesTotal)
+	}
+	return line + "."
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return oneLine(sha, 12)
 }
 
 // bodyTarget is a body that carries a disclosure block: a pull request's or an issue's.
