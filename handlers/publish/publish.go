@@ -117,6 +117,8 @@ type run struct {
 	source string
 	// unchanged is true when the advisory comment already states this outcome for this subject.
 	unchanged bool
+	// duplicates are younger advisory comments of the App's own (ids), to be removed.
+	duplicates []int64
 	state     string
 }
 

@@ -836,3 +836,53 @@ func TestReviewRefusedEveryRound(t *testing.T) {
 		t.Errorf("nothing was placed inline, yet a finding is marked so:\n%s", c)
 	}
 }
+
+// Two runs that raced to create the advisory comment (or left two behind) converge on one:
+// the oldest of the App's own stays with the newest text; a look-alike by a person stays
+// untouched and is never taken for the App's.
+func TestDuplicateAdvisoryCommentsConverge(t *testing.T) {
+	t.Run("race on create", func(t *testing.T) {
+		e := newTestEnv(t)
+		e.gh.OnNext("POST /repos/{owner}/{repo}/issues/{number}/comments", func(*http.Request) {
+			e.gh.AddComment(repoFull, 1, e.gh.BotLogin(), markerAdvisory+"\nwritten by a racing run")
+		})
+		if err := e.runOnce("d1", review.OutcomeFailed); err != nil {
+			t.Fatal(err)
+		}
+		c := e.botComments()
+		if len(c) != 1 || extractEnvelope(c[0].Body) == nil {
+			t.Fatalf("advisory comments = %d after a racing create", len(c))
+		}
+	})
+	t.Run("left behind", func(t *testing.T) {
+		e := newTestEnv(t)
+		first := e.gh.AddComment(repoFull, 1, e.gh.BotLogin(), markerAdvisory+"\nolder")
+		e.gh.AddComment(repoFull, 1, "mallory", markerAdvisory+"\nlook-alike by a person")
+		e.gh.AddComment(repoFull, 1, e.gh.BotLogin(), markerAdvisory+"\nyounger duplicate")
+		if err := e.runOnce("d1", review.OutcomeFailed); err != nil {
+			t.Fatal(err)
+		}
+		c := e.botComments()
+		if len(c) != 1 || c[0].ID != first.ID || extractEnvelope(c[0].Body) == nil {
+			t.Fatalf("advisory comments = %+v, want only the oldest, updated", c)
+		}
+		var people int
+		for _, x := range e.gh.Comments(repoFull, 1) {
+			if x.User == "mallory" && strings.Contains(x.Body, "look-alike") {
+				people++
+			}
+		}
+		if people != 1 {
+			t.Fatal("a person's comment with the marker was changed or removed")
+		}
+		var dedupe int
+		for _, r := range e.sink.Records() {
+			if r.Action == "publish."+string(pdp.KindCommentDedupe) && r.Outcome.Verdict == "allow" {
+				dedupe++
+			}
+		}
+		if dedupe != 1 {
+			t.Errorf("audited deletions = %d, want 1", dedupe)
+		}
+	})
+}

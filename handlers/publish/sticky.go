@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -22,11 +23,14 @@ const maxListPages = 20
 const maxListedFindings = 100
 
 // findSticky returns the App's advisory comment: the oldest comment by the App's own login
-// that carries the hidden marker. A comment by anyone else with the marker is ignored.
+// that carries the hidden marker. A comment by anyone else with the marker is ignored. Any
+// younger ones (two runs that raced to create the comment) are kept in r.duplicates and
+// removed by writeSticky.
 func (r *run) findSticky(ctx context.Context) (*github.IssueComment, error) {
 	var found *github.IssueComment
+	var all []*github.IssueComment
 	err := r.p.call(ctx, "list comments", func(ctx context.Context) (*github.Response, error) {
-		found = nil
+		found, all = nil, nil
 		opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 		for page := 0; page < maxListPages; page++ {
 			cs, resp, err := r.gh.Issues.ListComments(ctx, r.info.owner, r.info.repo, r.info.number, opts)
@@ -34,7 +38,8 @@ func (r *run) findSticky(ctx context.Context) (*github.IssueComment, error) {
 				return resp, err
 			}
 			for _, c := range cs {
-				if c.GetUser().GetLogin() == r.info.botLogin && strings.HasPrefix(c.GetBody(), markerAdvisory) {
+				if r.info.botLogin != "" && c.GetUser().GetLogin() == r.info.botLogin && strings.HasPrefix(c.GetBody(), markerAdvisory) {
+					all = append(all, c)
 					if found == nil || c.GetID() < found.GetID() {
 						found = c
 					}
@@ -47,6 +52,12 @@ func (r *run) findSticky(ctx context.Context) (*github.IssueComment, error) {
 		}
 		return nil, nil
 	}, nil)
+	r.duplicates = r.duplicates[:0]
+	for _, c := range all {
+		if c.GetID() != found.GetID() {
+			r.duplicates = append(r.duplicates, c.GetID())
+		}
+	}
 	return found, err
 }
 
@@ -54,6 +65,13 @@ func (r *run) findSticky(ctx context.Context) (*github.IssueComment, error) {
 // was lost is detected by listing again before retrying, so it is never duplicated.
 func (r *run) writeSticky(ctx context.Context, existing *github.IssueComment, body string) {
 	body = truncate(body, maxCommentBody)
+	if r.info.botLogin == "" {
+		// Without the App's login its own comment cannot be found again: creating one would
+		// start a new comment every run.
+		r.notes = append(r.notes, "advisory comment not written: the App's login is unknown")
+		return
+	}
+	defer r.removeDuplicates(ctx)
 	if existing != nil && existing.GetBody() == body {
 		return
 	}
@@ -61,19 +79,57 @@ func (r *run) writeSticky(ctx context.Context, existing *github.IssueComment, bo
 		return
 	}
 	if existing != nil {
-		r.fail(r.p.call(ctx, "update advisory comment", func(ctx context.Context) (*github.Response, error) {
-			_, resp, err := r.gh.Issues.EditComment(ctx, r.info.owner, r.info.repo, existing.GetID(), &github.IssueComment{Body: github.String(body)})
-			return resp, err
-		}, nil))
+		r.editSticky(ctx, existing.GetID(), body)
 		return
 	}
-	r.fail(r.p.call(ctx, "create advisory comment", func(ctx context.Context) (*github.Response, error) {
-		_, resp, err := r.gh.Issues.CreateComment(ctx, r.info.owner, r.info.repo, r.info.number, &github.IssueComment{Body: github.String(body)})
+	var created int64
+	err := r.p.call(ctx, "create advisory comment", func(ctx context.Context) (*github.Response, error) {
+		c, resp, err := r.gh.Issues.CreateComment(ctx, r.info.owner, r.info.repo, r.info.number, &github.IssueComment{Body: github.String(body)})
+		created = c.GetID()
 		return resp, err
 	}, func(ctx context.Context) (bool, error) {
 		c, err := r.findSticky(ctx)
 		return c != nil, err
-	}))
+	})
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	// Another run may have created the comment at the same moment: the oldest one stays and
+	// carries this body, the younger ones go.
+	oldest, err := r.findSticky(ctx)
+	if err != nil || oldest == nil || created == 0 || oldest.GetID() == created {
+		return
+	}
+	r.notes = append(r.notes, "another run created the advisory comment at the same time; the older one is kept")
+	if oldest.GetBody() != body {
+		r.editSticky(ctx, oldest.GetID(), body)
+	}
+}
+
+func (r *run) editSticky(ctx context.Context, id int64, body string) {
+	r.fail(r.p.call(ctx, "update advisory comment", func(ctx context.Context) (*github.Response, error) {
+		_, resp, err := r.gh.Issues.EditComment(ctx, r.info.owner, r.info.repo, id, &github.IssueComment{Body: github.String(body)})
+		return resp, err
+	}, nil))
+}
+
+// removeDuplicates deletes the App's younger advisory comments found by findSticky.
+func (r *run) removeDuplicates(ctx context.Context) {
+	for _, id := range r.duplicates {
+		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCommentDedupe, Target: "advisory-comment"}) {
+			return
+		}
+		err := r.p.call(ctx, "delete duplicate advisory comment", func(ctx context.Context) (*github.Response, error) {
+			resp, err := r.gh.Issues.DeleteComment(ctx, r.info.owner, r.info.repo, id)
+			if statusOf(resp, err) == http.StatusNotFound {
+				return resp, nil // the other run removed it already
+			}
+			return resp, err
+		}, nil)
+		r.fail(err)
+	}
+	r.duplicates = nil
 }
 
 func (r *run) commentLenses() []string {

@@ -15,6 +15,9 @@ const (
 	KindCheckRunCreate Kind = "check_run.create"
 	KindCheckRunUpdate Kind = "check_run.update"
 	KindCommentUpsert  Kind = "comment.upsert"
+	// KindCommentDedupe deletes a second advisory comment of the App's own, left by two runs
+	// that raced to create it; the oldest stays and is updated.
+	KindCommentDedupe Kind = "comment.dedupe"
 	KindReviewCreate   Kind = "review.create"
 	KindReactionAdd    Kind = "reaction.add"
 	KindLabelsAdd      Kind = "labels.add"
@@ -34,7 +37,7 @@ const (
 )
 
 var allowList = map[Kind]bool{
-	KindCheckRunCreate: true, KindCheckRunUpdate: true, KindCommentUpsert: true, KindReviewCreate: true,
+	KindCheckRunCreate: true, KindCheckRunUpdate: true, KindCommentUpsert: true, KindCommentDedupe: true, KindReviewCreate: true,
 	KindReactionAdd: true, KindLabelsAdd: true, KindDisclosure: true,
 }
 

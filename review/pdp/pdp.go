@@ -218,7 +218,7 @@ func (p *PDP) publicationAllows(k Kind, lens string) (string, bool) {
 		return fmt.Sprintf("lens %q is not in the policy", lens), false
 	}
 	switch k {
-	case KindCheckRunCreate, KindCheckRunUpdate, KindCommentUpsert, KindDisclosure:
+	case KindCheckRunCreate, KindCheckRunUpdate, KindCommentUpsert, KindCommentDedupe, KindDisclosure:
 		return "", true
 	case KindReviewCreate:
 		if mode == config.PublicationReview || mode == config.PublicationInline {
