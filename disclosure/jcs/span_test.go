@@ -1,0 +1,77 @@
+package jcs
+
+import (
+	"bytes"
+	"testing"
+)
+
+// Every member span of a canonical document is the canonical form of that member.
+func TestSpansAreCanonicalForms(t *testing.T) {
+	doc := []byte(`{"a":[1,"x\"]}",{"b":{"c":[]}},true,null,-0.5],"b\\":"\u001f","e":{},"f":[],"z":{"y":[{"q":"}"}]}}`)
+	v, canonical, err := ParseCanonical(doc)
+	if err != nil || !canonical {
+		t.Fatalf("test document: canonical=%v %v", canonical, err)
+	}
+	m := v.(map[string]any)
+	for _, k := range []string{"a", "e", "f", "z"} {
+		want, err := Canonical(m[k])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Member(doc, k); !bytes.Equal(got, want) {
+			t.Errorf("member %s: %s, want %s", k, got, want)
+		}
+	}
+	if Member(doc, "missing") != nil || Member(doc, "b") != nil || Member([]byte(`[1]`), "a") != nil {
+		t.Error("found a member that is not there")
+	}
+	els, ok := Elements(Member(doc, "a"), nil)
+	if !ok || len(els) != 6 {
+		t.Fatalf("elements: %q %v", els, ok)
+	}
+	for i, e := range els {
+		want, _ := Canonical(m["a"].([]any)[i])
+		if !bytes.Equal(e, want) {
+			t.Errorf("element %d: %s, want %s", i, e, want)
+		}
+	}
+	if els, ok := Elements(Member(doc, "f"), nil); !ok || len(els) != 0 {
+		t.Errorf("empty array: %q %v", els, ok)
+	}
+	if _, ok := Elements(Member(doc, "e"), nil); ok {
+		t.Error("an object read as an array")
+	}
+	for _, bad := range []string{"", "{", `{"a`, `{"a":`, `{"a":[`, `[1,`, `["`} {
+		Member([]byte(bad), "a")
+		Elements([]byte(bad), nil)
+	}
+}
+
+func FuzzSpans(f *testing.F) {
+	f.Add([]byte(`{"a":[1,{"b":"c"}],"d":"e"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, canonical, err := ParseCanonical(data)
+		if err != nil || !canonical {
+			return
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		for k, val := range m {
+			want, err := Canonical(val)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := Member(data, k); !bytes.Equal(got, want) {
+				t.Fatalf("member %q: %s, want %s", k, got, want)
+			}
+			if arr, ok := val.([]any); ok {
+				els, ok := Elements(Member(data, k), nil)
+				if !ok || len(els) != len(arr) {
+					t.Fatalf("elements of %q: %d, want %d", k, len(els), len(arr))
+				}
+			}
+		}
+	})
+}
