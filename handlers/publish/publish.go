@@ -119,7 +119,7 @@ type run struct {
 	unchanged bool
 	// duplicates are younger advisory comments of the App's own (ids), to be removed.
 	duplicates []int64
-	state     string
+	state      string
 }
 
 func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers.Publication, phase string) *run {

@@ -18,10 +18,10 @@ const (
 	// KindCommentDedupe deletes a second advisory comment of the App's own, left by two runs
 	// that raced to create it; the oldest stays and is updated.
 	KindCommentDedupe Kind = "comment.dedupe"
-	KindReviewCreate   Kind = "review.create"
-	KindReactionAdd    Kind = "reaction.add"
-	KindLabelsAdd      Kind = "labels.add"
-	KindDisclosure     Kind = "body.disclosure"
+	KindReviewCreate  Kind = "review.create"
+	KindReactionAdd   Kind = "reaction.add"
+	KindLabelsAdd     Kind = "labels.add"
+	KindDisclosure    Kind = "body.disclosure"
 )
 
 // Kinds that are always denied. They exist so that a proposal to do them is named, denied and
