@@ -310,7 +310,9 @@ func TestSnapshotRetriesTransientFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, func(c *config.Server, _ *handlers.Options) { c.GitHub.Timeout = time.Second })
+			// The client timeout stays under the injected delay but leaves a loaded machine room
+			// for the start-up GET /app.
+			e := newEnv(t, func(c *config.Server, _ *handlers.Options) { c.GitHub.Timeout = 2 * time.Second })
 			e.addFixturePR(readmeDiff)
 			tt.inject(e.gh)
 			e.send("pull_request", "d-retry", fixture(t, "pull_request.opened.payload.json"))
