@@ -1,6 +1,7 @@
 package disclosure
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -56,7 +57,7 @@ func SubjectName(subjectContext any) (string, bool) {
 // FindingsRoot hashes each finding's canonical form, sorts the hex leaves and hashes their
 // concatenation; the result does not depend on list order.
 func FindingsRoot(findings []any) (string, error) {
-	leaves := make([]string, len(findings))
+	leaves := make([][64]byte, len(findings))
 	buf := make([]byte, 0, 256)
 	for i, f := range findings {
 		var err error
@@ -64,14 +65,31 @@ func FindingsRoot(findings []any) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("findings[%d]: %w", i, err)
 		}
-		leaves[i] = sha256Hex(buf)
+		sum := sha256.Sum256(buf)
+		hex.Encode(leaves[i][:], sum[:])
 	}
-	slices.Sort(leaves)
+	return rootOfLeaves(leaves), nil
+}
+
+// findingsRootOfCanonical is FindingsRoot over findings given as their canonical bytes (spans
+// of a canonical payload), so a verifier does not serialise them again.
+func findingsRootOfCanonical(findings [][]byte) string {
+	leaves := make([][64]byte, len(findings))
+	for i, f := range findings {
+		sum := sha256.Sum256(f)
+		hex.Encode(leaves[i][:], sum[:])
+	}
+	return rootOfLeaves(leaves)
+}
+
+func rootOfLeaves(leaves [][64]byte) string {
+	slices.SortFunc(leaves, func(a, b [64]byte) int { return bytes.Compare(a[:], b[:]) })
 	h := sha256.New()
-	for _, l := range leaves {
-		h.Write([]byte(l))
+	for i := range leaves {
+		h.Write(leaves[i][:])
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // assuranceValues lists the assurance members of authoring and reviewRuns object items;

@@ -282,8 +282,14 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 				r.Errors = append(r.Errors, "time claims conflict")
 			}
 		}
-		bindSubject(r, st, pred, opts.ExpectedSubjectDigest)
-		checkFindingsAndAssurance(r, pred)
+		// A canonical payload already holds the canonical bytes of every member: hash those
+		// instead of serialising the parsed tree again.
+		var canonPred []byte
+		if canonicalOK {
+			canonPred = jcs.Member(o.Payload, "predicate")
+		}
+		bindSubject(r, st, pred, opts.ExpectedSubjectDigest, canonPred)
+		checkFindingsAndAssurance(r, pred, canonPred)
 	}
 
 	if v == V01 && predObj && typeOK {
@@ -335,8 +341,14 @@ func subjectEntry(st map[string]any) (map[string]any, bool) {
 	return asObj(list[0])
 }
 
-func bindSubject(r *Report, st, pred map[string]any, expected string) {
-	derived, err := SubjectDigest(pred["subjectContext"])
+func bindSubject(r *Report, st, pred map[string]any, expected string, canonPred []byte) {
+	var derived string
+	var err error
+	if sc := jcs.Member(canonPred, "subjectContext"); sc != nil {
+		derived = sha256Hex(sc)
+	} else {
+		derived, err = SubjectDigest(pred["subjectContext"])
+	}
 	subj, _ := subjectEntry(st)
 	d, _ := asObj(subj["digest"])
 	claimed, _ := d["sha256"].(string)
@@ -364,7 +376,7 @@ func bindSubject(r *Report, st, pred map[string]any, expected string) {
 	r.SubjectBindingOK = ptr(internal)
 }
 
-func checkFindingsAndAssurance(r *Report, pred map[string]any) {
+func checkFindingsAndAssurance(r *Report, pred map[string]any, canonPred []byte) {
 	d, ok := asObj(pred["declaration"])
 	if !ok {
 		r.FindingsRootOK, r.AssuranceOK = ptr(false), ptr(false)
@@ -375,7 +387,13 @@ func checkFindingsAndAssurance(r *Report, pred map[string]any) {
 		if _, present := d["findings"]; !present {
 			isList = true
 		}
-		got, err := FindingsRoot(list)
+		var got string
+		var err error
+		if spans, ok := canonicalFindings(canonPred, len(list)); ok {
+			got = findingsRootOfCanonical(spans)
+		} else {
+			got, err = FindingsRoot(list)
+		}
 		rootOK := isList && err == nil && got == root
 		r.FindingsRootOK = ptr(rootOK)
 		if !rootOK {
@@ -392,6 +410,21 @@ func checkFindingsAndAssurance(r *Report, pred map[string]any) {
 	if !assured {
 		r.Errors = append(r.Errors, "an assurance above selfDeclared is claimed without a witness")
 	}
+}
+
+// canonicalFindings returns the canonical bytes of each declared finding, read from the
+// canonical predicate; ok is false when they cannot be read that way (no canonical payload).
+func canonicalFindings(canonPred []byte, n int) ([][]byte, bool) {
+	decl := jcs.Member(canonPred, "declaration")
+	if decl == nil {
+		return nil, false
+	}
+	list := jcs.Member(decl, "findings")
+	if list == nil {
+		return nil, n == 0
+	}
+	spans, ok := jcs.Elements(list, make([][]byte, 0, n))
+	return spans, ok && len(spans) == n
 }
 
 // checkBody compares the signed body digests with the body the reader sees (§ visible block).
