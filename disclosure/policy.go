@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/lensgate/lensgate/disclosure/jcs"
 )
@@ -32,8 +33,17 @@ type Policy struct {
 // TimeKinds are the kinds a policy's time block may name.
 var TimeKinds = []string{"freshness", "ttl", "certificate_validity", "currentness", "existence"}
 
-// DefaultPolicy returns the embedded default policy (agent-review/default).
-func DefaultPolicy() *Policy { return ParsePolicy(defaultPolicyJSON) }
+// DefaultPolicy returns the embedded default policy (agent-review/default). The file is
+// parsed once; each caller gets its own copy, so changing one cannot change another's.
+func DefaultPolicy() *Policy {
+	p := *parsedDefaultPolicy()
+	p.Blocking = slices.Clone(p.Blocking)
+	p.NeverBlocking = slices.Clone(p.NeverBlocking)
+	p.RequireCoverage = slices.Clone(p.RequireCoverage)
+	return &p
+}
+
+var parsedDefaultPolicy = sync.OnceValue(func() *Policy { return ParsePolicy(defaultPolicyJSON) })
 
 // DefaultPolicyJSON returns a copy of the embedded default policy file.
 func DefaultPolicyJSON() []byte { return slices.Clone(defaultPolicyJSON) }

@@ -48,3 +48,17 @@ func TestCanonicalSpansAgreeWithTheTree(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultPolicyCopiesAreIndependent(t *testing.T) {
+	a := DefaultPolicy()
+	if a.Err != nil || a.Name != "agent-review/default" ||
+		a.Digest != "sha256:248daae3a72020112479b3027d1ed269606e8cecb30ecad7c4226d28826b5280" {
+		t.Fatalf("default policy: %+v", a)
+	}
+	a.RequireCoverage[0], a.Name = "UNKNOWN", "changed"
+	a.NeverBlocking = append(a.NeverBlocking[:0], LimitIdentityUnbound)
+	b := DefaultPolicy()
+	if b.Name != "agent-review/default" || b.RequireCoverage[0] != CoverageComplete || b.NeverBlocking[0] == LimitIdentityUnbound {
+		t.Fatalf("a change to one copy reached another: %+v", b)
+	}
+}
