@@ -2,11 +2,15 @@ package handlers_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
@@ -290,6 +294,38 @@ func TestBackfillOnInstall(t *testing.T) {
 			}
 			if len(pubs) != 1 || pubs[0].Subject.Repo != "Space" || pubs[0].Subject.Number != 1 || pubs[0].Job.Reason != "installation.backfill" {
 				t.Fatalf("publications %+v, want the one open non-draft pull request", pubs)
+			}
+		})
+	}
+}
+
+// Start refuses an App id GitHub does not accept, and an App without the slug its comments are
+// recognised by.
+func TestStartChecksTheApp(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opt   githubfake.Option
+		appID int64
+		want  string
+	}{
+		{"wrong App id", githubfake.WithAppSlug(githubfake.DefaultAppSlug), 999, "github app check (GET /app) failed"},
+		{"no slug", githubfake.WithAppSlug(""), githubfake.DefaultAppID, "no slug"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gh := githubfake.New(t, tc.opt)
+			ac := gh.AppConfig()
+			cfg := config.DefaultServer()
+			cfg.GitHub.WebURL, cfg.GitHub.V3APIURL, cfg.GitHub.V4APIURL = ac.WebURL, ac.V3APIURL, ac.V4APIURL
+			cfg.GitHub.App.IntegrationID, cfg.GitHub.App.WebhookSecret, cfg.GitHub.App.PrivateKey = tc.appID, ac.App.WebhookSecret, ac.App.PrivateKey
+			cfg.AuditFile = filepath.Join(t.TempDir(), "audit.jsonl")
+			cfg.Queue.CatchupWindow = 0
+			app, err := handlers.New(handlers.Options{Config: cfg, Logger: zerolog.Nop(), Reviewer: newPipeline(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = app.Start(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("start: %v, want %q", err, tc.want)
 			}
 		})
 	}

@@ -276,6 +276,11 @@ func (s *Server) CheckApp(ctx context.Context) (AppIdentity, error) {
 	if app.GetID() != wantID {
 		return AppIdentity{}, fmt.Errorf("github app check: GitHub reports App id %d, configured %d", app.GetID(), wantID)
 	}
+	if app.GetSlug() == "" {
+		// The slug gives the login ("slug[bot]") by which the App finds its own comment again;
+		// without it every run would post a new one.
+		return AppIdentity{}, fmt.Errorf("github app check: GitHub reports no slug for App %d", app.GetID())
+	}
 	return AppIdentity{ID: app.GetID(), Slug: app.GetSlug()}, nil
 }
 
