@@ -1,0 +1,410 @@
+package deploy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lensgate/lensgate/handlers/githubfake"
+)
+
+// freshDatabase creates a database with a random name on the test PostgreSQL server, so reruns
+// never see each other's jobs, and drops it afterwards. It returns the database's DSN.
+func freshDatabase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("LENSGATE_TEST_POSTGRES_DSN")
+	if base == "" {
+		t.Skip("LENSGATE_TEST_POSTGRES_DSN is not set: this test needs a PostgreSQL server (.ci/run starts one)")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect to the test PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "lensgate_scaleout_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// scaleOut is the fake GitHub, the shared queue database and the environment of the serve
+// processes of TestScaleOutThroughWebhooks.
+type scaleOut struct {
+	t       *testing.T
+	fe      *fakeEnv
+	dsn     string
+	pool    *pgxpool.Pool
+	repo    string
+	payload map[string]any
+	client  *http.Client
+	mu      sync.Mutex
+	heads   map[int]string // final head per pull request
+	seq     int
+}
+
+const scaleRepo = "Codertocat/Hello-World"
+
+var scaleDiff = []byte("diff --git a/README.md b/README.md\nindex 1111111..2222222 100644\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # Hello-World\n+A friendly line.\n")
+
+// start runs one `lensgate serve --role role` process on the shared database.
+func (s *scaleOut) start(role string) *server {
+	s.t.Helper()
+	vars := map[string]string{}
+	for k, v := range s.fe.vars {
+		vars[k] = v
+	}
+	dir := s.t.TempDir()
+	vars["LENSGATE_LISTEN"] = freeAddr(s.t)
+	vars["LENSGATE_STATE_DIR"] = dir
+	vars["LENSGATE_AUDIT_FILE"] = filepath.Join(dir, "audit.jsonl") // one hash chain per process
+	vars["LENSGATE_QUEUE_DSN"] = s.dsn
+	vars["LENSGATE_QUEUE_SIZE"] = "1000"
+	vars["LENSGATE_QUEUE_WORKERS"] = "4"
+	vars["LENSGATE_JOB_TIMEOUT"] = "10s"
+	vars["LENSGATE_QUEUE_RESCUE_AFTER"] = "12s" // River's rescuer hands a dead worker's job on soon
+	vars["LENSGATE_CATCHUP_WINDOW"] = "0"
+	vars["LENSGATE_LOG_LEVEL"] = "warn"
+	return startServe(s.t, vars, "--role", role)
+}
+
+func (s *scaleOut) nextHead(pr int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	h := fmt.Sprintf("%08x%032x", pr, s.seq)
+	s.heads[pr] = h
+	return h
+}
+
+// delivery pushes a new head to the fake's pull request (GitHub changes first, then the webhook
+// arrives) and returns the signed synchronize delivery for it.
+func (s *scaleOut) delivery(pr int, id string) []byte {
+	s.t.Helper()
+	head := s.nextHead(pr)
+	s.fe.gh.Push(s.repo, pr, head, scaleDiff, nil)
+	stored := s.fe.gh.PullRequest(s.repo, pr)
+	p := map[string]any{}
+	raw, _ := json.Marshal(s.payload)
+	_ = json.Unmarshal(raw, &p)
+	p["action"], p["number"] = "synchronize", pr
+	p["after"] = head
+	pull := p["pull_request"].(map[string]any)
+	pull["number"], pull["id"], pull["node_id"] = pr, stored.ID, stored.NodeID
+	pull["head"].(map[string]any)["sha"] = head
+	body, err := json.Marshal(p)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return body
+}
+
+// send posts one signed delivery and requires a 2xx answer.
+func (s *scaleOut) send(web *server, id string, body []byte) {
+	req, err := githubfake.WebhookRequest(web.base+"/api/github/hook", "pull_request", id, s.fe.gh.WebhookSecret(), body)
+	if err != nil {
+		s.t.Error(err)
+		return
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		s.t.Errorf("delivery %s: %v", id, err)
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		s.t.Errorf("delivery %s answered %d", id, resp.StatusCode)
+	}
+}
+
+// gate returns the lensgate gate check runs of a head.
+func (s *scaleOut) gate(head string) []githubfake.CheckRun {
+	var out []githubfake.CheckRun
+	for _, cr := range s.fe.gh.CheckRuns(s.repo, head) {
+		if cr.Name == "lensgate" {
+			out = append(out, cr)
+		}
+	}
+	return out
+}
+
+// waitReviewed waits until every pull request's final head has a completed gate check.
+func (s *scaleOut) waitReviewed(prs []int, procs ...*server) {
+	s.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		missing := 0
+		for _, pr := range prs {
+			done := false
+			for _, cr := range s.gate(s.heads[pr]) {
+				done = done || cr.Status == "completed"
+			}
+			if !done {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			var logs strings.Builder
+			for _, p := range procs {
+				logs.WriteString(p.logs.String())
+			}
+			s.t.Fatalf("%d pull requests not reviewed at their final head; GitHub calls %s\n%s", missing, s.fe.gh.CallSummary(), logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// jobStates counts the review jobs of a head by state.
+func (s *scaleOut) jobStates(head string) map[string]int {
+	s.t.Helper()
+	rows, err := s.pool.Query(context.Background(), `SELECT state, count(*) FROM river_job WHERE kind = 'lensgate_review' AND args->>'head' = $1 GROUP BY state`, head)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct {
+		state string
+		n     int
+	}, error) {
+		var v struct {
+			state string
+			n     int
+		}
+		return v, r.Scan(&v.state, &v.n)
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	m := map[string]int{}
+	for _, v := range out {
+		m[v.state] = v.n
+	}
+	return m
+}
+
+// checkOutcome asserts the issue's guarantees for prs: one completed review job and one
+// concluded gate check per final head, no duplicate gate check for any head, one sticky comment
+// per pull request, nothing discarded.
+func (s *scaleOut) checkOutcome(prs []int, allHeads map[int][]string) {
+	s.t.Helper()
+	for _, pr := range prs {
+		final := s.heads[pr]
+		// River records a finished job shortly after the worker returns (batched completion).
+		st := s.jobStates(final)
+		for deadline := time.Now().Add(15 * time.Second); st["completed"] == 0 && time.Now().Before(deadline); st = s.jobStates(final) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if st["completed"] != 1 || len(st) != 1 {
+			s.t.Errorf("PR %d final head %s: review jobs by state %v, want exactly one completed", pr, final, st)
+		}
+		g := s.gate(final)
+		if len(g) != 1 || g[0].Status != "completed" || g[0].Conclusion == "" || g[0].HeadSHA != final {
+			s.t.Errorf("PR %d final head: gate checks %+v, want one concluded", pr, g)
+		}
+		for _, h := range allHeads[pr] {
+			if n := len(s.gate(h)); n > 1 {
+				s.t.Errorf("PR %d head %s: %d gate check runs", pr, h, n)
+			}
+		}
+		sticky := 0
+		for _, c := range s.fe.gh.Comments(s.repo, pr) {
+			if c.User == s.fe.gh.BotLogin() {
+				sticky++
+			}
+		}
+		if sticky != 1 {
+			s.t.Errorf("PR %d: %d advisory comments by the App, want 1", pr, sticky)
+		}
+	}
+	var discarded int
+	if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'lensgate_review' AND state = 'discarded'`).Scan(&discarded); err != nil {
+		s.t.Fatal(err)
+	}
+	if discarded != 0 {
+		s.t.Errorf("%d review jobs discarded", discarded)
+	}
+}
+
+// TestScaleOutThroughWebhooks is the scale-out acceptance test through the real binaries: one
+// `serve --role web` and two `serve --role worker` processes on one PostgreSQL queue, driven by
+// signed webhooks against the fake GitHub.
+func TestScaleOutThroughWebhooks(t *testing.T) {
+	dsn := freshDatabase(t)
+	lensgateBinary(t)
+	fe := newFakeEnv(t)
+	raw, err := os.ReadFile("testdata/webhooks/pull_request.opened.payload.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _, err := fe.gh.AddFromPullRequestEvent(raw, scaleDiff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := &scaleOut{t: t, fe: fe, dsn: dsn, pool: pool, repo: repo, heads: map[int]string{},
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
+	if err := json.Unmarshal(raw, &s.payload); err != nil {
+		t.Fatal(err)
+	}
+	var prs []int
+	for i := range 50 {
+		n := 100 + i
+		fe.gh.AddPullRequest(repo, githubfake.PullRequest{Number: n, Title: fmt.Sprintf("Change %d", n), User: "octocat",
+			HeadSHA: s.nextHead(n), BaseRef: "master", BaseSHA: strings.Repeat("b", 40), Diff: scaleDiff})
+		prs = append(prs, n)
+	}
+
+	web := s.start("web")
+	w1, w2 := s.start("worker"), s.start("worker")
+	allHeads := map[int][]string{}
+
+	t.Run("BurstsAndDuplicates", func(t *testing.T) {
+		// Three rounds of pushes to every pull request, sent concurrently (150 deliveries), then
+		// 50 redeliveries of ids already sent: 200 deliveries in all.
+		type sent struct {
+			id   string
+			body []byte
+		}
+		var mu sync.Mutex
+		var history []sent
+		for round := range 3 {
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 16)
+			for _, pr := range prs {
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					id := fmt.Sprintf("burst-%d-%d", round, pr)
+					mu.Lock()
+					body := s.delivery(pr, id)
+					allHeads[pr] = append(allHeads[pr], s.heads[pr])
+					history = append(history, sent{id, body})
+					mu.Unlock()
+					s.send(web, id, body)
+				}()
+			}
+			wg.Wait()
+		}
+		for i := range 50 {
+			d := history[(i*7)%len(history)]
+			s.send(web, d.id, d.body)
+		}
+		s.waitReviewed(prs, web, w1, w2)
+		// Let stragglers (superseded jobs being cancelled) settle before counting.
+		time.Sleep(2 * time.Second)
+		s.checkOutcome(prs, allHeads)
+		var byWorker int
+		_ = pool.QueryRow(context.Background(), `SELECT count(DISTINCT attempted_by[array_length(attempted_by, 1)]) FROM river_job WHERE kind = 'lensgate_review' AND state = 'completed'`).Scan(&byWorker)
+		if byWorker != 2 {
+			t.Errorf("completed jobs ran on %d worker processes, want both", byWorker)
+		}
+	})
+
+	t.Run("KillWorkerMidJob", func(t *testing.T) {
+		pr := prs[0]
+		// The next review stalls in its file listing, long enough to kill its worker there.
+		route := "GET /repos/{owner}/{repo}/pulls/{number}/files"
+		fe.gh.DelayNext(route, 8*time.Second, 1)
+		body := s.delivery(pr, "kill-1")
+		head := s.heads[pr]
+		allHeads[pr] = append(allHeads[pr], head)
+		s.send(web, "kill-1", body)
+		var runner string
+		deadline := time.Now().Add(30 * time.Second)
+		for fe.gh.PendingFaults(route) > 0 || runner == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("the job did not start (pending faults %d, runner %q)", fe.gh.PendingFaults(route), runner)
+			}
+			_ = pool.QueryRow(context.Background(), `SELECT attempted_by[array_length(attempted_by, 1)] FROM river_job WHERE kind = 'lensgate_review' AND state = 'running' AND args->>'head' = $1`, head).Scan(&runner)
+			time.Sleep(50 * time.Millisecond)
+		}
+		victim, survivor := w1, w2
+		if strings.HasSuffix(runner, fmt.Sprintf("-%d", w2.cmd.Process.Pid)) {
+			victim, survivor = w2, w1
+		} else if !strings.HasSuffix(runner, fmt.Sprintf("-%d", w1.cmd.Process.Pid)) {
+			t.Fatalf("job runs on %q, neither worker", runner)
+		}
+		if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-victim.done
+		start := time.Now()
+		s.waitReviewed([]int{pr}, web, survivor)
+		t.Logf("killed worker's job completed by the other %s after the kill", time.Since(start).Round(time.Second))
+		s.checkOutcome([]int{pr}, allHeads)
+		var attempt int
+		var by string
+		if err := pool.QueryRow(context.Background(), `SELECT attempt, attempted_by[array_length(attempted_by, 1)] FROM river_job WHERE kind = 'lensgate_review' AND args->>'head' = $1`, head).Scan(&attempt, &by); err != nil {
+			t.Fatal(err)
+		}
+		if attempt != 2 || !strings.HasSuffix(by, fmt.Sprintf("-%d", survivor.cmd.Process.Pid)) {
+			t.Fatalf("job on attempt %d by %q, want attempt 2 by the survivor %d", attempt, by, survivor.cmd.Process.Pid)
+		}
+		survivor.stop()
+	})
+
+	t.Run("RestartWithJobsQueued", func(t *testing.T) {
+		// No worker runs: the web process accepts new heads for ten pull requests, then stops too.
+		batch := prs[10:20]
+		for _, pr := range batch {
+			id := fmt.Sprintf("restart-%d", pr)
+			body := s.delivery(pr, id)
+			allHeads[pr] = append(allHeads[pr], s.heads[pr])
+			s.send(web, id, body)
+		}
+		web.stop()
+		for _, pr := range batch {
+			if st := s.jobStates(s.heads[pr]); st["available"] != 1 {
+				t.Fatalf("PR %d: jobs %v before the restart, want one available", pr, st)
+			}
+		}
+		web2 := s.start("web")
+		w3, w4 := s.start("worker"), s.start("worker")
+		s.waitReviewed(batch, web2, w3, w4)
+		time.Sleep(time.Second)
+		s.checkOutcome(prs, allHeads)
+		for _, p := range []*server{w3, w4, web2} {
+			p.stop()
+		}
+	})
+}
