@@ -158,6 +158,8 @@ func (s *Server) reviewCommentJSON(st *repoState, number int, c *ReviewComment) 
 	out := &github.PullRequestComment{
 		ID: github.Int64(c.ID), PullRequestReviewID: github.Int64(c.ReviewID), Path: github.String(c.Path),
 		Body: github.String(c.Body), User: s.userJSON(c.User), CommitID: github.String(c.CommitID),
+		// The fake never moves a comment to a newer commit, so both ids stay the creating one.
+		OriginalCommitID: github.String(c.CommitID),
 		PullRequestURL: github.String(s.apiURL("/repos/%s/pulls/%d", st.FullName(), number)),
 	}
 	if c.Line > 0 {

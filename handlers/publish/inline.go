@@ -50,11 +50,14 @@ func movedLine(c review.InlineComment, why string) string {
 	return fmt.Sprintf("- `%s:%d` %s (%s)\n", oneLine(c.Path, 200), c.Line, oneLine(c.Body, maxFindingDetail), why)
 }
 
-// postedFingerprints lists the fingerprints of the App's inline comments on the pull request.
-func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, error) {
+// postedFingerprints lists the fingerprints of the App's inline comments on the pull request
+// and counts those created on the reviewed head.
+func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, int, error) {
 	seen := map[string]bool{}
+	onHead := 0
 	err := r.p.call(ctx, "list review comments", func(ctx context.Context) (*github.Response, error) {
 		clear(seen)
+		onHead = 0
 		opts := &github.PullRequestListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 		for page := 0; page < maxListPages; page++ {
 			cs, resp, err := r.gh.PullRequests.ListComments(ctx, r.info.owner, r.info.repo, r.info.number, opts)
@@ -67,6 +70,13 @@ func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, error) {
 				}
 				if fp := hiddenValue(c.GetBody(), markerFP); fp != "" {
 					seen[fp] = true
+					commit := c.GetOriginalCommitID()
+					if commit == "" {
+						commit = c.GetCommitID()
+					}
+					if commit == r.info.headSHA {
+						onHead++
+					}
 				}
 			}
 			if resp.NextPage == 0 {
@@ -76,17 +86,17 @@ func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, error) {
 		}
 		return nil, nil
 	}, nil)
-	return seen, err
+	return seen, onHead, err
 }
 
 // planInline decides which inline comments to post: not already posted, from a lens that
-// publishes inline, on a line of the diff, at most 30. The rest move to the summaries.
+// publishes inline, on a line of the diff, at most 30 per head. The rest move to the summaries.
 func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decision) (inlinePlan, error) {
 	plan := inlinePlan{placed: map[string]bool{}}
 	if len(d.Inline) == 0 {
 		return plan, nil
 	}
-	posted, err := r.postedFingerprints(ctx)
+	posted, onHead, err := r.postedFingerprints(ctx)
 	if err != nil {
 		// Without the list a re-run could repeat comments: place nothing inline this time.
 		for _, c := range d.Inline {
@@ -120,7 +130,9 @@ func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decis
 		switch {
 		case !lines.has(c.Path, c.Line, c.Side):
 			plan.moved = append(plan.moved, movedLine(c, "line not in the diff"))
-		case len(plan.post) >= maxInlinePerRun:
+		case onHead+len(plan.post) >= maxInlinePerRun:
+			// The cap holds per head, not per run: a re-run of the same head does not post the
+			// next 30 of the overflow.
 			plan.moved = append(plan.moved, movedLine(c, "over 30 inline comments"))
 		default:
 			plan.post = append(plan.post, planned{c: c, fp: fp, lens: lens})

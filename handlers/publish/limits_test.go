@@ -48,12 +48,29 @@ func TestLimits(t *testing.T) {
 	if len(c) != 1 || strings.Count(c[0].Body, "over 30 inline comments") != 90 {
 		t.Errorf("overflow in summary = %d", strings.Count(c[0].Body, "over 30 inline comments"))
 	}
-	// A re-run posts none of them again.
+	// A re-run of the same head posts none of them again, nor the next 30 of the overflow.
 	if err := e.p.Publish(ctx, e.cl, pub); err != nil {
 		t.Fatal(err)
 	}
-	if rc := e.gh.ReviewComments(repoFull, 1); len(rc) != 60 {
-		t.Errorf("after re-run inline comments = %d (30 new ones from the overflow)", len(rc))
+	if rc := e.gh.ReviewComments(repoFull, 1); len(rc) != maxInlinePerRun {
+		t.Errorf("after re-run inline comments = %d, want %d (the cap holds per head)", len(rc), maxInlinePerRun)
+	}
+	if c := e.botComments(); strings.Count(c[0].Body, "over 30 inline comments") != 90 {
+		t.Errorf("overflow after re-run = %d, want 90", strings.Count(c[0].Body, "over 30 inline comments"))
+	}
+	// A new head has its own 30.
+	e.gh.Push(repoFull, 1, head2, []byte(diff1), nil)
+	s2 := e.subject()
+	d2 := *d
+	d2.Subject.HeadSHA = head2
+	for i := range d2.Inline {
+		d2.Inline[i].Fingerprint += "@2"
+	}
+	if err := e.p.Publish(ctx, e.cl, e.publication("d2", &d2, s2)); err != nil {
+		t.Fatal(err)
+	}
+	if rc := e.gh.ReviewComments(repoFull, 1); len(rc) != 2*maxInlinePerRun {
+		t.Errorf("after a new head inline comments = %d, want %d", len(rc), 2*maxInlinePerRun)
 	}
 }
 
