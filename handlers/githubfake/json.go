@@ -160,7 +160,7 @@ func (s *Server) reviewCommentJSON(st *repoState, number int, c *ReviewComment) 
 		Body: github.String(c.Body), User: s.userJSON(c.User), CommitID: github.String(c.CommitID),
 		// The fake never moves a comment to a newer commit, so both ids stay the creating one.
 		OriginalCommitID: github.String(c.CommitID),
-		PullRequestURL: github.String(s.apiURL("/repos/%s/pulls/%d", st.FullName(), number)),
+		PullRequestURL:   github.String(s.apiURL("/repos/%s/pulls/%d", st.FullName(), number)),
 	}
 	if c.Line > 0 {
 		out.Line = github.Int(c.Line)
