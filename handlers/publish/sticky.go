@@ -102,7 +102,7 @@ func (r *run) writeSticky(ctx context.Context, existing *github.IssueComment, bo
 		return
 	}
 	r.notes = append(r.notes, "another run created the advisory comment at the same time; the older one is kept")
-	if oldest.GetBody() != body {
+	if oldest.GetBody() != body && r.authorize(ctx, pdp.Action{Kind: pdp.KindCommentUpsert, Target: "advisory-comment", Lenses: r.commentLenses()}) {
 		r.editSticky(ctx, oldest.GetID(), body)
 	}
 }
