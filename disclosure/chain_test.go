@@ -135,3 +135,61 @@ func TestKeyFiles(t *testing.T) {
 		}
 	}
 }
+
+// Forks, all three relations, a gap in the middle of a chain and repeated envelopes. Cycles
+// cannot be built: a receipt can only name digests of payloads that existed before it.
+func TestChainForksGapsAndRelations(t *testing.T) {
+	s := testSigner()
+	emit := func(head string, sup *Supersession) *Receipt {
+		t.Helper()
+		p := typicalPredicate()
+		p.Subject.HeadSHA = strings.Repeat(head, 40)
+		p.Supersession = sup
+		rc, err := Emit(p, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rc
+	}
+	rel := func(rc *Receipt, why string) []Relation {
+		return []Relation{{PriorDigest: rc.ReceiptDigest, Reason: why}}
+	}
+	a := emit("a", nil)
+	b := emit("b", &Supersession{Supersedes: rel(a, "new head")})
+	c := emit("c", &Supersession{Corrects: rel(b, "wrong coverage")})
+	fork := emit("d", &Supersession{Withdraws: rel(b, "reviewed the wrong diff")})
+	all := map[string]bool{a.ReceiptDigest: true, b.ReceiptDigest: true, c.ReceiptDigest: true, fork.ReceiptDigest: true}
+	trees := func(rcs ...*Receipt) []any {
+		var out []any
+		for _, rc := range rcs {
+			out = append(out, envTree(t, rc.Envelope))
+		}
+		return out
+	}
+
+	res := ResolveChain(trees(a, b, c), all)
+	if res.Current == nil || *res.Current != c.ReceiptDigest || !res.IntegrityOK {
+		t.Fatalf("linear chain: %+v", res)
+	}
+	// Two receipts replace the same predecessor: no single current one.
+	res = ResolveChain(trees(a, b, c, fork), all)
+	if res.Current != nil || !res.Ambiguous || len(res.CurrentCandidates) != 2 || len(res.CorrectedBy[b.ReceiptDigest]) != 2 {
+		t.Fatalf("fork: %+v", res)
+	}
+	// The middle of the chain is missing: c names b, which is absent, so integrity fails and a
+	// (whose successor is gone) is a candidate again.
+	res = ResolveChain(trees(a, c), all)
+	if res.IntegrityOK || !slices.Equal(res.MissingPredecessors, []string{b.ReceiptDigest}) || !res.Ambiguous {
+		t.Fatalf("gap: %+v", res)
+	}
+	// The same envelope twice counts once.
+	res = ResolveChain(trees(a, b, b, a), all)
+	if res.Current == nil || *res.Current != b.ReceiptDigest || len(res.CurrentCandidates) != 1 {
+		t.Fatalf("repeated envelopes: %+v", res)
+	}
+	// Not an envelope at all: ignored, not counted.
+	res = ResolveChain(append(trees(a), "junk", map[string]any{"payload": 1}), all)
+	if res.Current == nil || *res.Current != a.ReceiptDigest || !res.IntegrityOK {
+		t.Fatalf("junk entries: %+v", res)
+	}
+}
