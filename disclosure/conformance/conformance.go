@@ -196,7 +196,7 @@ func (r *Runner) RunCase(caseDir string) (Result, error) {
 	res.Got = map[string]any{axis: got}
 	res.Passed = detail == "" && equalJSON(got, jsonish(want))
 	if !equalJSON(got, jsonish(want)) && detail == "" {
-		detail = "got differs from expected"
+		detail = fmt.Sprintf("%s: got %v, expected %v", axis, got, jsonish(want))
 	}
 	res.Detail = detail
 	return res, nil
