@@ -297,42 +297,44 @@ func TestScaleOutThroughWebhooks(t *testing.T) {
 	allHeads := map[int][]string{}
 
 	t.Run("BurstsAndDuplicates", func(t *testing.T) {
-		// Three rounds of pushes to every pull request, sent concurrently (150 deliveries), then
-		// 50 redeliveries of ids already sent: 200 deliveries in all.
+		// Bursts: each pull request gets three pushes in quick succession, sixteen pull requests
+		// at a time (150 deliveries), so older heads are superseded while queued or running;
+		// then 50 redeliveries of ids already sent: 200 deliveries in all.
 		type sent struct {
 			id   string
 			body []byte
 		}
 		var mu sync.Mutex
 		var history []sent
-		for round := range 3 {
-			var wg sync.WaitGroup
-			sem := make(chan struct{}, 16)
-			for _, pr := range prs {
-				wg.Add(1)
-				sem <- struct{}{}
-				go func() {
-					defer wg.Done()
-					defer func() { <-sem }()
-					id := fmt.Sprintf("burst-%d-%d", round, pr)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		for _, pr := range prs {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				for push := range 3 {
+					id := fmt.Sprintf("burst-%d-%d", pr, push)
 					mu.Lock()
 					body := s.delivery(pr, id)
 					allHeads[pr] = append(allHeads[pr], s.heads[pr])
 					history = append(history, sent{id, body})
 					mu.Unlock()
 					s.send(web, id, body)
-				}()
-			}
-			wg.Wait()
+				}
+			}()
 		}
+		wg.Wait()
 		for i := range 50 {
 			d := history[(i*7)%len(history)]
 			s.send(web, d.id, d.body)
 		}
 		s.waitReviewed(prs, web, w1, w2)
-		// Let stragglers (superseded jobs being cancelled) settle before counting.
-		time.Sleep(2 * time.Second)
 		s.checkOutcome(prs, allHeads)
+		var superseded int
+		_ = pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'lensgate_review' AND state = 'cancelled'`).Scan(&superseded)
+		t.Logf("%d older heads cancelled by a newer push", superseded)
 		var byWorker int
 		_ = pool.QueryRow(context.Background(), `SELECT count(DISTINCT attempted_by[array_length(attempted_by, 1)]) FROM river_job WHERE kind = 'lensgate_review' AND state = 'completed'`).Scan(&byWorker)
 		if byWorker != 2 {
@@ -401,7 +403,6 @@ func TestScaleOutThroughWebhooks(t *testing.T) {
 		web2 := s.start("web")
 		w3, w4 := s.start("worker"), s.start("worker")
 		s.waitReviewed(batch, web2, w3, w4)
-		time.Sleep(time.Second)
 		s.checkOutcome(prs, allHeads)
 		for _, p := range []*server{w3, w4, web2} {
 			p.stop()
