@@ -47,7 +47,7 @@ func fingerprint(c review.InlineComment) string {
 }
 
 func movedLine(c review.InlineComment, why string) string {
-	return fmt.Sprintf("- `%s:%d` %s (%s)\n", oneLine(c.Path, 200), c.Line, oneLine(c.Body, maxFindingDetail), why)
+	return fmt.Sprintf("- %s %s (%s)\n", code(fmt.Sprintf("%s:%d", c.Path, c.Line), 210), oneLine(c.Body, maxFindingDetail), why)
 }
 
 // postedFingerprints lists the fingerprints of the App's inline comments on the pull request

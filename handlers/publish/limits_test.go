@@ -116,3 +116,37 @@ func TestHostileRuntimeText(t *testing.T) {
 		t.Errorf("body blocks = %d", strings.Count(b, "<!-- proofbundle:agent-review:begin -->"))
 	}
 }
+
+// Untrusted text cannot open HTML (a <details> that swallows the receipt, an image), notify
+// people with @mentions, or end a code span early through a file name.
+func TestUntrustedTextStaysInert(t *testing.T) {
+	e := newTestEnv(t)
+	s := e.subject()
+	d := decision(s, review.OutcomeFailed)
+	d.Findings[0].Title = "see <details><summary>x</summary> and <img src=https://tracker.example/p.gif>"
+	d.Findings[0].Body = "ping @octocat and @acme/security-team now"
+	d.Findings[1].Path = "main.go` @everyone <b>bold</b> `x"
+	d.Gate.Reason = "closing </details> early"
+	pub := e.publication("d1", d, s)
+	if err := e.p.Publish(context.Background(), e.cl, pub); err != nil {
+		t.Fatal(err)
+	}
+	c := e.botComments()[0].Body
+	for _, bad := range []string{"<details><summary>x", "<img", "@octocat", "@acme/", "<b>", "</details> early"} {
+		if strings.Contains(c, bad) {
+			t.Errorf("comment carries %q", bad)
+		}
+	}
+	if strings.Count(c, "<details>") != 1 || strings.Count(c, "</details>") != 1 {
+		t.Errorf("details elements: %d open, %d close", strings.Count(c, "<details>"), strings.Count(c, "</details>"))
+	}
+	for _, l := range strings.Split(c, "\n") {
+		if strings.Contains(l, "everyone") && strings.Count(l, "`")%2 != 0 {
+			t.Errorf("a file name ends its code span early: %s", l)
+		}
+	}
+	g := e.gateRuns(head1)
+	if len(g) != 1 || strings.Contains(g[0].Text, "<img") || strings.Contains(g[0].Summary, "</details> early") {
+		t.Errorf("check run output carries raw HTML")
+	}
+}

@@ -30,17 +30,35 @@ const (
 	maxFindingDetail = 600
 )
 
-var reFence = regexp.MustCompile("`{3,}")
+var (
+	reFence = regexp.MustCompile("`{3,}")
+	// reTag finds the start of an HTML tag, comment or declaration.
+	reTag = regexp.MustCompile(`<([A-Za-z/!?])`)
+	// reMention finds an @mention (a user or team GitHub would notify).
+	reMention = regexp.MustCompile(`@([A-Za-z0-9])`)
+)
 
 // clean makes untrusted text (titles, bodies, paths from a runtime) inert in Markdown: no HTML
-// comments (so no fake markers), no disclosure markers, no code fences that could close ours.
+// (so no fake markers, no <details> that swallows the rest, no images), no disclosure markers,
+// no code fences that could close ours, and no @mentions that would make the App notify
+// whoever a pull request names.
 func clean(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
-	s = strings.ReplaceAll(s, "-->", "--&gt;")
 	s = strings.ReplaceAll(s, block.Begin, "")
 	s = strings.ReplaceAll(s, block.End, "")
+	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
+	s = strings.ReplaceAll(s, "-->", "--&gt;")
+	s = reTag.ReplaceAllString(s, "&lt;$1")
+	s = reMention.ReplaceAllString(s, "@\u200b$1")
 	return reFence.ReplaceAllString(s, "``")
+}
+
+// code is untrusted text for inside a code span: on one line and without a backtick that
+// would end the span early. GitHub notifies no one for an @ inside a code span, so a ref like
+// owner/repo@main stays as written.
+func code(s string, limit int) string {
+	s = strings.ReplaceAll(oneLine(s, limit), "@\u200b", "@")
+	return "`" + strings.ReplaceAll(s, "`", "'") + "`"
 }
 
 // oneLine is clean text on a single line, safe inside a table cell.
@@ -114,11 +132,11 @@ func lensTable(d *review.Decision) string {
 func findingLine(f review.Finding) string {
 	loc := ""
 	if f.Path != "" {
-		loc = " `" + oneLine(f.Path, 200)
+		where := f.Path
 		if f.Line > 0 {
-			loc += fmt.Sprintf(":%d", f.Line)
+			where += fmt.Sprintf(":%d", f.Line)
 		}
-		loc += "`"
+		loc = " " + code(where, 210)
 	}
 	s := fmt.Sprintf("- **%s** [%s]%s %s", oneLine(string(f.Severity), 16), oneLine(f.Lens, 64), loc, oneLine(f.Title, 300))
 	if f.Body != "" {
@@ -205,7 +223,7 @@ func checkText(d *review.Decision, moved []string, receipt string) string {
 		b.WriteString("\n")
 	}
 	for _, g := range d.Coverage.Gaps {
-		fmt.Fprintf(&b, "- gap: `%s` — %s\n", oneLine(g.Path, 200), oneLine(g.Reason, 200))
+		fmt.Fprintf(&b, "- gap: %s — %s\n", code(g.Path, 200), oneLine(g.Reason, 200))
 	}
 	room := maxCheckText - len(receipt) - 1
 	body := b.String()

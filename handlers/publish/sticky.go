@@ -184,14 +184,14 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 				fmt.Fprintf(&b, "- … and %d more in the check run\n", len(gaps)-i)
 				break
 			}
-			b.WriteString("- `" + oneLine(g.Path, 200) + "`: " + oneLine(g.Reason, 200) + "\n")
+			b.WriteString("- " + code(g.Path, 200) + ": " + oneLine(g.Reason, 200) + "\n")
 		}
 		b.WriteString("\n")
 	}
 	if len(d.Intake.Messages) > 0 {
 		for _, m := range d.Intake.Messages {
 			if !m.Passed {
-				b.WriteString("- intake `" + oneLine(m.Check, 32) + "`: " + oneLine(m.Message, 500) + "\n")
+				b.WriteString("- intake " + code(m.Check, 32) + ": " + oneLine(m.Message, 500) + "\n")
 			}
 		}
 		b.WriteString("\n")
@@ -385,16 +385,16 @@ func configSection(pub *handlers.Publication) string {
 	if src := pub.Config; src.Origin != "" {
 		where := src.Origin
 		if src.Source != "" {
-			where += " `" + oneLine(src.Source, 200)
+			at := src.Source
 			if src.Path != "" {
-				where += ":" + oneLine(src.Path, 200)
+				at += ":" + src.Path
 			}
-			where += "`"
+			where += " " + code(at, 400)
 		}
 		b.WriteString("Policy from: " + where + ".\n\n")
 	}
 	if p := pub.Proposed; p != nil {
-		fmt.Fprintf(&b, "#### This pull request changes `%s`\n\nThe new file is checked, not applied: the review uses the base branch's policy.\n", oneLine(p.Path, 200))
+		fmt.Fprintf(&b, "#### This pull request changes %s\n\nThe new file is checked, not applied: the review uses the base branch's policy.\n", code(p.Path, 200))
 		switch {
 		case p.Err != nil:
 			b.WriteString("The new file could not be read: " + oneLine(p.Err.Error(), 300) + "\n")
