@@ -499,10 +499,40 @@ func TestPanickingReviewIsRecoveredAndCounted(t *testing.T) {
 		t.Fatalf("panics = %v", got)
 	}
 	pubs := e.pub.all()
-	if len(pubs) != 1 || pubs[0].Subject.Number != 3 {
-		t.Fatalf("publications %+v, want the next job reviewed after the panic", pubs)
+	if len(pubs) != 2 {
+		t.Fatalf("publications %+v, want the panicked run reported and the next job reviewed", pubs)
+	}
+	for _, p := range pubs {
+		switch p.Subject.Number {
+		case 2: // the panicked run concludes its check as pending
+			if p.Decision == nil || p.Decision.Gate.State != review.OutcomePending || !strings.Contains(p.Decision.Gate.Reason, "panicked") {
+				t.Errorf("panicked run published %+v", p.Decision)
+			}
+		case 3:
+			if p.Failure != nil {
+				t.Errorf("next job failed: %v", p.Failure)
+			}
+		}
 	}
 	if !strings.Contains(e.logs.String(), "review job panicked") || !strings.Contains(e.logs.String(), "reviewer bug") {
 		t.Fatal("panic not logged")
+	}
+}
+
+// A review that outlives the job timeout still concludes its gate check: pending with the
+// cause, never left in progress and never a pass.
+func TestTimedOutReviewIsReportedPending(t *testing.T) {
+	e := newEnv(t, func(c *config.Server, _ *handlers.Options) { c.Review.JobTimeout = 300 * time.Millisecond })
+	e.reviewer.gate = make(chan struct{}) // never opened: the review hangs
+	e.addFixturePR(readmeDiff)
+	e.send("pull_request", "d-hang", fixture(t, "pull_request.opened.payload.json"))
+	e.drain()
+	pubs := e.pub.all()
+	if len(pubs) != 1 || pubs[0].Failure == nil || pubs[0].Decision == nil {
+		t.Fatalf("publications = %+v, want one pending report", pubs)
+	}
+	d := pubs[0].Decision
+	if d.Gate.State != review.OutcomePending || !strings.Contains(d.Gate.Reason, "job timeout") || d.Subject.HeadSHA != fixtureHead {
+		t.Fatalf("gate = %+v for %s", d.Gate, d.Subject.HeadSHA)
 	}
 }

@@ -139,6 +139,16 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	if err := w.Publisher.Begin(ctx, client, pub); err != nil {
 		log.Warn().Err(err).Msg("publisher could not mark the review as started")
 	}
+	// From here the gate check reads in_progress: a run that panics or runs out of time must
+	// still conclude it (pending), or it would stay in progress for good.
+	defer func() {
+		if v := recover(); v != nil {
+			if pub.Decision == nil {
+				w.concludeAbandoned(ctx, client, pub, fmt.Errorf("review panicked: %v", v))
+			}
+			panic(v)
+		}
+	}()
 	if len(trusted.Problems) > 0 {
 		pub.Decision = invalidConfigDecision(subj, trusted)
 		log.Warn().Str("config_source", trusted.Source.Source).Str("problems", trusted.Problems.Error()).Msg("invalid configuration: failing gate")
@@ -148,6 +158,11 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	d, err := w.Reviewer.Review(ctx, subj, trusted.Repo)
 	if err != nil {
 		if ctx.Err() != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// Out of time, not superseded: no newer run will conclude this head's check.
+				w.count("pull_request", "error")
+				w.concludeAbandoned(ctx, client, pub, fmt.Errorf("review did not finish within the job timeout: %w", err))
+			}
 			return err
 		}
 		pub.Failure = err
@@ -282,6 +297,22 @@ func (w *Worker) publish(ctx context.Context, client *github.Client, pub *Public
 	}
 	return nil
 }
+
+// concludeAbandoned publishes a pending decision for a run that cannot finish (its context is
+// spent or it panicked), on a context of its own so the write still happens.
+func (w *Worker) concludeAbandoned(ctx context.Context, client *github.Client, pub *Publication, cause error) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonedPublishTimeout)
+	defer cancel()
+	pub.Failure = cause
+	pub.Decision = pendingDecision(pub.Subject, cause.Error())
+	zerolog.Ctx(ctx).Error().Err(cause).Msg("review abandoned; reported as pending")
+	if err := w.Publisher.Publish(pctx, client, pub); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("could not report the abandoned review")
+	}
+}
+
+// abandonedPublishTimeout bounds the report of an abandoned run.
+const abandonedPublishTimeout = 60 * time.Second
 
 // operational reports a GitHub outage as a pending review (never a pass, never silence) and
 // returns the error so the queue records the failure.
