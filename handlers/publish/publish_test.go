@@ -886,3 +886,40 @@ func TestDuplicateAdvisoryCommentsConverge(t *testing.T) {
 		}
 	})
 }
+
+// Bodies at the edges: empty (null in the API) gets the block alone and a receipt that
+// verifies; a body with two begin markers is ambiguous, so it is left exactly as written and
+// the check run says why.
+func TestBodyEdges(t *testing.T) {
+	t.Run("empty", func(t *testing.T) {
+		e := newTestEnv(t)
+		e.gh.SetPullBody(repoFull, 1, "")
+		if err := e.runOnce("d1", review.OutcomeFailed); err != nil {
+			t.Fatal(err)
+		}
+		body := e.gh.PullBody(repoFull, 1)
+		if !strings.HasPrefix(body, block.Begin) || strings.Count(body, block.Begin) != 1 {
+			t.Fatalf("body = %q", body)
+		}
+		if rep := e.verify(extractEnvelope(e.botComments()[0].Body), body); !rep.OK || rep.BodyCoreDigestMatch != disclosure.MatchMatch {
+			t.Fatalf("receipt over the empty body: %v %s", rep.ReasonCodes, rep.BodyCoreDigestMatch)
+		}
+	})
+	t.Run("two begin markers", func(t *testing.T) {
+		e := newTestEnv(t)
+		ambiguous := "Text.\r\n" + block.Begin + "\n" + block.Begin + "\nmore\n"
+		e.gh.SetPullBody(repoFull, 1, ambiguous)
+		if err := e.runOnce("d1", review.OutcomeFailed); err != nil {
+			t.Fatal(err)
+		}
+		if e.gh.PullBody(repoFull, 1) != ambiguous {
+			t.Fatal("an ambiguous body was changed")
+		}
+		if g := e.gateRuns(head1); len(g) != 1 || !strings.Contains(g[0].Text, "ambiguous") {
+			t.Fatal("the check run does not say why the block is missing")
+		}
+		if len(e.botComments()) != 1 {
+			t.Fatal("no advisory comment")
+		}
+	})
+}
