@@ -1,6 +1,7 @@
 package jcs
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -126,11 +127,16 @@ func (p *parser) value(depth int) (any, error) {
 // shared, already boxed values so that they cost no allocation.
 func (p *parser) stringValue() (any, error) {
 	start := p.pos + 1
-	if end := indexQuoteOrEscape(p.data[start:]); end >= 0 && end <= maxInternedLen && p.data[start+end] == '"' {
-		if v, ok := internedValues[string(p.data[start:start+end])]; ok {
-			p.pos = start + end + 1
-			return v, nil
+	if end := indexQuoteOrEscape(p.data[start:]); end >= 0 && p.data[start+end] == '"' {
+		// No escape: the string is the bytes up to the quote, found in one scan.
+		raw := p.data[start : start+end]
+		p.pos = start + end + 1
+		if end <= maxInternedLen {
+			if v, ok := internedValues[string(raw)]; ok {
+				return v, nil
+			}
 		}
+		return string(raw), nil
 	}
 	return p.str()
 }
@@ -266,17 +272,32 @@ func (p *parser) array(depth int) (any, error) {
 func (p *parser) key() (string, error) {
 	start := p.pos + 1
 	if end := indexQuoteOrEscape(p.data[start:]); end >= 0 && p.data[start+end] == '"' {
-		if k, ok := internedKeys[string(p.data[start:start+end])]; ok {
-			p.pos = start + end + 1
+		raw := p.data[start : start+end]
+		p.pos = start + end + 1
+		if k, ok := internedKeys[string(raw)]; ok {
 			return k, nil
 		}
+		return string(raw), nil
 	}
 	return p.str()
 }
 
+// indexQuoteOrEscape returns the index of the first quote, backslash or control character in
+// b, or -1. It tests eight bytes at a time: base64 payloads and digests are long plain runs.
 func indexQuoteOrEscape(b []byte) int {
-	for i, c := range b {
-		if c == '"' || c == '\\' || c < 0x20 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ (ones * '"')
+		bs := x ^ (ones * '\\')
+		// A byte is flagged when it is zero in q or bs (a quote or backslash) or below 0x20.
+		if ((q-ones)&^q|(bs-ones)&^bs|(x-ones*0x20)&^x)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
 			return i
 		}
 	}
@@ -347,7 +368,14 @@ func (p *parser) number() (any, error) {
 	}
 	n := Number(d[start:p.pos])
 	if !p.nonCanonical {
-		if c, err := appendNumber(nil, n); err != nil || string(c) != string(n) {
+		if isInt {
+			// The grammar already excludes leading zeros, so an integer token is canonical
+			// unless it is "-0" or outside ±(2^53-1); no need to format it again.
+			v, ok := n.Int64()
+			if !ok || n == "-0" || v > maxSafeInt || v < -maxSafeInt {
+				p.nonCanonical = true
+			}
+		} else if c, err := appendNumber(nil, n); err != nil || string(c) != string(n) {
 			p.nonCanonical = true
 		}
 	}

@@ -75,3 +75,32 @@ func FuzzSpans(f *testing.F) {
 		}
 	})
 }
+
+func TestIndexQuoteOrEscapeMatchesBytewiseScan(t *testing.T) {
+	naive := func(b []byte) int {
+		for i, c := range b {
+			if c == '"' || c == '\\' || c < 0x20 {
+				return i
+			}
+		}
+		return -1
+	}
+	specials := []byte{'"', '\\', 0, 0x1f, '\n'}
+	plain := []byte{' ', '!', '#', '[', ']', 0x7f, 0x80, 0xff, 0xc3, 'A', '0', '+', '/', '='}
+	for n := 0; n < 40; n++ {
+		for pos := -1; pos < n; pos++ {
+			for si, sp := range specials {
+				b := make([]byte, n)
+				for i := range b {
+					b[i] = plain[(i+n+si)%len(plain)]
+				}
+				if pos >= 0 {
+					b[pos] = sp
+				}
+				if got, want := indexQuoteOrEscape(b), naive(b); got != want {
+					t.Fatalf("%q: %d, want %d", b, got, want)
+				}
+			}
+		}
+	}
+}
