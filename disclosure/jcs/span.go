@@ -64,12 +64,19 @@ func Elements(arr []byte, dst [][]byte) (out [][]byte, ok bool) {
 
 // skipString returns the index just after the string that starts with the quote at b[i].
 func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
+	for j := i + 1; j < len(b); {
+		k := indexQuoteOrEscape(b[j:])
+		if k < 0 {
+			return -1
+		}
+		j += k
 		switch b[j] {
-		case '\\':
-			j++
 		case '"':
 			return j + 1
+		case '\\':
+			j += 2
+		default: // a control character, which valid JSON does not hold; keep going
+			j++
 		}
 	}
 	return -1
