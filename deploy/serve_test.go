@@ -309,8 +309,10 @@ func reviewFixturePR(t *testing.T, s *server, gh *githubfake.Server) githubfake.
 func TestExampleConfigServes(t *testing.T) {
 	fe := newFakeEnv(t)
 	vars := fe.vars
-	// The example's SQLite queue lives in /var/lib/lensgate; here in a temporary directory.
-	vars["LENSGATE_QUEUE_DSN"] = "sqlite://" + filepath.Join(t.TempDir(), "queue.db")
+	// The example's state directory is /var/lib/lensgate; here a temporary one, which holds the
+	// default SQLite queue.
+	state := filepath.Join(t.TempDir(), "state")
+	vars["LENSGATE_STATE_DIR"] = state
 	// Receipts signed before a key rotation stay verifiable: retired keys are still published.
 	retired := ""
 	if slices.ContainsFunc(config.ServerEnvVars(), func(v config.ServerEnvVar) bool { return v.Name == "LENSGATE_PREVIOUS_PUBLIC_KEYS" }) {
@@ -355,10 +357,13 @@ func TestExampleConfigServes(t *testing.T) {
 	checkMetricsDocumented(t, s.mustGet("/metrics"))
 	s.stop()
 	checkLogs(t, s.logs.String(), vars)
+	if _, err := os.Stat(filepath.Join(state, "queue.db")); err != nil {
+		t.Errorf("the default SQLite queue is not in the state directory: %v", err)
+	}
 }
 
 // TestEnvironmentOnlyServes runs the built binary with no configuration file at all (so with
-// the in-memory queue) and checks the probes, the version and a review.
+// the SQLite queue in ./lensgate-state) and checks the probes, the version and a review.
 func TestEnvironmentOnlyServes(t *testing.T) {
 	fe := newFakeEnv(t)
 	vars := fe.vars
@@ -372,6 +377,68 @@ func TestEnvironmentOnlyServes(t *testing.T) {
 	checkMetricsDocumented(t, s.mustGet("/metrics"))
 	s.stop()
 	checkLogs(t, s.logs.String(), vars)
+	if _, err := os.Stat(filepath.Join(s.cmd.Dir, config.DefaultStateDir, "queue.db")); err != nil {
+		t.Errorf("no SQLite queue in the default state directory: %v", err)
+	}
+}
+
+// TestSQLiteDefaultKeepsJobsAcrossRestart: with no queue setting, a job accepted by one process
+// (web role, no workers) survives its exit and is reviewed by the next process on the same state
+// directory.
+func TestSQLiteDefaultKeepsJobsAcrossRestart(t *testing.T) {
+	fe := newFakeEnv(t)
+	vars := fe.vars
+	vars["LENSGATE_STATE_DIR"] = filepath.Join(t.TempDir(), "state")
+	vars["LENSGATE_CATCHUP_WINDOW"] = "0"
+	payload, err := os.ReadFile("testdata/webhooks/pull_request.opened.payload.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, pr, err := fe.gh.AddFromPullRequestEvent(payload, []byte("diff --git a/README.md b/README.md\nindex 1111111..2222222 100644\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # Hello-World\n+A friendly line.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := startServe(t, vars, "--role", "web")
+	for _, id := range []string{"restart-1", "restart-1"} { // a redelivery is ignored
+		req, err := githubfake.WebhookRequest(web.base+"/api/github/hook", "pull_request", id, fe.gh.WebhookSecret(), payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("webhook answered %d", resp.StatusCode)
+		}
+	}
+	web.stop()
+	if n := len(fe.gh.CheckRuns(repo, pr.HeadSHA)); n != 0 {
+		t.Fatalf("a web-only process published %d check runs", n)
+	}
+	worker := startServe(t, vars, "--role", "worker")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		crs := fe.gh.CheckRuns(repo, pr.HeadSHA)
+		if len(crs) == 1 && crs[0].Status == "completed" {
+			break
+		}
+		if len(crs) > 1 || time.Now().After(deadline) {
+			t.Fatalf("check runs %+v after the restart\n%s", crs, worker.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	worker.stop()
+	sticky := 0
+	for _, c := range fe.gh.Comments(repo, pr.Number) {
+		if c.User == fe.gh.BotLogin() {
+			sticky++
+		}
+	}
+	if sticky != 1 {
+		t.Fatalf("%d advisory comments, want 1", sticky)
+	}
 }
 
 // TestServeNamesTheSetting runs serve with missing or wrong settings: it must exit 2 before
