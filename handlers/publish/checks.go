@@ -103,17 +103,40 @@ func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name stri
 	if conclusion != "" {
 		opts.Conclusion = github.String(conclusion)
 	}
+	// GitHub appends the annotations of every update: a batch whose answer was lost must not
+	// be sent again if it landed.
+	var recheck func(context.Context) (bool, error)
+	if n := len(out.Annotations); n > 0 {
+		want := r.annotationCount(existing) + n
+		recheck = func(ctx context.Context) (bool, error) {
+			cr, _, err := r.gh.Checks.GetCheckRun(ctx, r.info.owner, r.info.repo, existing.GetID())
+			if err != nil {
+				return false, err
+			}
+			r.annotated[existing.GetID()] = cr.GetOutput().GetAnnotationsCount()
+			return cr.GetOutput().GetAnnotationsCount() >= want, nil
+		}
+	}
 	err := r.p.call(ctx, "update check run "+name, func(ctx context.Context) (*github.Response, error) {
 		cr, resp, err := r.gh.Checks.UpdateCheckRun(ctx, r.info.owner, r.info.repo, existing.GetID(), opts)
 		if err == nil {
 			r.p.rememberCheck(r.checkKey(name), cr)
+			r.annotated[existing.GetID()] = cr.GetOutput().GetAnnotationsCount()
 		}
 		return resp, err
-	}, nil)
+	}, recheck)
 	if err != nil {
 		r.fail(err)
 	}
 	return err
+}
+
+// annotationCount is how many annotations a check run holds as far as this run knows.
+func (r *run) annotationCount(cr *github.CheckRun) int {
+	if n, ok := r.annotated[cr.GetID()]; ok {
+		return n
+	}
+	return cr.GetOutput().GetAnnotationsCount()
 }
 
 // annotations turns located findings into check annotations.

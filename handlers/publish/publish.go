@@ -119,7 +119,9 @@ type run struct {
 	unchanged bool
 	// duplicates are younger advisory comments of the App's own (ids), to be removed.
 	duplicates []int64
-	state      string
+	// annotated is the annotation count of check runs this run updated, by id.
+	annotated map[int64]int
+	state     string
 }
 
 func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers.Publication, phase string) *run {
@@ -162,7 +164,7 @@ func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers
 	}
 	runID := pub.Job.DeliveryID + "/" + phase
 	return &run{
-		p: p, gh: gh, info: info, source: "publisher",
+		p: p, gh: gh, info: info, source: "publisher", annotated: map[int64]int{},
 		pdp: pdp.New(pdp.Config{Policy: policy, RunID: runID, Sink: p.audit, Logger: *zerolog.Ctx(ctx), Now: p.now}),
 	}
 }

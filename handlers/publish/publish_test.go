@@ -471,6 +471,16 @@ func TestGitHubFailures(t *testing.T) {
 				t.Errorf("comment create calls = %d, want 2 (timed out, then retried)", n)
 			}
 		}, false},
+		{"500 after the annotations landed", nil, func(e *testEnv) {
+			e.gh.Inject(routeCheck, githubfake.Fault{Status: http.StatusInternalServerError, AfterWrite: true})
+		}, nil, func(t *testing.T, e *testEnv) {
+			if r := e.gateRuns(head1); len(r) != 1 || len(r[0].Annotations) != 4 || r[0].Conclusion != "failure" {
+				t.Errorf("gate = %d annotations, conclusion %q; want 4 (the landed batch not sent again)", len(r[0].Annotations), r[0].Conclusion)
+			}
+			if n := e.gh.CallCount(routeCheck); n != 1 {
+				t.Errorf("check updates = %d, want 1", n)
+			}
+		}, false},
 		{"comments cannot be listed", nil, func(e *testEnv) {
 			e.gh.FailNext("GET /repos/{owner}/{repo}/issues/{number}/comments", http.StatusInternalServerError, 10)
 		}, nil, func(t *testing.T, e *testEnv) {
