@@ -95,6 +95,7 @@ func (s *scaleOut) start(role string) *server {
 	vars["LENSGATE_JOB_TIMEOUT"] = "10s"
 	vars["LENSGATE_QUEUE_RESCUE_AFTER"] = "12s" // River's rescuer hands a dead worker's job on soon
 	vars["LENSGATE_CATCHUP_WINDOW"] = "0"
+	vars["LENSGATE_SHUTDOWN_TIMEOUT"] = "2s" // a running review is cancelled and handed back soon
 	vars["LENSGATE_LOG_LEVEL"] = "warn"
 	return startServe(s.t, vars, "--role", role)
 }
@@ -374,6 +375,7 @@ func TestScaleOutThroughWebhooks(t *testing.T) {
 		s.waitReviewed([]int{pr}, web, survivor)
 		t.Logf("killed worker's job completed by the other %s after the kill", time.Since(start).Round(time.Second))
 		s.checkOutcome([]int{pr}, allHeads)
+		w1 = survivor
 		var attempt int
 		var by string
 		if err := pool.QueryRow(context.Background(), `SELECT attempt, attempted_by[array_length(attempted_by, 1)] FROM river_job WHERE kind = 'lensgate_review' AND args->>'head' = $1`, head).Scan(&attempt, &by); err != nil {
@@ -382,23 +384,39 @@ func TestScaleOutThroughWebhooks(t *testing.T) {
 		if attempt != 2 || !strings.HasSuffix(by, fmt.Sprintf("-%d", survivor.cmd.Process.Pid)) {
 			t.Fatalf("job on attempt %d by %q, want attempt 2 by the survivor %d", attempt, by, survivor.cmd.Process.Pid)
 		}
-		survivor.stop()
 	})
 
 	t.Run("RestartWithJobsQueued", func(t *testing.T) {
-		// No worker runs: the web process accepts new heads for ten pull requests, then stops too.
+		// One worker is left. Ten new heads arrive; the first review stalls in a GitHub call, and
+		// every process is stopped (SIGTERM, 2 s shutdown) while it runs and the rest are queued.
 		batch := prs[10:20]
+		route := "GET /repos/{owner}/{repo}/pulls/{number}/files"
+		fe.gh.DelayNext(route, 8*time.Second, 1)
 		for _, pr := range batch {
 			id := fmt.Sprintf("restart-%d", pr)
 			body := s.delivery(pr, id)
 			allHeads[pr] = append(allHeads[pr], s.heads[pr])
 			s.send(web, id, body)
 		}
-		web.stop()
-		for _, pr := range batch {
-			if st := s.jobStates(s.heads[pr]); st["available"] != 1 {
-				t.Fatalf("PR %d: jobs %v before the restart, want one available", pr, st)
+		deadline := time.Now().Add(30 * time.Second)
+		for fe.gh.PendingFaults(route) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("no review started")
 			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		w1.stop()
+		web.stop()
+		pending := 0
+		for _, pr := range batch {
+			st := s.jobStates(s.heads[pr])
+			if st["completed"] != 0 || st["discarded"] != 0 {
+				t.Fatalf("PR %d: jobs %v before the restart", pr, st)
+			}
+			pending += st["available"] + st["retryable"]
+		}
+		if pending != len(batch) {
+			t.Fatalf("%d of %d jobs waiting after the stop", pending, len(batch))
 		}
 		web2 := s.start("web")
 		w3, w4 := s.start("worker"), s.start("worker")
