@@ -536,3 +536,47 @@ func TestTimedOutReviewIsReportedPending(t *testing.T) {
 		t.Fatalf("gate = %+v for %s", d.Gate, d.Subject.HeadSHA)
 	}
 }
+
+// A changed workflow is read whole at the head, so a pull_request_target trigger far above the
+// changed checkout step reaches the review.
+func TestChangedWorkflowIsReadWhole(t *testing.T) {
+	e := newEnv(t)
+	const path = ".github/workflows/ci.yml"
+	diff := "diff --git a/" + path + " b/" + path + "\n" +
+		"index 1111111..2222222 100644\n--- a/" + path + "\n+++ b/" + path + "\n" +
+		"@@ -20,1 +20,3 @@\n   steps:\n" +
+		"+    - uses: actions/checkout@v4\n" +
+		"+      with: { ref: \"${{ github.event.pull_request.head.sha }}\" }\n"
+	head := "on:\n  pull_request_target:\n" + strings.Repeat("# filler\n", 16) + "jobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n" +
+		"    - uses: actions/checkout@v4\n      with: { ref: \"${{ github.event.pull_request.head.sha }}\" }\n"
+	e.addFixturePR(diff)
+	e.gh.SetFile(fixtureRepo, fixtureHead, path, head)
+	e.send("pull_request", "d-workflow", fixture(t, "pull_request.opened.payload.json"))
+	e.drain()
+	if len(e.reviewer.subj) != 1 {
+		t.Fatalf("reviews = %d", len(e.reviewer.subj))
+	}
+	var got []byte
+	for _, f := range e.reviewer.subj[0].Files {
+		if f.Path == path {
+			got = f.HeadContent
+		}
+	}
+	if string(got) != head {
+		t.Fatalf("head content = %q", got)
+	}
+	pubs := e.pub.all()
+	if len(pubs) != 1 || pubs[0].Decision == nil {
+		t.Fatal("no decision")
+	}
+	var onWorkflow int
+	for _, f := range pubs[0].Decision.Findings {
+		if f.Path == path {
+			onWorkflow++
+		}
+	}
+	t.Logf("gate %s, %d finding(s) on the workflow", pubs[0].Decision.Gate.State, onWorkflow)
+	if onWorkflow == 0 {
+		t.Error("the untrusted checkout under pull_request_target was not found")
+	}
+}

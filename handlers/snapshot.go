@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/runtime"
 )
 
 // Bounds on what a snapshot reads, following GitHub's own caps.
@@ -163,7 +164,13 @@ type PullSnapshot struct {
 	// DiffTooLarge is set when GitHub refused the diff media type as too large; the review then
 	// works from the per-file patches.
 	DiffTooLarge bool
+	// HeadContents holds the whole head revision of changed CI workflows (path -> bytes), so a
+	// trigger far from the changed lines is still seen. A file that could not be read is absent.
+	HeadContents map[string][]byte
 }
+
+// maxWorkflowContents bounds the workflow files read whole per pull request.
+const maxWorkflowContents = 50
 
 // isDiffTooLarge reports GitHub's refusal to render a diff over its size limits (406, or 422
 // with code too_large).
@@ -253,6 +260,7 @@ func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.
 		s.Commits = append(s.Commits, commits...)
 		page = resp.NextPage
 	}
+	s.HeadContents = f.workflowContents(ctx, c, owner, repo, pr.GetHead().GetSHA(), s.Files)
 	if countOpen {
 		author := pr.GetUser().GetLogin()
 		count := 0
@@ -278,6 +286,31 @@ func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.
 		s.OpenPRsByAuthor = count
 	}
 	return s, nil
+}
+
+// workflowContents reads changed workflow files whole at the head commit (GitHub serves a pull
+// request's head through the base repository, forks included). A read failure or a file over
+// runtime.MaxHeadContentBytes leaves the file to its diff hunks; it never fails the snapshot.
+func (f Fetcher) workflowContents(ctx context.Context, c *github.Client, owner, repo, head string, files []*github.CommitFile) map[string][]byte {
+	out := map[string][]byte{}
+	for _, file := range files {
+		path := file.GetFilename()
+		if file.GetStatus() == review.FileRemoved || !runtime.IsWorkflowPath(path) || head == "" {
+			continue
+		}
+		if len(out) >= maxWorkflowContents {
+			zerolog.Ctx(ctx).Info().Int("limit", maxWorkflowContents).Msg("more changed workflows than are read whole; the rest are reviewed from their diff")
+			break
+		}
+		data, found, err := f.FileAt(ctx, c, owner, repo, path, head)
+		switch {
+		case err != nil:
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("a changed workflow could not be read whole; reviewed from its diff")
+		case found && len(data) <= runtime.MaxHeadContentBytes:
+			out[path] = data
+		}
+	}
+	return out
 }
 
 // FileAt reads a file at ref; found is false for a 404.
@@ -343,7 +376,8 @@ func BindPull(s *PullSnapshot) *review.Subject {
 			Deletions:    f.GetDeletions(),
 			Patch:        f.GetPatch(),
 			// GitHub omits the patch of binary files (and of very large ones).
-			Binary: f.Patch == nil && f.GetChanges() == 0 && f.GetStatus() != review.FileRemoved,
+			Binary:      f.Patch == nil && f.GetChanges() == 0 && f.GetStatus() != review.FileRemoved,
+			HeadContent: s.HeadContents[f.GetFilename()],
 		})
 	}
 	return subj
