@@ -25,7 +25,7 @@ import (
 
 // freshDatabase creates a database with a random name on the test PostgreSQL server, so reruns
 // never see each other's jobs, and drops it afterwards. It returns the database's DSN.
-func freshDatabase(t *testing.T) string {
+func freshDatabase(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("LENSGATE_TEST_POSTGRES_DSN")
 	if base == "" {
@@ -62,7 +62,7 @@ func freshDatabase(t *testing.T) string {
 // scaleOut is the fake GitHub, the shared queue database and the environment of the serve
 // processes of TestScaleOutThroughWebhooks.
 type scaleOut struct {
-	t       *testing.T
+	t       testing.TB
 	fe      *fakeEnv
 	dsn     string
 	pool    *pgxpool.Pool
@@ -115,6 +115,12 @@ func (s *scaleOut) delivery(pr int, id string) []byte {
 	s.t.Helper()
 	head := s.nextHead(pr)
 	s.fe.gh.Push(s.repo, pr, head, scaleDiff, nil)
+	return s.payloadFor(pr, head)
+}
+
+// payloadFor is the pull_request.synchronize payload of pr at head.
+func (s *scaleOut) payloadFor(pr int, head string) []byte {
+	s.t.Helper()
 	stored := s.fe.gh.PullRequest(s.repo, pr)
 	p := map[string]any{}
 	raw, _ := json.Marshal(s.payload)
@@ -260,12 +266,10 @@ func (s *scaleOut) checkOutcome(prs []int, allHeads map[int][]string) {
 	}
 }
 
-// TestScaleOutThroughWebhooks is the scale-out acceptance test through the real binaries: one
-// `serve --role web` and two `serve --role worker` processes on one PostgreSQL queue, driven by
-// signed webhooks against the fake GitHub.
-func TestScaleOutThroughWebhooks(t *testing.T) {
-	dsn := freshDatabase(t)
-	lensgateBinary(t)
+// newScaleOut seeds a fake GitHub with 50 pull requests (numbers 100–149) of one repository and
+// connects to the queue database (dsn may be "memory" or "" for the SQLite default).
+func newScaleOut(t testing.TB, dsn string) (*scaleOut, []int) {
+	t.Helper()
 	fe := newFakeEnv(t)
 	raw, err := os.ReadFile("testdata/webhooks/pull_request.opened.payload.json")
 	if err != nil {
@@ -275,13 +279,14 @@ func TestScaleOutThroughWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.New(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
+	s := &scaleOut{t: t, fe: fe, dsn: dsn, repo: repo, heads: map[int]string{},
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	if strings.HasPrefix(dsn, "postgres") {
+		if s.pool, err = pgxpool.New(context.Background(), dsn); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.pool.Close)
 	}
-	t.Cleanup(pool.Close)
-	s := &scaleOut{t: t, fe: fe, dsn: dsn, pool: pool, repo: repo, heads: map[int]string{},
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
 	if err := json.Unmarshal(raw, &s.payload); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +297,17 @@ func TestScaleOutThroughWebhooks(t *testing.T) {
 			HeadSHA: s.nextHead(n), BaseRef: "master", BaseSHA: strings.Repeat("b", 40), Diff: scaleDiff})
 		prs = append(prs, n)
 	}
+	return s, prs
+}
 
+// TestScaleOutThroughWebhooks is the scale-out acceptance test through the real binaries: one
+// `serve --role web` and two `serve --role worker` processes on one PostgreSQL queue, driven by
+// signed webhooks against the fake GitHub.
+func TestScaleOutThroughWebhooks(t *testing.T) {
+	dsn := freshDatabase(t)
+	lensgateBinary(t)
+	s, prs := newScaleOut(t, dsn)
+	fe, pool := s.fe, s.pool
 	web := s.start("web")
 	w1, w2 := s.start("worker"), s.start("worker")
 	allHeads := map[int][]string{}

@@ -68,7 +68,7 @@ var buildOnce = sync.OnceValues(func() (string, error) {
 })
 
 // lensgateBinary builds the binary exactly as the container image does (once per test run).
-func lensgateBinary(t *testing.T) string {
+func lensgateBinary(t testing.TB) string {
 	t.Helper()
 	p, err := buildOnce()
 	if err != nil {
@@ -114,7 +114,7 @@ func TestBuiltBinaryIsStaticAndStamped(t *testing.T) {
 
 // server is one `lensgate serve` process.
 type server struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	base string
 	logs *syncBuffer
@@ -138,7 +138,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -156,7 +156,7 @@ type fakeEnv struct {
 	vars       map[string]string
 }
 
-func newFakeEnv(t *testing.T) *fakeEnv {
+func newFakeEnv(t testing.TB) *fakeEnv {
 	t.Helper()
 	gh := githubfake.New(t)
 	dir := t.TempDir()
@@ -185,7 +185,7 @@ func newFakeEnv(t *testing.T) *fakeEnv {
 
 // startServe runs the built binary with exactly vars as its environment (nothing inherited, so
 // the host's GITHUB_* cannot leak in) and waits until /readyz answers 200.
-func startServe(t *testing.T, vars map[string]string, args ...string) *server {
+func startServe(t testing.TB, vars map[string]string, args ...string) *server {
 	t.Helper()
 	bin := lensgateBinary(t)
 	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
