@@ -139,10 +139,13 @@ func (r *run) annotationCount(cr *github.CheckRun) int {
 	return cr.GetOutput().GetAnnotationsCount()
 }
 
-// annotations turns located findings into check annotations.
+// maxAnnotations bounds the annotations of one check run: 10 batches of 50 writes.
+const maxAnnotations = 10 * annotationBatch
+
+// annotations turns located findings into check annotations, worst first.
 func annotations(fs []review.Finding) []*github.CheckRunAnnotation {
 	var out []*github.CheckRunAnnotation
-	for _, f := range fs {
+	for _, f := range sortedFindings(fs) {
 		if f.Path == "" || f.Line <= 0 {
 			continue
 		}
@@ -189,23 +192,37 @@ func (r *run) completeGate(ctx context.Context, d *review.Decision, rc *receiptI
 	receipt := ""
 	if rc != nil {
 		receipt = receiptSection(rc.envelope, rc.receiptDigest, rc.subjectDigest)
-	}
-	text := checkText(d, moved, receipt)
-	if len(r.notes) > 0 {
-		// Notes so far (PDP denials, degraded parts) are part of what the run reports.
-		var nb strings.Builder
-		nb.WriteString("### Publication notes\n\n")
-		for _, n := range r.notes {
-			nb.WriteString("- " + oneLine(n, 400) + "\n")
-		}
-		text = truncate(nb.String()+"\n"+text, maxCheckText)
-		if receipt != "" && !strings.Contains(text, receipt) {
-			text = checkText(d, moved, receipt)
+		if len(receipt) > maxCheckText/2 {
+			receipt = ""
+			r.notes = append(r.notes, fmt.Sprintf("the signed receipt (%d bytes) is too large for the check text and the comment; the Receipt line of the pull request body names its digest", len(rc.envelope)))
 		}
 	}
+	all := annotations(d.Findings)
+	if len(all) > maxAnnotations {
+		// Each batch is a write; an unbounded list would spend the run's write cap before the
+		// advisory comment. Findings are ordered worst first, so the cut keeps the serious ones.
+		r.notes = append(r.notes, fmt.Sprintf("%d annotations; the first %d are attached, every finding is listed below", len(all), maxAnnotations))
+		all = all[:maxAnnotations]
+	}
+	// Notes so far (PDP denials, degraded parts) are part of what the run reports; they come
+	// first and, like the receipt, survive the cut of the findings.
+	var nb strings.Builder
+	for i, n := range r.notes {
+		if i == 0 {
+			nb.WriteString("### Publication notes\n\n")
+		}
+		if i == 50 {
+			fmt.Fprintf(&nb, "- … and %d more\n", len(r.notes)-i)
+			break
+		}
+		nb.WriteString("- " + oneLine(n, 400) + "\n")
+	}
+	if nb.Len() > 0 {
+		nb.WriteString("\n")
+	}
+	text := checkText(d, moved, nb.String(), receipt)
 	batches := [][]*github.CheckRunAnnotation{nil}
 	if existing == nil || existing.GetOutput().GetAnnotationsCount() == 0 {
-		all := annotations(d.Findings)
 		batches = batches[:0]
 		for len(all) > annotationBatch {
 			batches = append(batches, all[:annotationBatch])

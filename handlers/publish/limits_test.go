@@ -150,3 +150,46 @@ func TestUntrustedTextStaysInert(t *testing.T) {
 		t.Errorf("check run output carries raw HTML")
 	}
 }
+
+// A flood of located findings attaches at most 500 annotations (the worst first), so the
+// batches cannot spend the run's write cap before the advisory comment.
+func TestAnnotationFloodKeepsTheComment(t *testing.T) {
+	e := newTestEnv(t)
+	s := e.subject()
+	d := decision(s, review.OutcomeFailed)
+	d.Inline = nil
+	for i := 0; i < 2000; i++ {
+		sev := review.SeverityLow
+		if i == 1999 {
+			sev = review.SeverityCritical
+		}
+		d.Findings = append(d.Findings, review.Finding{ID: fmt.Sprintf("n%d", i), Lens: "tests", Severity: sev, Path: "run.go", Line: 1 + i%3, Title: fmt.Sprintf("note %d", i)})
+	}
+	pub := e.publication("d1", d, s)
+	ctx := context.Background()
+	if err := e.p.Begin(ctx, e.cl, pub); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+		t.Fatal(err)
+	}
+	g := e.gateRuns(head1)
+	if len(g) != 1 || len(g[0].Annotations) != maxAnnotations || !strings.Contains(g[0].Text, "the first 500 are attached") {
+		t.Fatalf("annotations = %d", len(g[0].Annotations))
+	}
+	if g[0].Annotations[0].Title != "[tests] note 1999" {
+		t.Errorf("first annotation %q, want the critical one", g[0].Annotations[0].Title)
+	}
+	c := e.botComments()
+	if len(c) != 1 {
+		t.Fatal("the advisory comment was starved by annotation writes")
+	}
+	// The receipt over 2000 findings fits neither a comment nor the check text: both say so,
+	// nothing panics, and both stay within GitHub's limits with the state marker kept.
+	if !strings.Contains(c[0].Body, "too large for a comment") || !strings.Contains(c[0].Body, markerState) || len(c[0].Body) > maxCommentBody {
+		t.Errorf("comment: %d bytes, receipt note %v", len(c[0].Body), strings.Contains(c[0].Body, "too large for a comment"))
+	}
+	if !strings.Contains(g[0].Text, "too large for the check text") || len(g[0].Text) > maxCheckText {
+		t.Errorf("check text: %d bytes", len(g[0].Text))
+	}
+}

@@ -75,6 +75,9 @@ func truncate(s string, limit int) string {
 		return s
 	}
 	const mark = "…"
+	if limit <= len(mark) {
+		return "" // no room even for the mark
+	}
 	cut := limit - len(mark)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
@@ -206,7 +209,7 @@ func hiddenValue(body, marker string) string {
 
 // checkText is the check-run text: every finding and the receipt, within GitHub's limit. The
 // receipt is kept whole; findings are cut first.
-func checkText(d *review.Decision, moved []string, receipt string) string {
+func checkText(d *review.Decision, moved []string, notes, receipt string) string {
 	var b strings.Builder
 	if len(d.Findings) > 0 {
 		b.WriteString("### Findings\n\n")
@@ -225,15 +228,18 @@ func checkText(d *review.Decision, moved []string, receipt string) string {
 	for _, g := range d.Coverage.Gaps {
 		fmt.Fprintf(&b, "- gap: %s — %s\n", code(g.Path, 200), oneLine(g.Reason, 200))
 	}
-	room := maxCheckText - len(receipt) - 1
+	const cut = "\n\n(truncated; the advisory comment lists the rest)\n"
+	fixed := len(notes) + len(receipt)
+	if fixed+len(cut) > maxCheckText {
+		// Only by a pathological number of notes: the notes give way, the receipt stays.
+		notes = truncate(notes, max(maxCheckText-len(receipt)-len(cut), 0))
+		fixed = len(notes) + len(receipt)
+	}
 	body := b.String()
-	if room < 0 {
-		return truncate(body, maxCheckText)
+	if fixed+len(body) > maxCheckText {
+		body = truncate(body, maxCheckText-fixed-len(cut)) + cut
 	}
-	if len(body) > room {
-		body = truncate(body, room-64) + "\n\n(truncated; the advisory comment lists the rest)\n"
-	}
-	return body + receipt
+	return notes + body + receipt
 }
 
 // sortedFindings orders findings worst first, then by place, so a re-run that reports the

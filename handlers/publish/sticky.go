@@ -197,23 +197,38 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 		b.WriteString("\n")
 	}
 	b.WriteString("lensgate recommends; it never approves or merges. A human decides.\n\n")
-	if rc != nil {
-		b.WriteString(receiptSection(rc.envelope, rc.receiptDigest, rc.subjectDigest))
-	}
+	r.writeSticky(ctx, existing, fitComment(b.String(), r.stickyTail(rc)))
+}
+
+// stickyTail is the end of the advisory comment that must survive any cut: the signed receipt
+// and the state marker a re-run recognises its own outcome by.
+func (r *run) stickyTail(rc *receiptInfo) string {
 	state := r.state
 	if rc != nil && rc.state != "" {
 		state = rc.state
 	}
+	var tail string
+	if rc != nil {
+		tail = receiptSection(rc.envelope, rc.receiptDigest, rc.subjectDigest)
+		if len(tail) > maxCommentBody/2 {
+			// A receipt over so many findings does not fit a comment; say where it is bound.
+			tail = fmt.Sprintf("The signed receipt (%d bytes) is too large for a comment; the `Receipt:` line of the pull request body names its digest.\n", len(rc.envelope))
+			r.notes = append(r.notes, "signed receipt too large for the comment and the check text")
+		}
+	}
 	if state != "" {
-		b.WriteString(markerState + state + markerEnd + "\n")
+		tail += markerState + state + markerEnd + "\n"
 	}
-	body := b.String()
-	if len(body) > maxCommentBody && rc != nil {
-		// Keep the receipt whole; cut the findings.
-		tail := receiptSection(rc.envelope, rc.receiptDigest, rc.subjectDigest) + markerState + state + markerEnd + "\n"
-		body = truncate(body[:strings.Index(body, markerReceipt)], maxCommentBody-len(tail)-64) + "\n\n(truncated)\n\n" + tail
+	return tail
+}
+
+// fitComment joins head and tail within GitHub's comment limit, cutting the head.
+func fitComment(head, tail string) string {
+	if len(head)+len(tail) <= maxCommentBody {
+		return head + tail
 	}
-	r.writeSticky(ctx, existing, body)
+	const cut = "\n\n(truncated; the check run lists every finding)\n\n"
+	return truncate(head, maxCommentBody-len(tail)-len(cut)) + cut + tail
 }
 
 // subjectLine names what was reviewed, so a reader can tell the comment is current.
