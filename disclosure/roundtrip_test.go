@@ -838,3 +838,21 @@ func TestCRLFBodyIsAMismatchWithAHint(t *testing.T) {
 		}
 	}
 }
+
+// The Receipt: line is masked in the disclosure core, so a block pointing at another receipt
+// keeps every digest; the verifier warns about it without changing the verdict.
+func TestReceiptLineNamingAnotherFileIsReported(t *testing.T) {
+	d, opts := disclosed(t)
+	if r := Verify(d.Receipt.Envelope, opts); !r.OK || slices.ContainsFunc(r.Warnings, isReceiptLineWarning) {
+		t.Fatalf("own Receipt line: ok=%v warnings %q", r.OK, r.Warnings)
+	}
+	lines, _ := block.Parse(d.Body)
+	other := strings.Replace(d.Body, block.ReceiptDigest(lines), strings.Repeat("0", 64), 1)
+	opts.Body = &other
+	r := Verify(d.Receipt.Envelope, opts)
+	if !r.OK || r.DisclosureCoreDigestMatch != MatchMatch || !slices.ContainsFunc(r.Warnings, isReceiptLineWarning) {
+		t.Fatalf("foreign Receipt line: ok=%v disclosure=%s warnings %q", r.OK, r.DisclosureCoreDigestMatch, r.Warnings)
+	}
+}
+
+func isReceiptLineWarning(w string) bool { return strings.Contains(w, "Receipt: line names") }

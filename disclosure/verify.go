@@ -82,11 +82,32 @@ func Verify(envelope []byte, opts Options) (r *Report) {
 			r.PolicyDecision = nil
 		}
 		r.PredicateVersionStatus = VersionLegacy
+		checkReceiptLine(r, envelope, opts.Body)
 		return r
 	}
 	r = verifyTree(v, env, opts, pre)
 	r.PredicateVersionStatus = VersionCurrent
+	checkReceiptLine(r, envelope, opts.Body)
 	return r
+}
+
+// checkReceiptLine compares the block's Receipt: line with the receipt being verified. The
+// line is masked in the disclosure core (it cannot be part of its own preimage), so nothing
+// signed covers it; a line naming another file is worth a warning, never a verdict.
+func checkReceiptLine(r *Report, envelope []byte, body *string) {
+	if body == nil {
+		return
+	}
+	lines, err := block.Parse(*body)
+	if err != nil {
+		return
+	}
+	got := block.ReceiptDigest(lines)
+	if got == "" || got == sha256Hex(envelope) || got == r.ReceiptDigest {
+		return
+	}
+	r.Warnings = append(r.Warnings, "the block's Receipt: line names sha256:"+got+
+		", which is neither this receipt file's hash nor its receipt digest: the block may point at another receipt")
 }
 
 // VerifyVersion runs the verifier of one predicate version directly, without the dispatcher.
