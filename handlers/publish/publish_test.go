@@ -933,3 +933,37 @@ func TestBodyEdges(t *testing.T) {
 		}
 	})
 }
+
+// A per-lens check never reads as passing for a required lens that did not pass.
+func TestPerLensCheckConclusions(t *testing.T) {
+	for _, tc := range []struct {
+		required bool
+		outcome  review.Outcome
+		want     string
+	}{
+		{true, review.OutcomePending, "action_required"},
+		{true, review.OutcomeFailed, "failure"},
+		{true, review.OutcomePassed, "success"},
+		{false, review.OutcomeFailed, "neutral"},
+		{false, review.OutcomePending, "neutral"},
+	} {
+		t.Run(fmt.Sprintf("%v %s", tc.required, tc.outcome), func(t *testing.T) {
+			e := newTestEnv(t)
+			s := e.subject()
+			d := decision(s, review.OutcomeFailed)
+			d.Lenses[4].Required, d.Lenses[4].Outcome = tc.required, tc.outcome
+			if err := e.p.Publish(context.Background(), e.cl, e.publication("d1", d, s)); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range e.gh.CheckRuns(repoFull, head1) {
+				if c.Name == "lensgate / perf" {
+					got = append(got, c.Conclusion)
+				}
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Fatalf("perf check = %v, want %s", got, tc.want)
+			}
+		})
+	}
+}
