@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lensgate/lensgate/disclosure/dsse"
 	"github.com/lensgate/lensgate/disclosure/jcs"
@@ -146,6 +147,26 @@ func honestyChecks(p map[string]any) []Issue {
 					is.add("", "declaration: %s[%d]: %s is not a field this emitter signs", sec, i, k)
 				}
 			}
+		}
+	}
+	// The format only checks the shape of a time (month 13 passes, time claims are not checked
+	// at all); what this emitter signs must be a real UTC instant.
+	checkTime := func(where string, v any) {
+		if s, ok := v.(string); ok {
+			if _, err := time.Parse(time.RFC3339Nano, s); err != nil || !asciiTimestamp(s) {
+				is.add("", "%s: %q is not a real UTC time (YYYY-MM-DDTHH:MM:SS[.fff]Z)", where, s)
+			}
+		}
+	}
+	if t, ok := asObj(p["times"]); ok {
+		checkTime("times.declaredAt", t["declaredAt"])
+		checkTime("times.signedAt", t["signedAt"])
+	}
+	if d, ok := asObj(p["declaration"]); ok {
+		tcs, _ := asArr(d["timeClaims"])
+		for i, tc := range tcs {
+			m, _ := asObj(tc)
+			checkTime(fmt.Sprintf("declaration.timeClaims[%d].value", i), m["value"])
 		}
 	}
 	if ax := timeAxes(p); ax.Event == TimeConflict || ax.Observation == TimeConflict {

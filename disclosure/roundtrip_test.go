@@ -508,6 +508,13 @@ func TestEmitterRefusesWhatItCannotClaim(t *testing.T) {
 			other := map[string]any{"kind": tc["kind"], "value": "2026-11-29T17:00:00Z", "assertedBy": "lensgate", "assurance": SelfDeclared}
 			decl(p)["timeClaims"] = append(decl(p)["timeClaims"].([]any), other)
 		}), CodeTimeClaimsConflict},
+		"month 13": {edit(func(p map[string]any) { p["times"].(map[string]any)["declaredAt"] = "2026-13-01T00:00:00Z" }), ""},
+		"time claim that is not a time": {edit(func(p map[string]any) {
+			decl(p)["timeClaims"].([]any)[0].(map[string]any)["value"] = "yesterday"
+		}), ""},
+		"time claim with an offset": {edit(func(p map[string]any) {
+			decl(p)["timeClaims"].([]any)[0].(map[string]any)["value"] = "2026-11-29T18:00:00+01:00"
+		}), ""},
 		"named observer on a self-declared run": {edit(func(p map[string]any) {
 			decl(p)["reviewRuns"].([]any)[0].(map[string]any)["observedBy"] = "github-actions"
 		}), ""},
