@@ -162,6 +162,9 @@ func honestyChecks(p map[string]any) []Issue {
 		checkTime("times.declaredAt", t["declaredAt"])
 		checkTime("times.signedAt", t["signedAt"])
 	}
+	if sc, ok := asObj(p["subjectContext"]); ok {
+		checkTime("subjectContext.revisedAt", sc["revisedAt"])
+	}
 	if d, ok := asObj(p["declaration"]); ok {
 		tcs, _ := asArr(d["timeClaims"])
 		for i, tc := range tcs {

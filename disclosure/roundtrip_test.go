@@ -515,6 +515,13 @@ func TestEmitterRefusesWhatItCannotClaim(t *testing.T) {
 		"time claim with an offset": {edit(func(p map[string]any) {
 			decl(p)["timeClaims"].([]any)[0].(map[string]any)["value"] = "2026-11-29T18:00:00+01:00"
 		}), ""},
+		"issue revised at hour 25": {edit(func(p map[string]any) {
+			sc := p["subjectContext"].(map[string]any)
+			sc["kind"], sc["issueNodeId"], sc["revisedAt"] = KindIssue, "I_x", "2026-11-29T25:00:00Z"
+			for _, k := range []string{"pullRequestNodeId", "headSha", "baseSha", "reviewedDiffDigest"} {
+				delete(sc, k)
+			}
+		}), ""},
 		"named observer on a self-declared run": {edit(func(p map[string]any) {
 			decl(p)["reviewRuns"].([]any)[0].(map[string]any)["observedBy"] = "github-actions"
 		}), ""},
