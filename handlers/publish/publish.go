@@ -195,6 +195,7 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *handlers.
 		return nil
 	}
 	r := p.newRun(ctx, gh, pub, "begin")
+	r.acknowledgeCommand(ctx, pub)
 	out := &github.CheckRunOutput{
 		Title:   github.String("lensgate: review in progress"),
 		Summary: github.String("lensgate is reviewing head `" + r.info.headSHA + "`."),
@@ -208,6 +209,23 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *handlers.
 		return nil
 	}
 	return r.putCheck(ctx, cr, p.checkName, nil, "in_progress", "", out)
+}
+
+// acknowledgeCommand reacts with eyes to the comment that asked for this review, so the
+// person who typed the command sees it was taken even when the outcome does not change.
+func (r *run) acknowledgeCommand(ctx context.Context, pub *handlers.Publication) {
+	x := handlers.ParseJobExtra(pub.Job.Extra)
+	if x.CommentID == 0 || !r.authorize(ctx, pdp.Action{Kind: pdp.KindReactionAdd, Target: "reaction:command", Reaction: "eyes"}) {
+		return
+	}
+	err := r.p.call(ctx, "react to the review command", func(ctx context.Context) (*github.Response, error) {
+		_, resp, err := r.gh.Reactions.CreateIssueCommentReaction(ctx, r.info.owner, r.info.repo, x.CommentID, "eyes")
+		return resp, err
+	}, nil)
+	if err != nil {
+		// An acknowledgement is a courtesy: its failure does not fail the review.
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("could not react to the review command")
+	}
 }
 
 // Publish writes a run's outcome. It returns an error only for GitHub writes that failed

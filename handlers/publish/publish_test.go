@@ -967,3 +967,23 @@ func TestPerLensCheckConclusions(t *testing.T) {
 		})
 	}
 }
+
+// The comment that asked for a review gets an eyes reaction when the run begins.
+func TestReviewCommandIsAcknowledged(t *testing.T) {
+	e := newTestEnv(t)
+	cmd := e.gh.AddComment(repoFull, 1, "alice", "/lensgate review")
+	s := e.subject()
+	pub := e.publication("d-cmd", decision(s, review.OutcomePassed), s)
+	pub.Job.Reason = "issue_comment.created"
+	pub.Job.Extra = json.RawMessage(fmt.Sprintf(`{"requested_by":"alice","comment_id":%d}`, cmd.ID))
+	if err := e.p.Begin(context.Background(), e.cl, pub); err != nil {
+		t.Fatal(err)
+	}
+	r := e.gh.Reactions(repoFull, fmt.Sprintf("comment/%d", cmd.ID))
+	if len(r) != 1 || r[0].Content != "eyes" {
+		t.Fatalf("reactions on the command = %+v", r)
+	}
+	if g := e.gateRuns(head1); len(g) != 1 || g[0].Status != "in_progress" {
+		t.Fatalf("gate = %+v", g)
+	}
+}
