@@ -48,10 +48,10 @@ type SubjectContext struct {
 	HumanRef                 string // e.g. "github-pr:owner/repo#12"; names the subject
 }
 
-// AssuredItem is a self-declared statement of who did something.
+// AssuredItem is a self-declared statement of who did something. It has no observer: naming
+// one would be an observation claim that nothing here can witness.
 type AssuredItem struct {
 	AssertedBy     string
-	ObservedBy     string
 	EvidenceSHA256 string
 }
 
@@ -174,7 +174,6 @@ func (p *Predicate) Tree() (map[string]any, error) {
 		out := make([]any, 0, len(items))
 		for _, it := range items {
 			m := map[string]any{"assertedBy": it.AssertedBy, "assurance": SelfDeclared}
-			setIf(m, "observedBy", it.ObservedBy)
 			if it.EvidenceSHA256 != "" {
 				m["evidenceRef"] = digestRef(it.EvidenceSHA256)
 			}
