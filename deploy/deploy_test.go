@@ -375,6 +375,24 @@ func TestKubernetesWritablePaths(t *testing.T) {
 		}
 	}
 	if strings.HasPrefix(srv.Queue.DSN, "sqlite://") {
+		// Queued reviews must survive the pod being replaced: the SQLite file needs a claim.
+		claims := map[string]bool{}
+		for _, v := range dig(t, spec, "volumes").([]any) {
+			vm := v.(map[string]any)
+			if vm["persistentVolumeClaim"] != nil {
+				claims[vm["name"].(string)] = true
+			}
+		}
+		var onClaim []string
+		for _, m := range dig(t, c, "volumeMounts").([]any) {
+			mm := m.(map[string]any)
+			if claims[mm["name"].(string)] {
+				onClaim = append(onClaim, mm["mountPath"].(string))
+			}
+		}
+		if !underAny(srv.SQLitePath(), onClaim) {
+			t.Errorf("SQLite queue %s is not on a PersistentVolumeClaim: a new pod would lose queued reviews", srv.SQLitePath())
+		}
 		if r := dig(t, dep, "spec", "replicas"); r != 1 {
 			t.Errorf("SQLite queue with %v replicas", r)
 		}
