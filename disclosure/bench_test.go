@@ -1,9 +1,13 @@
 package disclosure
 
 import (
+	"crypto/ed25519"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lensgate/lensgate/disclosure/dsse"
+	"github.com/lensgate/lensgate/disclosure/jcs"
 )
 
 // BenchmarkVerify measures one full dispatcher verification of a typical v0.2 receipt with five
@@ -61,4 +65,30 @@ func reportCPU(b *testing.B, run func()) {
 		b.ReportMetric(perOp, "cpu-ns/op")
 		b.ReportMetric(1e9/perOp, "ops/cpu-s")
 	}
+}
+
+// BenchmarkEd25519Verify is the floor of BenchmarkVerify: crypto/ed25519 alone over the same
+// PAE bytes, with nothing parsed or checked.
+func BenchmarkEd25519Verify(b *testing.B) {
+	d, opts := disclosed(b)
+	env, err := jcs.Parse(d.Receipt.Envelope)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o, err := dsse.Open(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg := dsse.PAE(o.PayloadType, o.Payload)
+	sig := env.(map[string]any)["signatures"].([]any)[0].(map[string]any)["sig"].(string)
+	raw, err := dsse.DecodeStdBase64(sig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	reportCPU(b, func() {
+		if !ed25519.Verify(opts.PublicKey, msg, raw) {
+			b.Fatal("signature does not verify")
+		}
+	})
 }
