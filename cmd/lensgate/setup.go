@@ -433,8 +433,9 @@ func writeSetup(dir, apiURL string, app *github.AppConfig) (setupPaths, error) {
 			gh["v4_api_url"] = web + "/api/graphql"
 		}
 	}
-	// The audit ledger goes next to the keys, not into whatever directory serve starts in.
-	cfg := map[string]any{"signing_key_file": p.signingKey, "audit_file": filepath.Join(abs, "audit.jsonl"), "github": gh}
+	// The state (durable queue and audit ledger) goes next to the keys, not into whatever
+	// directory serve starts in.
+	cfg := map[string]any{"signing_key_file": p.signingKey, "state_dir": filepath.Join(abs, "state"), "github": gh}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return setupPaths{}, err

@@ -90,8 +90,8 @@ func TestSetupConvert(t *testing.T) {
 	if err != nil {
 		t.Fatalf("written config does not load: %v", err)
 	}
-	if abs, _ := filepath.Abs(dir); s.AuditFile != filepath.Join(abs, "audit.jsonl") {
-		t.Errorf("audit file %q is not next to the keys", s.AuditFile)
+	if abs, _ := filepath.Abs(dir); s.AuditFile != filepath.Join(abs, "state", "audit.jsonl") || s.SQLitePath() != filepath.Join(abs, "state", "queue.db") {
+		t.Errorf("audit file %q and queue %q are not next to the keys", s.AuditFile, s.SQLitePath())
 	}
 	if s.GitHub.App.IntegrationID != 4242 || s.GitHub.App.WebhookSecret != "whsec-from-github" {
 		t.Errorf("config holds id %d secret %q", s.GitHub.App.IntegrationID, s.GitHub.App.WebhookSecret)
