@@ -870,3 +870,30 @@ func TestReceiptLineNamingAnotherFileIsReported(t *testing.T) {
 }
 
 func isReceiptLineWarning(w string) bool { return strings.Contains(w, "Receipt: line names") }
+
+// Editors add a final newline or a byte-order mark; the hint names what differs.
+func TestEditorArtefactsAreNamed(t *testing.T) {
+	d, opts := disclosed(t)
+	stored := d.Body // the exact bytes the receipt was made for
+	for name, tt := range map[string]struct{ body, hint string }{
+		"final newline":         {stored + "\n", "final newline is removed"},
+		"BOM":                   {"\ufeff" + stored, "byte-order mark is removed"},
+		"CRLF and final CRLF":   {strings.ReplaceAll(stored, "\n", "\r\n") + "\r\n", "CRLF line endings are turned into LF and its final newline is removed"},
+		"exact bytes (no hint)": {stored, ""},
+	} {
+		b := tt.body
+		o := opts
+		o.Body = &b
+		r := Verify(d.Receipt.Envelope, o)
+		joined := strings.Join(r.Warnings, "\n")
+		if tt.hint == "" {
+			if !r.OK || strings.Contains(joined, "would match") {
+				t.Errorf("%s: ok=%v warnings %q", name, r.OK, r.Warnings)
+			}
+			continue
+		}
+		if r.OK || r.BodyCoreDigestMatch != MatchMismatch || !strings.Contains(joined, tt.hint) {
+			t.Errorf("%s: ok=%v body=%s warnings %q", name, r.OK, r.BodyCoreDigestMatch, r.Warnings)
+		}
+	}
+}

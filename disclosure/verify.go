@@ -483,21 +483,41 @@ func checkBody(r *Report, predV any, body string) {
 	}
 }
 
-// lineEndingHint explains the most common innocent mismatch: a body re-saved with other line
-// endings (GitHub's web editor stores CRLF). The verdict stays MISMATCH, because the digests
-// are over exact bytes; the hint only tells the reader what to look at.
+// lineEndingHint explains the common innocent mismatches: a body re-saved with other line
+// endings (GitHub's web editor stores CRLF), with a final newline an editor added, or with a
+// byte-order mark. The verdict stays MISMATCH, because the digests are over exact bytes; the
+// hint only tells the reader what to look at.
 func lineEndingHint(body, want string, compute func(string) (string, error)) string {
-	var alt, what string
-	switch {
-	case strings.Contains(body, "\r\n"):
-		alt, what = strings.ReplaceAll(body, "\r\n", "\n"), "CRLF line endings are turned into LF"
-	case strings.Contains(body, "\n"):
-		alt, what = strings.ReplaceAll(body, "\n", "\r\n"), "LF line endings are turned into CRLF"
-	default:
-		return ""
+	type edit struct {
+		what string
+		fn   func(string) string
 	}
-	if got, err := compute(alt); err == nil && got == want {
-		return "the body would match once its " + what + "; it was probably re-saved by an editor or copied through a browser. Digests cover exact bytes, so this stays a mismatch: fetch the body through the API instead"
+	toLF := edit{"CRLF line endings are turned into LF", func(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }}
+	toCRLF := edit{"LF line endings are turned into CRLF", func(s string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
+	}}
+	noFinal := edit{"final newline is removed", func(s string) string {
+		if t, ok := strings.CutSuffix(s, "\r\n"); ok {
+			return t
+		}
+		return strings.TrimSuffix(s, "\n")
+	}}
+	noBOM := edit{"byte-order mark is removed", func(s string) string { return strings.TrimPrefix(s, "\ufeff") }}
+	chains := [][]edit{{toLF}, {toCRLF}, {noFinal}, {noBOM}, {toLF, noFinal}, {toCRLF, noFinal},
+		{noBOM, noFinal}, {noBOM, toLF}, {noBOM, toLF, noFinal}}
+	for _, chain := range chains {
+		alt, whats := body, make([]string, 0, len(chain))
+		for _, e := range chain {
+			alt = e.fn(alt)
+			whats = append(whats, e.what)
+		}
+		if alt == body {
+			continue
+		}
+		if got, err := compute(alt); err == nil && got == want {
+			return "the body would match once its " + strings.Join(whats, " and its ") +
+				"; it was probably re-saved by an editor or copied through a browser. Digests cover exact bytes, so this stays a mismatch: fetch the body through the API instead (jq -j .body)"
+		}
 	}
 	return ""
 }
