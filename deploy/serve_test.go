@@ -860,7 +860,9 @@ func TestSetupOutputServes(t *testing.T) {
 	}
 	reviewFixturePR(t, s, gh)
 	s.stop()
-	if _, err := os.Stat(filepath.Join(out, "audit.jsonl")); err != nil {
-		t.Errorf("no audit ledger next to the keys: %v", err)
+	for _, f := range []string{"audit.jsonl", "queue.db"} {
+		if _, err := os.Stat(filepath.Join(out, "state", f)); err != nil {
+			t.Errorf("no %s in the state directory next to the keys: %v", f, err)
+		}
 	}
 }
