@@ -221,6 +221,14 @@ func writeReportText(w io.Writer, r *disclosure.Report) {
 		fmt.Fprintf(w, "time (event/observation/signature/external): %s / %s / %s / %s\n",
 			r.EventTimeStatus, r.ObservationTimeStatus, r.SignatureTimeStatus, r.ExternalTimeStatus)
 	}
+	if vb := r.VerifierBlock; vb != nil {
+		if vb.Present {
+			fmt.Fprintf(w, "verifier block:        %s %s %s, valid %s, matches this verifier %s\n",
+				orNull(vb.Implementation), orNull(vb.Version), orNull(vb.BuildSource), tri(vb.Valid), vb.MatchesThisVerifier)
+		} else {
+			fmt.Fprintf(w, "verifier block:        absent\n")
+		}
+	}
 	fmt.Fprintf(w, "policy decision:       %s", orNull(r.PolicyDecision))
 	if r.PolicyName != nil {
 		fmt.Fprintf(w, " (%s %s)", *r.PolicyName, orNull(r.PolicyDigest))

@@ -223,3 +223,25 @@ func TestReceiptEmitRefusesAPublicKeyAsSigningKey(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
+
+// A v0.3 receipt names the build that produced it; the text report shows it, and a Go verifier
+// never claims to match a block measured on another build.
+func TestReceiptVerifyShowsTheVerifierBlock(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "k")
+	code, out, stderr := runReceiptCLI(t, "keygen", "--out", key)
+	if code != 0 {
+		t.Fatalf("keygen: %s", stderr)
+	}
+	pub := strings.TrimSpace(out)
+	pred := filepath.Join(pbCorpus, "agent_review", "agent-review-v03-positive-control-verifier-block-is-accepted", "predicate.json")
+	env := filepath.Join(dir, "r.json")
+	if code, _, stderr := runReceiptCLI(t, "receipt", "emit", "--predicate", pred, "--key", key, "--out", env); code != 0 {
+		t.Fatalf("emit: %s", stderr)
+	}
+	_, out, _ = runReceiptCLI(t, "receipt", "verify", "--envelope", env, "--public-key", pub)
+	if !regexp.MustCompile(`verifier block: +\S+ \S+ \S+, valid yes, matches this verifier NOT_EVALUATED`).MatchString(out) ||
+		!strings.Contains(out, "agent-review/v0.3 (current)") {
+		t.Fatalf("report:\n%s", out)
+	}
+}
