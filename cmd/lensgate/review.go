@@ -70,14 +70,16 @@ func (c *reviewCmd) Run(e *env) error {
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
-	var rc *disclosure.Receipt
+	var disc *disclosure.Disclosure
 	if signer != nil {
-		rc, err = disclosure.Emit(review.Predicate(dec, subj, time.Now()), *signer)
+		// The head commit's message stands in for a pull request body: the receipt binds it and
+		// the disclosure block printed with the receipt, as the App binds a PR body.
+		disc, err = disclosure.Disclose(subj.Body, review.Predicate(dec, subj, time.Now()), *signer)
 		if err != nil {
 			return exitWith(exitUsage, fmt.Errorf("sign the receipt: %w", err))
 		}
 	}
-	if err := writeReview(e.stdout, c.Format, dec, rc); err != nil {
+	if err := writeReview(e.stdout, c.Format, dec, disc); err != nil {
 		return err
 	}
 	if !dec.Gate.Passed() {
@@ -215,15 +217,17 @@ func (c *reviewCmd) registry(cfg *config.Repo) (*runtime.Registry, error) {
 	return reg, nil
 }
 
-func writeReview(w io.Writer, format string, d *review.Decision, rc *disclosure.Receipt) error {
+func writeReview(w io.Writer, format string, d *review.Decision, disc *disclosure.Disclosure) error {
 	switch format {
 	case "json":
 		doc := struct {
 			*review.Decision
-			Receipt json.RawMessage `json:"receipt,omitempty"`
+			Receipt         json.RawMessage `json:"receipt,omitempty"`
+			DisclosureBlock string          `json:"disclosure_block,omitempty"`
 		}{Decision: d}
-		if rc != nil {
-			doc.Receipt = rc.Envelope
+		if disc != nil {
+			doc.Receipt = disc.Receipt.Envelope
+			doc.DisclosureBlock = disc.Block
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -234,8 +238,9 @@ func writeReview(w io.Writer, format string, d *review.Decision, rc *disclosure.
 	default:
 		writeText(w, d)
 	}
-	if rc != nil {
-		fmt.Fprintf(w, "\nSigned receipt (DSSE envelope, receipt digest %s):\n%s", rc.ReceiptDigest, rc.Envelope)
+	if disc != nil {
+		fmt.Fprintf(w, "\nDisclosure block (bound to the head commit message as the body):\n%s\n", disc.Block)
+		fmt.Fprintf(w, "\nSigned receipt (DSSE envelope, receipt digest %s):\n%s", disc.Receipt.ReceiptDigest, disc.Receipt.Envelope)
 	}
 	return nil
 }

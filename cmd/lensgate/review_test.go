@@ -239,6 +239,7 @@ func TestReviewSignsReceipt(t *testing.T) {
 	}
 	var doc struct {
 		Receipt json.RawMessage `json:"receipt"`
+		Block   string          `json:"disclosure_block"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Receipt) == 0 {
 		t.Fatalf("no receipt in output: %v\n%s", err, out)
@@ -246,6 +247,18 @@ func TestReviewSignsReceipt(t *testing.T) {
 	rep := disclosure.Verify(doc.Receipt, disclosure.Options{PublicKey: pub})
 	if rep.CryptoOK == nil || !*rep.CryptoOK || rep.StructureOK == nil || !*rep.StructureOK {
 		t.Fatalf("receipt does not verify: %+v", rep)
+	}
+	// The printed block is the one the receipt binds: a body carrying it matches both the body
+	// core and the disclosure core; an edited block does not.
+	body := doc.Block + "\n"
+	rep = disclosure.Verify(doc.Receipt, disclosure.Options{PublicKey: pub, Body: &body})
+	if rep.BodyCoreDigestMatch != disclosure.MatchMatch || rep.DisclosureCoreDigestMatch != disclosure.MatchMatch {
+		t.Errorf("printed block not bound: body %s, disclosure %s", rep.BodyCoreDigestMatch, rep.DisclosureCoreDigestMatch)
+	}
+	edited := strings.Replace(doc.Block, "Review:", "Review: (edited)", 1) + "\n"
+	rep = disclosure.Verify(doc.Receipt, disclosure.Options{PublicKey: pub, Body: &edited})
+	if rep.DisclosureCoreDigestMatch == disclosure.MatchMatch {
+		t.Error("an edited block still matches the signed disclosure core")
 	}
 }
 
