@@ -36,8 +36,14 @@ func FuzzRender(f *testing.F) {
 		if i := strings.IndexByte(c, '<'); i >= 0 && i+1 < len(c) && strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ/!?", rune(c[i+1])) {
 			t.Fatalf("clean(%q) = %q opens a tag", s, c)
 		}
-		if k := code(s, limit); strings.Count(k, "`") != 2 {
+		k := code(s, limit)
+		if strings.Count(k, "`") != 2 || strings.Contains(k, "\n") {
 			t.Fatalf("code(%q) = %q", s, k)
+		}
+		for _, bad := range []string{"<!--", "-->", block.Begin, block.End} {
+			if strings.Contains(k, bad) {
+				t.Fatalf("code(%q) = %q carries %q", s, k, bad)
+			}
 		}
 		_ = hiddenValue(s, markerState)
 		_ = extractEnvelope(s)

@@ -132,10 +132,18 @@ func TestUntrustedTextStaysInert(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := e.botComments()[0].Body
-	for _, bad := range []string{"<details><summary>x", "<img", "@octocat", "@acme/", "<b>", "</details> early"} {
+	for _, bad := range []string{"<details><summary>x", "<img", "@octocat", "@acme/", "</details> early"} {
 		if strings.Contains(c, bad) {
 			t.Errorf("comment carries %q", bad)
 		}
+	}
+	// Inside a code span HTML is shown as text, so the file name keeps its < there; outside
+	// every code span no tag may open.
+	if !strings.Contains(c, "`main.go' @everyone <b>bold</b> 'x") {
+		t.Errorf("file name not shown as written in its code span:\n%s", c)
+	}
+	if out := outsideCodeSpans(c); strings.Contains(out, "<b>") {
+		t.Errorf("a tag opens outside a code span:\n%s", out)
 	}
 	if strings.Count(c, "<details>") != 1 || strings.Count(c, "</details>") != 1 {
 		t.Errorf("details elements: %d open, %d close", strings.Count(c, "<details>"), strings.Count(c, "</details>"))
@@ -192,4 +200,18 @@ func TestAnnotationFloodKeepsTheComment(t *testing.T) {
 	if !strings.Contains(g[0].Text, "too large for the check text") || len(g[0].Text) > maxCheckText {
 		t.Errorf("check text: %d bytes", len(g[0].Text))
 	}
+}
+
+// outsideCodeSpans drops the code spans of each line of Markdown, keeping the text around them.
+func outsideCodeSpans(md string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(md, "\n") {
+		for i, part := range strings.Split(l, "`") {
+			if i%2 == 0 {
+				b.WriteString(part)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

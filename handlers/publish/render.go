@@ -54,11 +54,19 @@ func clean(s string) string {
 }
 
 // code is untrusted text for inside a code span: on one line and without a backtick that
-// would end the span early. GitHub notifies no one for an @ inside a code span, so a ref like
-// owner/repo@main stays as written.
+// would end the span early. A code span shows HTML as text and GitHub notifies no one for an @
+// inside one, so < and a ref like owner/repo@main stay as written (an entity would show
+// literally). Only comment delimiters are broken, invisibly, so no hidden marker can be faked.
 func code(s string, limit int) string {
-	s = strings.ReplaceAll(oneLine(s, limit), "@\u200b", "@")
-	return "`" + strings.ReplaceAll(s, "`", "'") + "`"
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, block.Begin, "")
+	s = strings.ReplaceAll(s, block.End, "")
+	s = strings.ReplaceAll(s, "<!--", "<\u200b!--")
+	s = strings.ReplaceAll(s, "-->", "--\u200b>")
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "`", "'")
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return "`" + truncate(s, limit) + "`"
 }
 
 // oneLine is clean text on a single line, safe inside a table cell.
