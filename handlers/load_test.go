@@ -29,31 +29,46 @@ var (
 // TestGitHubCallsPerReview counts what one review of a pull request costs in GitHub API calls,
 // with the handlers' reads alone and with the real publisher.
 func TestGitHubCallsPerReview(t *testing.T) {
-	t.Run("reads", func(t *testing.T) {
-		e := newEnv(t)
-		e.addFixturePR(readmeDiff)
-		e.gh.ResetCalls()
-		e.send("pull_request", "d-calls", fixture(t, "pull_request.opened.payload.json"))
-		e.drain()
-		want := map[string]int{
-			"POST /app/installations/{id}/access_tokens":       1,
-			"GET /repos/{owner}/{repo}/pulls/{number}":         2, // the pull request and its diff
-			"GET /repos/{owner}/{repo}/contents/{path...}":     1, // .asdd.yml at the base branch
-			"GET /repos/{owner}/{repo}":                        1, // the owner's .github repository (absent)
-			"GET /repos/{owner}/{repo}/pulls/{number}/files":   1,
-			"GET /repos/{owner}/{repo}/pulls/{number}/commits": 1,
-		}
-		got := e.gh.Calls()
-		for route, n := range want {
-			if got[route] != n {
-				t.Errorf("%s: %d calls, want %d", route, got[route], n)
+	// Without any configuration file the base branch is asked for .asdd.yml, .yaga.toml and
+	// pyproject.toml before the owner's .github repository; an .asdd.yml saves the other reads.
+	for _, tc := range []struct {
+		name                string
+		files               map[string]string
+		contents, repo, all int
+	}{
+		{"reads", nil, 3, 1, 9},
+		{"reads with .asdd.yml", map[string]string{".asdd.yml": baseConfig}, 1, 0, 6},
+		{"reads with .yaga.toml", map[string]string{".yaga.toml": yagaPolicy}, 2, 0, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.addFixturePR(readmeDiff)
+			for path, body := range tc.files {
+				e.gh.SetFile(fixtureRepo, fixtureRef, path, body)
 			}
-		}
-		if e.gh.TotalCalls() != 7 || e.gh.Writes() != 0 {
-			t.Fatalf("calls: %s", e.gh.CallSummary())
-		}
-		t.Logf("one review, handler reads only: %d calls\n%s", e.gh.TotalCalls(), e.gh.CallSummary())
-	})
+			e.gh.ResetCalls()
+			e.send("pull_request", "d-calls", fixture(t, "pull_request.opened.payload.json"))
+			e.drain()
+			want := map[string]int{
+				"POST /app/installations/{id}/access_tokens":       1,
+				"GET /repos/{owner}/{repo}/pulls/{number}":         2, // the pull request and its diff
+				"GET /repos/{owner}/{repo}/contents/{path...}":     tc.contents,
+				"GET /repos/{owner}/{repo}":                        tc.repo, // the owner's .github repository (absent)
+				"GET /repos/{owner}/{repo}/pulls/{number}/files":   1,
+				"GET /repos/{owner}/{repo}/pulls/{number}/commits": 1,
+			}
+			got := e.gh.Calls()
+			for route, n := range want {
+				if got[route] != n {
+					t.Errorf("%s: %d calls, want %d", route, got[route], n)
+				}
+			}
+			if e.gh.TotalCalls() != tc.all || e.gh.Writes() != 0 {
+				t.Fatalf("calls: %s", e.gh.CallSummary())
+			}
+			t.Logf("one review, handler reads only: %d calls\n%s", e.gh.TotalCalls(), e.gh.CallSummary())
+		})
+	}
 	t.Run("with the publisher", func(t *testing.T) {
 		p, err := publish.New(publish.Options{Audit: &pdp.MemorySink{}})
 		if err != nil {

@@ -127,7 +127,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
 	}
 	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
-	pub.Proposed = w.proposedConfig(ctx, client, subj)
+	pub.Proposed = w.proposedConfig(ctx, client, subj, trusted)
 	if pub.Proposed != nil {
 		ev := log.Info().Str("path", pub.Proposed.Path).Int("problems", len(pub.Proposed.Problems))
 		if pub.Proposed.Err != nil {
@@ -252,7 +252,7 @@ func (w *Worker) currentPull(ctx context.Context, client *github.Client, job que
 // loadConfig reads the trusted configuration with retries on GitHub failures.
 func (w *Worker) loadConfig(ctx context.Context, client *github.Client, owner, repo, ref string) (TrustedConfig, error) {
 	var tc TrustedConfig
-	err := w.Fetch.do(ctx, "load "+ConfigPath+" of "+owner+"/"+repo+"@"+ref, func(ctx context.Context) error {
+	err := w.Fetch.do(ctx, "load the configuration of "+owner+"/"+repo+"@"+ref, func(ctx context.Context) error {
 		var err error
 		tc, err = w.Configs.Load(ctx, client, owner, repo, ref)
 		return err
@@ -261,26 +261,48 @@ func (w *Worker) loadConfig(ctx context.Context, client *github.Client, owner, r
 }
 
 // proposedConfig validates the configuration file as the pull request's head has it, when the
-// pull request changes it.
-func (w *Worker) proposedConfig(ctx context.Context, client *github.Client, subj *review.Subject) *ProposedConfig {
+// pull request changes it: the first changed one of .asdd.yml, .yaga.toml and a pyproject.toml
+// that holds (or held) the YAGA policy.
+func (w *Worker) proposedConfig(ctx context.Context, client *github.Client, subj *review.Subject, trusted TrustedConfig) *ProposedConfig {
+	for _, path := range []string{ConfigPath, YAGAPath, PyprojectPath} {
+		if p := w.proposedFile(ctx, client, subj, trusted, path); p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// proposedFile validates one configuration file at the head, or returns nil when the pull
+// request does not change it (or it is a pyproject.toml without a YAGA policy on either side).
+func (w *Worker) proposedFile(ctx context.Context, client *github.Client, subj *review.Subject, trusted TrustedConfig, path string) *ProposedConfig {
 	for _, f := range subj.Files {
-		if f.Path != ConfigPath && f.PreviousPath != ConfigPath {
+		if f.Path != path && f.PreviousPath != path {
 			continue
 		}
-		p := &ProposedConfig{Path: ConfigPath, HeadSHA: subj.HeadSHA}
-		if f.Path != ConfigPath || f.Status == review.FileRemoved {
-			p.Problems = config.Problems{{File: ConfigPath, Message: "the pull request removes " + ConfigPath + "; after merge the organisation or server default applies"}}
+		// Only the base's own pyproject policy makes losing it a configuration change.
+		wasPolicy := path != PyprojectPath || trusted.RepoFile == PyprojectPath
+		p := &ProposedConfig{Path: path, HeadSHA: subj.HeadSHA}
+		if f.Path != path || f.Status == review.FileRemoved {
+			if !wasPolicy {
+				return nil
+			}
+			p.Problems = config.Problems{{File: path, Message: "the pull request removes " + path + "; after merge the next configuration in order (.asdd.yml, .yaga.toml, pyproject.toml, organisation, server default) applies"}}
 			return p
 		}
 		// GitHub serves a pull request's head commit through the base repository, forks included.
-		data, found, err := w.Fetch.FileAt(ctx, client, subj.Owner, subj.Repo, ConfigPath, subj.HeadSHA)
+		data, found, err := w.Fetch.FileAt(ctx, client, subj.Owner, subj.Repo, path, subj.HeadSHA)
 		switch {
 		case err != nil:
 			p.Err = err
 		case !found:
-			p.Err = errors.New(ConfigPath + " not found at the head commit")
+			p.Err = errors.New(path + " not found at the head commit")
+		case path == PyprojectPath && !IsYAGAPyproject(data):
+			if !wasPolicy {
+				return nil // an ordinary pyproject.toml edit
+			}
+			p.Problems = config.Problems{{File: path, Message: "the pull request removes the [tool.yaga] table from " + path + "; after merge the organisation or server default applies"}}
 		default:
-			p.Problems = ValidateProposed(ConfigPath, data)
+			p.Problems = ValidateProposed(path, data)
 		}
 		return p
 	}
