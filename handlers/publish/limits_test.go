@@ -2,10 +2,12 @@ package publish
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -192,13 +194,26 @@ func TestAnnotationFloodKeepsTheComment(t *testing.T) {
 	if len(c) != 1 {
 		t.Fatal("the advisory comment was starved by annotation writes")
 	}
-	// The receipt over 2000 findings fits neither a comment nor the check text: both say so,
-	// nothing panics, and both stay within GitHub's limits with the state marker kept.
-	if !strings.Contains(c[0].Body, "too large for a comment") || !strings.Contains(c[0].Body, markerState) || len(c[0].Body) > maxCommentBody {
-		t.Errorf("comment: %d bytes, receipt note %v", len(c[0].Body), strings.Contains(c[0].Body, "too large for a comment"))
+	// The receipt over 2000 findings is bounded: it lists the most severe ones, counts all of
+	// them, names the rest as a coverage gap, and fits both the comment and the check text.
+	if !strings.Contains(c[0].Body, markerReceipt) || !strings.Contains(c[0].Body, markerState) || len(c[0].Body) > maxCommentBody {
+		t.Errorf("comment: %d bytes, receipt present %v", len(c[0].Body), strings.Contains(c[0].Body, markerReceipt))
 	}
-	if !strings.Contains(g[0].Text, "too large for the check text") || len(g[0].Text) > maxCheckText {
-		t.Errorf("check text: %d bytes", len(g[0].Text))
+	if !strings.Contains(g[0].Text, markerReceipt) || len(g[0].Text) > maxCheckText {
+		t.Errorf("check text: %d bytes, receipt present %v", len(g[0].Text), strings.Contains(g[0].Text, markerReceipt))
+	}
+	env := []byte(extractEnvelope(c[0].Body))
+	if len(env) == 0 || len(env) > maxReceiptEnvelope {
+		t.Fatalf("receipt of %d bytes in the comment", len(env))
+	}
+	rep := disclosure.Verify(env, disclosure.Options{PublicKey: e.key.Public().(ed25519.PublicKey)})
+	if rep.CryptoOK == nil || !*rep.CryptoOK || rep.StructureOK == nil || !*rep.StructureOK {
+		t.Fatalf("bounded receipt does not verify: %+v", rep.Errors)
+	}
+	decl, _ := predicateOf(t, env)["declaration"].(map[string]any)
+	listed, _ := decl["findings"].([]any)
+	if total, _ := decl["findingsTotal"].(float64); int(total) != len(d.Findings) || len(listed) == 0 || len(listed) >= len(d.Findings) {
+		t.Errorf("findingsTotal %v, listed %d", decl["findingsTotal"], len(listed))
 	}
 }
 

@@ -23,11 +23,14 @@ const (
 
 // GitHub limits.
 const (
-	maxCheckText     = 65535
-	maxCommentBody   = 65536
-	annotationBatch  = 50
-	maxInlinePerRun  = 30
-	maxFindingDetail = 600
+	maxCheckText   = 65535
+	maxCommentBody = 65536
+	// maxReceiptEnvelope keeps a signed receipt within half of the check text and of a comment,
+	// with room for the section around it.
+	maxReceiptEnvelope = maxCheckText/2 - 2048
+	annotationBatch    = 50
+	maxInlinePerRun    = 30
+	maxFindingDetail   = 600
 )
 
 var (

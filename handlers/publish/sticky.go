@@ -298,7 +298,13 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 		if prior != nil {
 			priorDigest, reason = prior.receiptDigest, tgt.reason(prior)
 		}
-		disc, err := disclosure.Disclose(body, tgt.predicate(revised, priorDigest, reason), *r.p.signer)
+		pred := tgt.predicate(revised, priorDigest, reason)
+		// The receipt must fit the comment and the check text, or it is published nowhere and the
+		// next receipt cannot name it: list the most severe findings, and say how many are not.
+		if left, err := pred.BoundFindings(maxReceiptEnvelope); err == nil && left > 0 {
+			r.notes = append(r.notes, fmt.Sprintf("the signed receipt lists the %d most severe findings; %d more are counted in it and named as a coverage gap", len(pred.Findings), left))
+		}
+		disc, err := disclosure.Disclose(body, pred, *r.p.signer)
 		if err != nil {
 			r.notes = append(r.notes, "receipt not signed: "+oneLine(err.Error(), 500))
 			return prior
