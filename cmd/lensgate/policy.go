@@ -75,28 +75,25 @@ func loadPlan(file string) (policy.Plan, error) {
 }
 
 func (c *policyCheckCmd) Run(e *env) error {
-	plan, err := loadPlan(c.File)
-	if err != nil {
-		return policyFail(e, err, c.Format)
-	}
-	f, err := policy.ParseFormat(c.Format, policy.FormatText, policy.FormatJSON)
-	if err != nil {
-		return policyFail(e, err, c.Format)
-	}
-	fmt.Fprint(e.stdout, policy.RenderCheck(plan, f))
-	return nil
+	return renderPlan(e, c.File, c.Format, policy.RenderCheck)
 }
 
 func (c *policyPlanCmd) Run(e *env) error {
-	plan, err := loadPlan(c.File)
+	return renderPlan(e, c.File, c.Format, policy.RenderPlan)
+}
+
+// renderPlan loads the policy in file and prints render's view of its plan in format (text or
+// json); errors are reported as YAGA does, in the requested format.
+func renderPlan(e *env, file, format string, render func(policy.Plan, policy.Format) string) error {
+	plan, err := loadPlan(file)
 	if err != nil {
-		return policyFail(e, err, c.Format)
+		return policyFail(e, err, format)
 	}
-	f, err := policy.ParseFormat(c.Format, policy.FormatText, policy.FormatJSON)
+	f, err := policy.ParseFormat(format, policy.FormatText, policy.FormatJSON)
 	if err != nil {
-		return policyFail(e, err, c.Format)
+		return policyFail(e, err, format)
 	}
-	fmt.Fprint(e.stdout, policy.RenderPlan(plan, f))
+	fmt.Fprint(e.stdout, render(plan, f))
 	return nil
 }
 
