@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -123,20 +124,9 @@ func TestServeRunsAndShutsDown(t *testing.T) {
 	var stderr bytes.Buffer
 	go func() { done <- run(ctx, []string{"serve", "--config", cfgFile}, io.Discard, &stderr) }()
 	base := "http://" + addr
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(base + handlers.RouteReady)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("server not ready: %v; stderr %s", err, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := waitReady(base, 20*time.Second); err != nil {
+		cancel()
+		t.Fatalf("server not ready: %v; stderr %s", err, stderr.String())
 	}
 	get := func(path string) (int, string) {
 		resp, err := http.Get(base + path)
@@ -198,20 +188,9 @@ func TestServeWithDurableQueueAndRoles(t *testing.T) {
 			var stderr bytes.Buffer
 			go func() { done <- run(ctx, []string{"serve", "--role", role}, io.Discard, &stderr) }()
 			base := "http://" + addr
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				resp, err := http.Get(base + handlers.RouteReady)
-				if err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusOK {
-						break
-					}
-				}
-				if time.Now().After(deadline) {
-					cancel()
-					t.Fatalf("not ready: %v; stderr %s", err, stderr.String())
-				}
-				time.Sleep(20 * time.Millisecond)
+			if err := waitReady(base, 30*time.Second); err != nil {
+				cancel()
+				t.Fatalf("not ready: %v; stderr %s", err, stderr.String())
 			}
 			req, _ := githubfake.WebhookRequest(base+handlers.RouteHook, "star", "d-"+role, gh.WebhookSecret(), []byte(`{}`))
 			resp, err := http.DefaultClient.Do(req)
@@ -306,5 +285,24 @@ func TestServeStateDirDefault(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(state, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// waitReady polls /readyz of the server at base until it answers 200 or within passes.
+func waitReady(base string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		resp, err := http.Get(base + handlers.RouteReady)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("readyz answered %d", resp.StatusCode)
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
