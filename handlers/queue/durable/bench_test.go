@@ -2,8 +2,10 @@ package durable
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,6 +37,53 @@ func BenchmarkEnqueue(b *testing.B) {
 			slices.Sort(took)
 			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
+
+var loadRate = flag.Int("load.rate", 200, "deliveries per second offered in BenchmarkEnqueueLoad")
+
+// BenchmarkEnqueueLoad offers b.N deliveries at a fixed rate (open loop: a slow answer never
+// lowers the rate), each a new head for one of 50 subjects, so that nearly every enqueue
+// supersedes and cancels the subject's previous job, as a burst of pushes does. Reports the
+// latency of Enqueue as a webhook sees it.
+//
+//	go test -run '^$' -bench EnqueueLoad -benchtime 2000x ./handlers/queue/durable/ -args -load.rate=200
+func BenchmarkEnqueueLoad(b *testing.B) {
+	for _, be := range backends(b) {
+		b.Run(be.name, func(b *testing.B) {
+			opts := testOptions()
+			opts.InsertOnly = true
+			opts.MaxQueued = 1000
+			q := open(b, be.dsn(b), opts)
+			ctx := context.Background()
+			took := make([]time.Duration, b.N)
+			errs := make([]error, b.N)
+			interval := time.Second / time.Duration(*loadRate)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+					time.Sleep(d)
+				}
+				wg.Go(func() {
+					job := prJob(fmt.Sprintf("o/r#%d", i%50), fmt.Sprintf("h%d", i), fmt.Sprintf("d%d", i))
+					t0 := time.Now()
+					errs[i] = q.Enqueue(ctx, job)
+					took[i] = time.Since(t0)
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
 		})
 	}
 }

@@ -19,8 +19,20 @@ var errNoRows = errors.New("no rows")
 // database/sql (SQLite) transaction types. Queries are written with $N placeholders, in order.
 type database[TTx any] interface {
 	begin(ctx context.Context) (TTx, error)
+	// beginNoFlush begins a transaction whose commit returns before it reaches the disk (a crash
+	// may undo it), for work that is safe to lose.
+	beginNoFlush(ctx context.Context) (TTx, error)
+	// cancelWaiting cancels a job that is waiting to run, without notifying anyone, and reports
+	// whether it did; false leaves the job to River's cancellation.
+	cancelWaiting(ctx context.Context, tx TTx, jobID int64) (bool, error)
+	// cancelAfterCommit reports whether Enqueue cancels a superseded job that cancelWaiting left
+	// in a transaction of its own after committing (PostgreSQL, where the cancellation's
+	// notification serialises commits) rather than inside the enqueue's transaction.
+	cancelAfterCommit() bool
 	commit(ctx context.Context, tx TTx) error
 	rollback(ctx context.Context, tx TTx)
+	// admit records a delivery id (unless empty) and locks the subject's row; see admission.
+	admit(ctx context.Context, tx TTx, deliveryID, key string, now int64, countWaiting bool) (admission, error)
 	exec(ctx context.Context, tx TTx, query string, args ...any) (int64, error)
 	// queryRow scans the first row into dest and returns errNoRows when there is none.
 	queryRow(ctx context.Context, tx TTx, query string, args []any, dest ...any) error
@@ -31,9 +43,26 @@ type database[TTx any] interface {
 	close()
 }
 
-// withTx runs fn in a transaction and commits it when fn returns nil.
+// txMode selects how withTxOpts begins its transaction.
+type txMode int
+
+const (
+	txDurable txMode = iota // commit returns once the transaction is on disk
+	txNoFlush               // commit may return before; see database.beginNoFlush
+)
+
+// withTx runs fn in a durable transaction and commits it when fn returns nil.
 func withTx[TTx any](ctx context.Context, db database[TTx], fn func(tx TTx) error) error {
-	tx, err := db.begin(ctx)
+	return withTxOpts(ctx, db, txDurable, fn)
+}
+
+// withTxOpts is withTx with a choice of durability.
+func withTxOpts[TTx any](ctx context.Context, db database[TTx], mode txMode, fn func(tx TTx) error) error {
+	begin := db.begin
+	if mode == txNoFlush {
+		begin = db.beginNoFlush
+	}
+	tx, err := begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
@@ -47,10 +76,65 @@ func withTx[TTx any](ctx context.Context, db database[TTx], fn func(tx TTx) erro
 	return nil
 }
 
+// admission is what Enqueue learns before it inserts: whether the delivery id was seen before
+// (then nothing else is set), the subject's newest head and job (its row now locked until the
+// transaction ends) and, if asked, how many River jobs wait.
+type admission struct {
+	duplicate bool
+	head      string
+	current   int64
+	waiting   int64
+}
+
+// admitSteps is admit as one statement per step, for databases without data-modifying CTEs.
+func admitSteps[TTx any](ctx context.Context, db database[TTx], tx TTx, deliveryID, key string, now int64, countWaiting bool) (admission, error) {
+	var a admission
+	if deliveryID != "" {
+		n, err := db.exec(ctx, tx, sqlInsertDelivery, deliveryID, key, now)
+		if err != nil {
+			return a, fmt.Errorf("record delivery: %w", err)
+		}
+		if n == 0 {
+			a.duplicate = true
+			return a, nil
+		}
+	}
+	if err := db.queryRow(ctx, tx, sqlLockSubject, []any{key, now}, &a.head, &a.current); err != nil {
+		return a, fmt.Errorf("lock subject: %w", err)
+	}
+	if countWaiting {
+		if err := db.queryRow(ctx, tx, sqlCountWaiting, nil, &a.waiting); err != nil {
+			return a, fmt.Errorf("count waiting jobs: %w", err)
+		}
+	}
+	return a, nil
+}
+
 // pgxDB serves PostgreSQL through a pgx pool.
 type pgxDB struct{ pool *pgxpool.Pool }
 
-func (d pgxDB) begin(ctx context.Context) (pgx.Tx, error)   { return d.pool.Begin(ctx) }
+func (d pgxDB) begin(ctx context.Context) (pgx.Tx, error) { return d.pool.Begin(ctx) }
+func (d pgxDB) beginNoFlush(ctx context.Context) (pgx.Tx, error) {
+	// One round trip: without arguments pgx sends the query as a simple-protocol batch.
+	return d.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"})
+}
+func (d pgxDB) admit(ctx context.Context, tx pgx.Tx, deliveryID, key string, now int64, countWaiting bool) (admission, error) {
+	var a admission
+	err := tx.QueryRow(ctx, sqlAdmitPostgres, deliveryID, key, now, countWaiting).Scan(&a.head, &a.current, &a.waiting)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// No subject row: the delivery id was already recorded.
+		return admission{duplicate: true}, nil
+	}
+	if err != nil {
+		return a, fmt.Errorf("record delivery and lock subject: %w", err)
+	}
+	return a, nil
+}
+func (d pgxDB) cancelWaiting(ctx context.Context, tx pgx.Tx, jobID int64) (bool, error) {
+	n, err := d.exec(ctx, tx, sqlCancelWaitingJob, jobID)
+	return n > 0, err
+}
+func (d pgxDB) cancelAfterCommit() bool                     { return true }
 func (d pgxDB) commit(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) }
 func (d pgxDB) rollback(ctx context.Context, tx pgx.Tx) {
 	_ = tx.Rollback(context.WithoutCancel(ctx))
@@ -99,9 +183,15 @@ var dollarParam = regexp.MustCompile(`\$\d+`)
 
 func sqliteQuery(q string) string { return dollarParam.ReplaceAllString(q, "?") }
 
-func (d sqliteDB) begin(ctx context.Context) (*sql.Tx, error) { return d.db.BeginTx(ctx, nil) }
-func (d sqliteDB) commit(_ context.Context, tx *sql.Tx) error { return tx.Commit() }
-func (d sqliteDB) rollback(_ context.Context, tx *sql.Tx)     { _ = tx.Rollback() }
+func (d sqliteDB) begin(ctx context.Context) (*sql.Tx, error)        { return d.db.BeginTx(ctx, nil) }
+func (d sqliteDB) beginNoFlush(ctx context.Context) (*sql.Tx, error) { return d.begin(ctx) }
+func (d sqliteDB) admit(ctx context.Context, tx *sql.Tx, deliveryID, key string, now int64, countWaiting bool) (admission, error) {
+	return admitSteps[*sql.Tx](ctx, d, tx, deliveryID, key, now, countWaiting)
+}
+func (d sqliteDB) cancelWaiting(context.Context, *sql.Tx, int64) (bool, error) { return false, nil }
+func (d sqliteDB) cancelAfterCommit() bool                                     { return false }
+func (d sqliteDB) commit(_ context.Context, tx *sql.Tx) error                  { return tx.Commit() }
+func (d sqliteDB) rollback(_ context.Context, tx *sql.Tx)                      { _ = tx.Rollback() }
 func (d sqliteDB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
 	res, err := tx.ExecContext(ctx, sqliteQuery(query), args...)
 	if err != nil {
@@ -164,6 +254,29 @@ const (
 	sqlLockSubject = `INSERT INTO lensgate_subject (subject_key, head_sha, job_id, updated_at)
 		VALUES ($1, '', 0, $2) ON CONFLICT (subject_key) DO UPDATE SET updated_at = lensgate_subject.updated_at
 		RETURNING head_sha, job_id`
+	// sqlAdmitPostgres is sqlInsertDelivery, sqlLockSubject and sqlCountWaiting in one round
+	// trip. It returns no row when the delivery id ($1, unless empty) was already recorded.
+	sqlAdmitPostgres = `WITH delivery AS (
+			INSERT INTO lensgate_delivery (delivery_id, subject_key, received_at)
+			SELECT $1, $2, $3 WHERE $1 <> ''
+			ON CONFLICT (delivery_id) DO NOTHING
+			RETURNING 1
+		), subject AS (
+			INSERT INTO lensgate_subject (subject_key, head_sha, job_id, updated_at)
+			SELECT $2, '', 0, $3 WHERE $1 = '' OR EXISTS (SELECT 1 FROM delivery)
+			ON CONFLICT (subject_key) DO UPDATE SET updated_at = lensgate_subject.updated_at
+			RETURNING head_sha, job_id
+		)
+		SELECT head_sha, job_id,
+			CASE WHEN $4::boolean THEN (SELECT count(*) FROM river_job
+				WHERE state IN ('available', 'pending', 'retryable', 'scheduled')) ELSE 0 END
+		FROM subject`
+	// sqlCancelWaitingJob is River's cancellation of a job that is not running yet (final state,
+	// finalized_at and the cancel_attempted_at mark) without its notification, which only
+	// matters to a replica running the job.
+	sqlCancelWaitingJob = `UPDATE river_job SET state = 'cancelled', finalized_at = now(),
+			metadata = jsonb_set(metadata, '{cancel_attempted_at}', to_jsonb(now()), true)
+		WHERE id = $1 AND state IN ('available', 'pending', 'retryable', 'scheduled')`
 	sqlUpdateSubject = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2, updated_at = $3
 		WHERE subject_key = $4`
 	sqlCurrentJob       = `SELECT job_id FROM lensgate_subject WHERE subject_key = $1`

@@ -353,7 +353,9 @@ const (
 
 // Enqueue records the delivery id, then inserts a job for the subject's head unless an equal one
 // is queued, running or (for a pull request head) already done, and cancels the subject's older
-// job. It all happens in one transaction, under a lock on the subject's row.
+// job. It all happens in one transaction, under a lock on the subject's row, except that on
+// PostgreSQL an older job that is already running is cancelled right after the commit (see
+// cancelSuperseded).
 func (q *riverQueue[TTx]) Enqueue(ctx context.Context, job queue.Job) error {
 	if job.Key == "" {
 		return errors.New("durable queue: job without key")
@@ -382,23 +384,18 @@ func (q *riverQueue[TTx]) Enqueue(ctx context.Context, job queue.Job) error {
 
 func (q *riverQueue[TTx]) enqueue(ctx context.Context, job queue.Job) (enqueueResult, error) {
 	res := resultQueued
+	var cancelAfter int64 // superseded running job to cancel once the enqueue is committed
 	err := withTx(ctx, q.db, func(tx TTx) error {
 		now := time.Now().Unix()
-		if job.DeliveryID != "" {
-			n, err := q.db.exec(ctx, tx, sqlInsertDelivery, job.DeliveryID, job.Key, now)
-			if err != nil {
-				return fmt.Errorf("record delivery: %w", err)
-			}
-			if n == 0 {
-				res = resultDuplicate
-				return queue.ErrDuplicate
-			}
+		adm, err := q.db.admit(ctx, tx, job.DeliveryID, job.Key, now, q.opts.MaxQueued > 0)
+		if err != nil {
+			return err
 		}
-		var head string
-		var current int64
-		if err := q.db.queryRow(ctx, tx, sqlLockSubject, []any{job.Key, now}, &head, &current); err != nil {
-			return fmt.Errorf("lock subject: %w", err)
+		if adm.duplicate {
+			res = resultDuplicate
+			return queue.ErrDuplicate
 		}
+		head, current := adm.head, adm.current
 		rerun := ""
 		if ForcesRerun(job.Reason) {
 			rerun = job.DeliveryID
@@ -416,15 +413,9 @@ func (q *riverQueue[TTx]) enqueue(ctx context.Context, job queue.Job) (enqueueRe
 				return fmt.Errorf("current job: %w", err)
 			}
 		}
-		if q.opts.MaxQueued > 0 {
-			var waiting int64
-			if err := q.db.queryRow(ctx, tx, sqlCountWaiting, nil, &waiting); err != nil {
-				return fmt.Errorf("count waiting jobs: %w", err)
-			}
-			if waiting >= int64(q.opts.MaxQueued) {
-				res = resultFull
-				return queue.ErrFull
-			}
+		if q.opts.MaxQueued > 0 && adm.waiting >= int64(q.opts.MaxQueued) {
+			res = resultFull
+			return queue.ErrFull
 		}
 		args := reviewArgs{Key: job.Key, Head: job.HeadSHA, Rerun: rerun, Job: job}
 		insertOpts := &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: activeStates}}
@@ -444,8 +435,17 @@ func (q *riverQueue[TTx]) enqueue(ctx context.Context, job queue.Job) (enqueueRe
 			res = resultCoalesced
 		}
 		if current != 0 && current != ins.Job.ID {
-			if _, err := q.client.JobCancelTx(ctx, tx, current); err != nil && !errors.Is(err, river.ErrNotFound) {
+			cancelled, err := q.db.cancelWaiting(ctx, tx, current)
+			switch {
+			case err != nil:
 				return fmt.Errorf("cancel superseded job: %w", err)
+			case cancelled:
+			case q.db.cancelAfterCommit():
+				cancelAfter = current
+			default:
+				if err := q.cancel(ctx, tx, current); err != nil {
+					return err
+				}
 			}
 			q.metrics.superseded.Inc()
 		}
@@ -457,7 +457,35 @@ func (q *riverQueue[TTx]) enqueue(ctx context.Context, job queue.Job) (enqueueRe
 	if err != nil && res != resultDuplicate && res != resultFull {
 		res = resultError
 	}
+	if err == nil && cancelAfter != 0 {
+		q.cancelSuperseded(ctx, cancelAfter)
+	}
 	return res, err
+}
+
+// cancel cancels a superseded job in tx with River, which also notifies the replica running it
+// so that its context is cancelled at once.
+func (q *riverQueue[TTx]) cancel(ctx context.Context, tx TTx, jobID int64) error {
+	if _, err := q.client.JobCancelTx(ctx, tx, jobID); err != nil && !errors.Is(err, river.ErrNotFound) {
+		return fmt.Errorf("cancel superseded job: %w", err)
+	}
+	return nil
+}
+
+// cancelSuperseded cancels a superseded running job after the enqueue committed. On PostgreSQL a
+// committing transaction that notifies holds one database-wide lock until its commit is flushed
+// to disk, so notifying from the enqueue's transaction would make concurrent webhooks wait for
+// one another's flush. This transaction does not wait for its flush: losing it in a crash loses
+// nothing, since the subject row already names the newer job and a worker checks it before
+// starting and before publishing.
+func (q *riverQueue[TTx]) cancelSuperseded(ctx context.Context, jobID int64) {
+	// The enqueue is committed: finish even if the webhook's request goes away.
+	ctx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer done()
+	err := withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error { return q.cancel(ctx, tx, jobID) })
+	if err != nil {
+		q.log.Warn().Err(err).Int64("job_id", jobID).Msg("superseded job not cancelled; its worker will skip it")
+	}
 }
 
 // coalesces reports whether a new event for the same head needs no new job given the current
