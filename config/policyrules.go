@@ -63,6 +63,29 @@ func (c *policyCtx) add(line, col int, key, msg, hint string) {
 
 func (c *policyCtx) stop() bool { return !c.all && len(c.probs) > 0 }
 
+// unknownKeys records the keys of table n (at path) that are not in known and reports whether
+// there were any. Unless every problem is wanted, only the first in sorted order is recorded, as
+// YAGA does.
+func (c *policyCtx) unknownKeys(n *node, path string, known []string) bool {
+	var unknown []entry
+	for _, e := range n.entries {
+		if !slices.Contains(known, e.key) {
+			unknown = append(unknown, e)
+		}
+	}
+	if len(unknown) == 0 {
+		return false
+	}
+	if !c.all {
+		slices.SortFunc(unknown, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+		unknown = unknown[:1]
+	}
+	for _, e := range unknown {
+		c.add(e.line, e.col, path+"."+e.key, fmt.Sprintf("%s has unknown key %s%s", path, e.key, c.sfx), suggestHint(e.key, known))
+	}
+	return true
+}
+
 // decodePolicy validates the agent-review table n and builds the Policy. Problems are recorded in
 // c; the returned policy is only meaningful when none were.
 func decodePolicy(c *policyCtx, n *node, line, col int) Policy {
@@ -73,23 +96,8 @@ func decodePolicy(c *policyCtx, n *node, line, col int) Policy {
 		return p
 	}
 	// Unknown root keys: YAGA reports the first in sorted order.
-	var unknown []entry
-	for _, e := range n.entries {
-		if !slices.Contains(policyRootKeys, e.key) {
-			unknown = append(unknown, e)
-		}
-	}
-	if len(unknown) > 0 {
-		if !c.all {
-			slices.SortFunc(unknown, func(a, b entry) int { return strings.Compare(a.key, b.key) })
-			unknown = unknown[:1]
-		}
-		for _, e := range unknown {
-			c.add(e.line, e.col, pre+"."+e.key, fmt.Sprintf("%s has unknown key %s%s", pre, e.key, c.sfx), suggestHint(e.key, policyRootKeys))
-		}
-		if c.stop() {
-			return p
-		}
+	if c.unknownKeys(n, pre, policyRootKeys) && c.stop() {
+		return p
 	}
 
 	// version
@@ -225,20 +233,7 @@ func decodeLens(c *policyCtx, e entry, seen map[string]bool) (Lens, bool) {
 		return Lens{}, false
 	}
 	ok := true
-	var unknown []entry
-	for _, le := range v.entries {
-		if !slices.Contains(lensKeys, le.key) {
-			unknown = append(unknown, le)
-		}
-	}
-	if len(unknown) > 0 {
-		if !c.all {
-			slices.SortFunc(unknown, func(a, b entry) int { return strings.Compare(a.key, b.key) })
-			unknown = unknown[:1]
-		}
-		for _, u := range unknown {
-			c.add(u.line, u.col, base+"."+u.key, fmt.Sprintf("%s has unknown key %s%s", base, u.key, c.sfx), suggestHint(u.key, lensKeys))
-		}
+	if c.unknownKeys(v, base, lensKeys) {
 		if c.stop() {
 			return Lens{}, false
 		}
