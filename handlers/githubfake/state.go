@@ -189,6 +189,18 @@ type repoState struct {
 	permissions map[string]string
 }
 
+// claimNumber returns n, or the next free number when n is 0, and keeps later numbers past it:
+// issues and pull requests share one sequence per repository.
+func (st *repoState) claimNumber(n int) int {
+	if n == 0 {
+		n = st.nextNumber
+	}
+	if n >= st.nextNumber {
+		st.nextNumber = n + 1
+	}
+	return n
+}
+
 // AddRepo adds a repository and returns its numeric id.
 func (s *Server) AddRepo(r Repo) int64 {
 	if r.DefaultBranch == "" {
@@ -264,12 +276,7 @@ func (s *Server) AddPullRequest(fullName string, pr PullRequest) PullRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.mustRepo(fullName)
-	if pr.Number == 0 {
-		pr.Number = st.nextNumber
-	}
-	if pr.Number >= st.nextNumber {
-		st.nextNumber = pr.Number + 1
-	}
+	pr.Number = st.claimNumber(pr.Number)
 	if pr.ID == 0 {
 		pr.ID = s.id()
 	}
@@ -366,12 +373,7 @@ func (s *Server) AddIssue(fullName string, is Issue) Issue {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.mustRepo(fullName)
-	if is.Number == 0 {
-		is.Number = st.nextNumber
-	}
-	if is.Number >= st.nextNumber {
-		st.nextNumber = is.Number + 1
-	}
+	is.Number = st.claimNumber(is.Number)
 	is.ID = s.id()
 	is.NodeID = fmt.Sprintf("I_fake%d", is.ID)
 	if is.State == "" {
