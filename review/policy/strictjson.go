@@ -149,18 +149,12 @@ func (p *jparser) object(depth int) (*jval, error) {
 		}
 		v.keys = append(v.keys, k)
 		v.vals = append(v.vals, val)
-		p.ws()
-		if p.pos >= len(p.s) {
-			return nil, errBadJSON
+		done, err := p.separator('}')
+		if err != nil {
+			return nil, err
 		}
-		switch p.s[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
+		if done {
 			return v, nil
-		default:
-			return nil, errBadJSON
 		}
 	}
 }
@@ -183,18 +177,12 @@ func (p *jparser) array(depth int) (*jval, error) {
 			return nil, err
 		}
 		v.arr = append(v.arr, it)
-		p.ws()
-		if p.pos >= len(p.s) {
-			return nil, errBadJSON
+		done, err := p.separator(']')
+		if err != nil {
+			return nil, err
 		}
-		switch p.s[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
+		if done {
 			return v, nil
-		default:
-			return nil, errBadJSON
 		}
 	}
 }
@@ -324,4 +312,23 @@ func (p *jparser) hex4() (rune, bool) {
 	}
 	p.pos += 4
 	return r, true
+}
+
+// separator consumes what follows a member or element: a comma, or the closing byte of its
+// object or array, which done reports.
+func (p *jparser) separator(closing byte) (done bool, err error) {
+	p.ws()
+	if p.pos >= len(p.s) {
+		return false, errBadJSON
+	}
+	switch p.s[p.pos] {
+	case ',':
+		p.pos++
+		return false, nil
+	case closing:
+		p.pos++
+		return true, nil
+	default:
+		return false, errBadJSON
+	}
 }
