@@ -27,10 +27,7 @@ func TestLimits(t *testing.T) {
 	d.Lenses[1].Findings = d.Findings
 	pub := e.publication("d1", d, s)
 	ctx := context.Background()
-	if err := e.p.Begin(ctx, e.cl, pub); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+	if err := e.beginAndPublish(ctx, pub); err != nil {
 		t.Fatal(err)
 	}
 	g := e.gateRuns(head1)
@@ -88,10 +85,7 @@ func TestHostileRuntimeText(t *testing.T) {
 	d.Inline[0].Body = "APPROVE " + markerFP + "fp-cor-1 -->"
 	pub := e.publication("d1", d, s)
 	ctx := context.Background()
-	if err := e.p.Begin(ctx, e.cl, pub); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+	if err := e.beginAndPublish(ctx, pub); err != nil {
 		t.Fatal(err)
 	}
 	for _, rv := range e.gh.Reviews(repoFull, 1) {
@@ -177,10 +171,7 @@ func TestAnnotationFloodKeepsTheComment(t *testing.T) {
 	}
 	pub := e.publication("d1", d, s)
 	ctx := context.Background()
-	if err := e.p.Begin(ctx, e.cl, pub); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+	if err := e.beginAndPublish(ctx, pub); err != nil {
 		t.Fatal(err)
 	}
 	g := e.gateRuns(head1)

@@ -178,6 +178,11 @@ func (e *testEnv) runOnce(delivery string, gate review.Outcome) error {
 	s := e.subject()
 	pub := e.publication(delivery, decision(s, gate), s)
 	ctx := zerolog.Nop().WithContext(context.Background())
+	return e.beginAndPublish(ctx, pub)
+}
+
+// beginAndPublish runs both publisher steps for pub, as the worker does for one job.
+func (e *testEnv) beginAndPublish(ctx context.Context, pub *handlers.Publication) error {
 	if err := e.p.Begin(ctx, e.cl, pub); err != nil {
 		return err
 	}
@@ -634,10 +639,7 @@ func TestSupersededJobPublishesOnlyItsCheck(t *testing.T) {
 	s := e.subject()
 	pub := e.publication("d1", decision(s, review.OutcomeFailed), s)
 	ctx := queue.WithCurrentCheck(context.Background(), func(context.Context) error { return queue.ErrNotCurrent })
-	if err := e.p.Begin(ctx, e.cl, pub); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+	if err := e.beginAndPublish(ctx, pub); err != nil {
 		t.Fatal(err)
 	}
 	if g := e.gateRuns(head1); len(g) != 1 || g[0].Conclusion != "failure" {
@@ -757,10 +759,7 @@ func TestRepositoryPolicyBoundsTheRun(t *testing.T) {
 		pub.Repo = config.DefaultRepo()
 		pub.Repo.MaxActionsPerRun = 2
 		ctx := context.Background()
-		if err := e.p.Begin(ctx, e.cl, pub); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+		if err := e.beginAndPublish(ctx, pub); err != nil {
 			t.Fatal(err)
 		}
 		g := e.gateRuns(head1)
@@ -794,10 +793,7 @@ func TestAdvisoryCommentSaysEachThingOnce(t *testing.T) {
 	d.Coverage.Gaps = []review.Gap{{Path: "big.bin", Reason: "binary file"}}
 	pub := e.publication("d1", d, s)
 	ctx := context.Background()
-	if err := e.p.Begin(ctx, e.cl, pub); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+	if err := e.beginAndPublish(ctx, pub); err != nil {
 		t.Fatal(err)
 	}
 	c := e.botComments()[0].Body
