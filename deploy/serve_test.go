@@ -243,6 +243,23 @@ func (s *server) mustGet(path string) string {
 	return body
 }
 
+// deliver posts one pull_request webhook signed with secret and requires a 2xx answer.
+func (s *server) deliver(id, secret string, payload []byte) {
+	s.t.Helper()
+	req, err := githubfake.WebhookRequest(s.base+"/api/github/hook", "pull_request", id, secret, payload)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		s.t.Fatalf("webhook answered %d", resp.StatusCode)
+	}
+}
+
 // stop sends SIGTERM and waits for a clean exit.
 func (s *server) stop() {
 	s.t.Helper()
@@ -277,18 +294,7 @@ func reviewFixturePR(t *testing.T, s *server, gh *githubfake.Server) githubfake.
 	if resp, err := http.DefaultClient.Do(bad); err != nil || resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("badly signed webhook: %v %v", resp, err)
 	}
-	req, err := githubfake.WebhookRequest(s.base+"/api/github/hook", "pull_request", "deploy-1", gh.WebhookSecret(), payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("webhook answered %d", resp.StatusCode)
-	}
+	s.deliver("deploy-1", gh.WebhookSecret(), payload)
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		for _, cr := range gh.CheckRuns(repo, pr.HeadSHA) {
@@ -400,18 +406,7 @@ func TestSQLiteDefaultKeepsJobsAcrossRestart(t *testing.T) {
 	}
 	web := startServe(t, vars, "--role", "web")
 	for _, id := range []string{"restart-1", "restart-1"} { // a redelivery is ignored
-		req, err := githubfake.WebhookRequest(web.base+"/api/github/hook", "pull_request", id, fe.gh.WebhookSecret(), payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			t.Fatalf("webhook answered %d", resp.StatusCode)
-		}
+		web.deliver(id, fe.gh.WebhookSecret(), payload)
 	}
 	web.stop()
 	if n := len(fe.gh.CheckRuns(repo, pr.HeadSHA)); n != 0 {
