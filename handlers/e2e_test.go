@@ -257,24 +257,32 @@ func TestConfigEditInPullRequestUsesBasePolicy(t *testing.T) {
 	}
 }
 
+// configRejected requires the one publication of a run whose configuration or policy was
+// invalid: nothing reviewed, no defaults applied, and a failing gate whose findings are the
+// problems. It returns the publication and its first finding.
+func (e *env) configRejected() (*handlers.Publication, review.Finding) {
+	e.t.Helper()
+	pubs := e.pub.all()
+	if len(pubs) != 1 {
+		e.t.Fatalf("publications %d", len(pubs))
+	}
+	p := pubs[0]
+	if e.reviewer.calls() != 0 || p.Repo != nil {
+		e.t.Fatal("reviewed despite an invalid configuration or policy")
+	}
+	if len(p.ConfigProblems) == 0 || p.Decision == nil || p.Decision.Gate.State != review.OutcomeFailed {
+		e.t.Fatalf("want a failing gate with problems, got %+v / %+v", p.ConfigProblems, p.Decision)
+	}
+	return p, p.Decision.Findings[0]
+}
+
 func TestInvalidBaseConfigFailsGateWithLine(t *testing.T) {
 	e := newEnv(t)
 	e.addFixturePR(readmeDiff)
 	e.gh.SetFile(fixtureRepo, fixtureRef, ".asdd.yml", "runtime: builtin\nmerge_posture: yolo\n")
 	e.send("pull_request", "d-bad", fixture(t, "pull_request.opened.payload.json"))
 	e.drain()
-	pubs := e.pub.all()
-	if len(pubs) != 1 {
-		t.Fatalf("publications %d", len(pubs))
-	}
-	p := pubs[0]
-	if e.reviewer.calls() != 0 || p.Repo != nil {
-		t.Fatal("reviewed with defaults despite an invalid configuration")
-	}
-	if len(p.ConfigProblems) == 0 || p.Decision == nil || p.Decision.Gate.State != review.OutcomeFailed {
-		t.Fatalf("want a failing gate with problems, got %+v / %+v", p.ConfigProblems, p.Decision)
-	}
-	f := p.Decision.Findings[0]
+	p, f := e.configRejected()
 	if f.Path != ".asdd.yml" || f.Line != 2 || f.Title == "" || !strings.Contains(p.Decision.Gate.Reason, ".asdd.yml:2") {
 		t.Fatalf("finding %+v reason %q", f, p.Decision.Gate.Reason)
 	}

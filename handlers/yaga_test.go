@@ -138,18 +138,7 @@ func TestInvalidYAGAPolicyFailsGateWithLine(t *testing.T) {
 			e.gh.SetFile(fixtureRepo, fixtureRef, tt.path, tt.body)
 			e.send("pull_request", "d-bad-yaga", fixture(t, "pull_request.opened.payload.json"))
 			e.drain()
-			pubs := e.pub.all()
-			if len(pubs) != 1 {
-				t.Fatalf("publications %d", len(pubs))
-			}
-			p := pubs[0]
-			if e.reviewer.calls() != 0 || p.Repo != nil {
-				t.Fatal("reviewed despite an invalid policy")
-			}
-			if len(p.ConfigProblems) == 0 || p.Decision == nil || p.Decision.Gate.State != review.OutcomeFailed {
-				t.Fatalf("want a failing gate with problems, got %+v / %+v", p.ConfigProblems, p.Decision)
-			}
-			f := p.Decision.Findings[0]
+			p, f := e.configRejected()
 			if f.Path != tt.path || f.Line == 0 || f.Title == "" || !strings.Contains(p.Decision.Gate.Reason, tt.wantAt+":") && !strings.HasSuffix(p.Decision.Gate.Reason, tt.wantAt) {
 				t.Fatalf("finding %+v reason %q, want %s", f, p.Decision.Gate.Reason, tt.wantAt)
 			}
