@@ -228,8 +228,7 @@ func (s *Server) listAnnotations(w http.ResponseWriter, r *http.Request) {
 			Title: github.String(a.Title), RawDetails: github.String(a.RawDetails),
 		})
 	}
-	lo, hi := page(w, r, len(out))
-	writeJSON(w, http.StatusOK, out[lo:hi])
+	writePage(w, r, out)
 }
 
 func (s *Server) listCheckRunsForRef(w http.ResponseWriter, r *http.Request) {

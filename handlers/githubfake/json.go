@@ -175,6 +175,12 @@ func (s *Server) reviewCommentJSON(st *repoState, number int, c *ReviewComment) 
 	return out
 }
 
+// writePage answers with the requested page of items, as a JSON array even when it is empty.
+func writePage[T any](w http.ResponseWriter, r *http.Request, items []T) {
+	lo, hi := page(w, r, len(items))
+	writeJSON(w, http.StatusOK, nonNil(items[lo:hi]))
+}
+
 // page slices n items by per_page/page and sets a Link header like GitHub's.
 func page(w http.ResponseWriter, r *http.Request, n int) (lo, hi int) {
 	q := r.URL.Query()

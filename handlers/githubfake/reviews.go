@@ -165,8 +165,7 @@ func (s *Server) listReviews(w http.ResponseWriter, r *http.Request) {
 			out = append(out, s.reviewJSON(st, rv))
 		}
 	}
-	lo, hi := page(w, r, len(out))
-	writeJSON(w, http.StatusOK, nonNil(out[lo:hi]))
+	writePage(w, r, out)
 }
 
 func (s *Server) listReviewCommentsOfReview(w http.ResponseWriter, r *http.Request) {
@@ -178,8 +177,7 @@ func (s *Server) listReviewCommentsOfReview(w http.ResponseWriter, r *http.Reque
 	for i := range rv.Comments {
 		out = append(out, s.reviewCommentJSON(st, rv.Number, &rv.Comments[i]))
 	}
-	lo, hi := page(w, r, len(out))
-	writeJSON(w, http.StatusOK, out[lo:hi])
+	writePage(w, r, out)
 }
 
 func (s *Server) listReviewComments(w http.ResponseWriter, r *http.Request) {
@@ -196,8 +194,7 @@ func (s *Server) listReviewComments(w http.ResponseWriter, r *http.Request) {
 			out = append(out, s.reviewCommentJSON(st, rv.Number, &rv.Comments[i]))
 		}
 	}
-	lo, hi := page(w, r, len(out))
-	writeJSON(w, http.StatusOK, out[lo:hi])
+	writePage(w, r, out)
 }
 
 func (s *Server) deliveryJSON(d *HookDelivery, full bool) *github.HookDelivery {

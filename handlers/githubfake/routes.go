@@ -207,8 +207,7 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 	if q.Get("direction") == "asc" {
 		sort.Slice(out, func(i, j int) bool { return out[i].GetNumber() < out[j].GetNumber() })
 	}
-	lo, hi := page(w, r, len(out))
-	writeJSON(w, http.StatusOK, nonNil(out[lo:hi]))
+	writePage(w, r, out)
 }
 
 func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
@@ -286,8 +285,7 @@ func (s *Server) listPullFiles(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, cf)
 	}
-	lo, hi := page(w, r, len(out))
-	writeJSON(w, http.StatusOK, out[lo:hi])
+	writePage(w, r, out)
 }
 
 func (s *Server) listPullCommits(w http.ResponseWriter, r *http.Request) {
@@ -306,8 +304,7 @@ func (s *Server) listPullCommits(w http.ResponseWriter, r *http.Request) {
 			Author: s.userJSON(c.Author),
 		})
 	}
-	lo, hi := page(w, r, len(out))
-	writeJSON(w, http.StatusOK, out[lo:hi])
+	writePage(w, r, out)
 }
 
 func (s *Server) listPullsForCommit(w http.ResponseWriter, r *http.Request) {
@@ -326,8 +323,7 @@ func (s *Server) listPullsForCommit(w http.ResponseWriter, r *http.Request) {
 			out = append(out, s.prJSON(st, p))
 		}
 	}
-	lo, hi := page(w, r, len(out))
-	writeJSON(w, http.StatusOK, nonNil(out[lo:hi]))
+	writePage(w, r, out)
 }
 
 func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
@@ -390,8 +386,7 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
 			out = append(out, s.commentJSON(st, c))
 		}
 	}
-	lo, hi := page(w, r, len(out))
-	writeJSON(w, http.StatusOK, nonNil(out[lo:hi]))
+	writePage(w, r, out)
 }
 
 // maxCommentBody is GitHub's limit on a comment body.
