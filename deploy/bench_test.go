@@ -3,10 +3,7 @@ package deploy
 import (
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,9 +37,9 @@ func BenchmarkWebhookAck(b *testing.B) {
 				type delivery struct {
 					pr   int
 					head string
-					req  *http.Request
 				}
 				ds := make([]delivery, total)
+				reqs := make([]*http.Request, total)
 				for i := range ds {
 					pr := prs[i%len(prs)]
 					head := s.nextHead(pr)
@@ -50,47 +47,17 @@ func BenchmarkWebhookAck(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					ds[i] = delivery{pr, head, req}
+					ds[i], reqs[i] = delivery{pr, head}, req
 				}
-				lat := make([]time.Duration, total)
-				codes := make([]int, total)
-				var wg sync.WaitGroup
-				interval := time.Second / time.Duration(*ackRate)
-				start := time.Now()
-				for i := range ds {
-					// Open loop: a slow answer never lowers the offered rate.
-					if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-						time.Sleep(d)
-					}
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						s.fe.gh.Push(s.repo, ds[i].pr, ds[i].head, scaleDiff, nil)
-						t0 := time.Now()
-						resp, err := s.client.Do(ds[i].req)
-						lat[i] = time.Since(t0)
-						if err != nil {
-							codes[i] = -1
-							return
-						}
-						_, _ = io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						codes[i] = resp.StatusCode
-					}()
-				}
-				wg.Wait()
-				slices.Sort(lat)
-				bad := 0
-				for _, c := range codes {
-					if c/100 != 2 {
-						bad++
-					}
-				}
-				b.ReportMetric(float64(lat[total/2].Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(lat[total*99/100].Microseconds())/1000, "p99-ms")
-				b.ReportMetric(float64(bad), "non-2xx")
+				res := githubfake.SendOpenLoop(s.client, reqs, *ackRate, func(i int) {
+					s.fe.gh.Push(s.repo, ds[i].pr, ds[i].head, scaleDiff, nil)
+				})
+				p50, p99 := res.Quantile(0.50), res.Quantile(0.99)
+				b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+				b.ReportMetric(float64(res.Non2xx()), "non-2xx")
 				b.Logf("%s: %d deliveries at %d/s: p50 %v p99 %v max %v, %d not 2xx", q, total, *ackRate,
-					lat[total/2], lat[total*99/100], lat[total-1], bad)
+					p50, p99, res.Quantile(1), res.Non2xx())
 			}
 			srv.stop()
 		})

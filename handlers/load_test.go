@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -110,9 +108,6 @@ func BenchmarkWebhookLoad(b *testing.B) {
 	url := e.http.URL + handlers.RouteHook
 	for b.Loop() {
 		total := int(float64(*loadRate) * loadDuration.Seconds())
-		lat := make([]time.Duration, total)
-		codes := make([]int, total)
-		var wg sync.WaitGroup
 		// Build and sign every delivery before the clock starts, so the measurement is the
 		// server's, not the generator's.
 		reqs := make([]*http.Request, total)
@@ -125,43 +120,16 @@ func BenchmarkWebhookLoad(b *testing.B) {
 			}
 			reqs[i] = req
 		}
-		interval := time.Second / time.Duration(*loadRate)
-		start := time.Now()
-		for i := range total {
-			// Open loop: each delivery has its own send time, so a slow answer never lowers the rate.
-			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-				time.Sleep(d)
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// The push happens on GitHub first, then its webhook arrives.
-				e.gh.Push(fixtureRepo, loadPR(i), loadHead(i), []byte(readmeDiff), nil)
-				t0 := time.Now()
-				resp, err := client.Do(reqs[i])
-				lat[i] = time.Since(t0)
-				if err != nil {
-					codes[i] = -1
-					return
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				codes[i] = resp.StatusCode
-			}()
-		}
-		sent := time.Since(start)
-		wg.Wait()
-		slices.Sort(lat)
-		count := map[int]int{}
-		for _, c := range codes {
-			count[c]++
-		}
-		p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
-		b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
-		b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
-		b.ReportMetric(float64(total)/sent.Seconds(), "deliveries/s")
-		b.Logf("%d deliveries sent in %s: status counts %v; p50 %s p99 %s max %s", total, sent.Round(time.Millisecond), count, p(0.5), p(0.99), lat[len(lat)-1])
+		res := githubfake.SendOpenLoop(client, reqs, *loadRate, func(i int) {
+			// The push happens on GitHub first, then its webhook arrives.
+			e.gh.Push(fixtureRepo, loadPR(i), loadHead(i), []byte(readmeDiff), nil)
+		})
+		p50, p99, worst := res.Quantile(0.50), res.Quantile(0.99), res.Quantile(1)
+		b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(worst.Microseconds())/1000, "max-ms")
+		b.ReportMetric(float64(total)/res.Sent.Seconds(), "deliveries/s")
+		b.Logf("%d deliveries sent in %s: status counts %v; p50 %s p99 %s max %s", total, res.Sent.Round(time.Millisecond), res.Codes, p50, p99, worst)
 	}
 	b.StopTimer()
 	e.drain()
