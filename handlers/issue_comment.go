@@ -1,0 +1,107 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/lensgate/lensgate/handlers/queue"
+)
+
+// issueCommentHandler runs the review command from people with write access to the repository.
+// It needs GitHub calls (permission, head SHA), so it runs in the asynchronous event stage.
+type issueCommentHandler struct{ *hooks }
+
+var _ githubapp.EventHandler = issueCommentHandler{}
+
+func (issueCommentHandler) Handles() []string { return []string{"issue_comment"} }
+
+// IsCommand reports whether a comment body asks for a review: its first non-empty line is
+// exactly the command, optionally followed by whitespace.
+func IsCommand(body, command string) bool {
+	for _, line := range strings.Split(body, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		return line == command
+	}
+	return false
+}
+
+func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
+	var ev github.IssueCommentEvent
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return badPayload(err)
+	}
+	is, repo, c := ev.GetIssue(), ev.GetRepo(), ev.GetComment()
+	if is == nil || repo == nil || c == nil {
+		return badPayload(errors.New("issue_comment event without issue, repository or comment"))
+	}
+	inst := githubapp.GetInstallationIDFromEvent(&ev)
+	ctx, log := githubapp.PreparePRContext(ctx, inst, repo, is.GetNumber())
+	reason := eventType + "." + ev.GetAction()
+	switch {
+	case ev.GetAction() != "created":
+		return h.skip(ctx, reason, "only new comments are commands")
+	case !IsCommand(c.GetBody(), h.command):
+		return h.skip(ctx, reason, "not a command")
+	case isBot(ev.GetSender()) || isBot(c.GetUser()):
+		return h.skip(ctx, reason, "command from a bot")
+	case !is.IsPullRequest():
+		return h.skip(ctx, reason, "command on an issue, not a pull request")
+	case inst == 0:
+		return h.skip(ctx, reason, "no installation in payload")
+	}
+	owner, name, login := repo.GetOwner().GetLogin(), repo.GetName(), c.GetUser().GetLogin()
+	client, err := h.clients.NewInstallationClient(inst)
+	if err != nil {
+		return fmt.Errorf("installation client: %w", err)
+	}
+	var perm *github.RepositoryPermissionLevel
+	err = h.fetch.do(ctx, "get permission of "+login, func(ctx context.Context) error {
+		var err error
+		perm, _, err = client.Repositories.GetPermissionLevel(ctx, owner, name, login)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !canWrite(perm) {
+		log.Info().Str("user", login).Str("permission", perm.GetPermission()).Msg("review command from a user without write access ignored")
+		h.events.outcome(reason, "ignored")
+		return nil
+	}
+	pr, err := h.fetch.GetPull(ctx, client, owner, name, is.GetNumber())
+	if err != nil {
+		return err
+	}
+	if pr.GetState() == "closed" {
+		return h.skip(ctx, reason, "pull request is closed")
+	}
+	return h.enqueue(ctx, queue.Job{
+		Key:            JobKey(owner, name, pr.GetNumber()),
+		DeliveryID:     deliveryID,
+		Kind:           queue.KindPullRequest,
+		InstallationID: inst,
+		Owner:          owner,
+		Repo:           name,
+		Number:         pr.GetNumber(),
+		HeadSHA:        pr.GetHead().GetSHA(),
+		Reason:         reason,
+		Extra:          JobExtra{RequestedBy: login, CommentID: c.GetID()}.raw(),
+	})
+}
+
+func canWrite(p *github.RepositoryPermissionLevel) bool {
+	switch p.GetPermission() {
+	case "admin", "maintain", "write":
+		return true
+	}
+	return false
+}
