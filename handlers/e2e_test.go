@@ -296,7 +296,7 @@ func TestOrganizationConfigFallback(t *testing.T) {
 	e.send("pull_request", "d-org", fixture(t, "pull_request.opened.payload.json"))
 	e.drain()
 	pubs := e.pub.all()
-	if len(pubs) != 1 || pubs[0].Config.Origin != handlers.OriginOrganization || pubs[0].Config.Source != "Codertocat/.github@main" {
+	if len(pubs) != 1 || pubs[0].Config.Origin != handlers.OriginOrganization || pubs[0].Config.Source != "Codertocat/.github" {
 		t.Fatalf("publications %d config %+v", len(pubs), pubs[0].Config)
 	}
 	if e.reviewer.cfgs[0].Review.MaxDiffLines != 77 {

@@ -158,9 +158,12 @@ func TestFetcherGivesUpWithOperationalError(t *testing.T) {
 	}
 }
 
-func TestSameRepoAndCanWrite(t *testing.T) {
-	if !sameRepo("o/r@main", "o", "r") || !sameRepo("o/r", "o", "r") || sameRepo("o/r2@main", "o", "r") || sameRepo("o/.github@main", "o", "r") {
-		t.Fatal("sameRepo")
+func TestValidRelPathAndCanWrite(t *testing.T) {
+	for p, want := range map[string]bool{".asdd.yml": true, "policies/web.yml": true, "refs/heads/main": true,
+		"": false, "../x": false, "a/../b": false, "/abs": false, "a//b": false, "a/./b": false, "a b": false, "a?b": false, "a%2e": false} {
+		if got := validRelPath(p); got != want {
+			t.Errorf("validRelPath(%q) = %v", p, got)
+		}
 	}
 	for perm, want := range map[string]bool{"admin": true, "maintain": true, "write": true, "triage": false, "read": false, "none": false, "": false} {
 		if got := canWrite(&github.RepositoryPermissionLevel{Permission: &perm}); got != want {

@@ -34,7 +34,7 @@ func TestGitHubCallsPerReview(t *testing.T) {
 		files               map[string]string
 		contents, repo, all int
 	}{
-		{"reads", nil, 3, 1, 9},
+		{"reads", nil, 4, 0, 9},
 		{"reads with .asdd.yml", map[string]string{".asdd.yml": baseConfig}, 1, 0, 6},
 		{"reads with .yaga.toml", map[string]string{".yaga.toml": yagaPolicy}, 2, 0, 7},
 	} {
@@ -51,7 +51,7 @@ func TestGitHubCallsPerReview(t *testing.T) {
 				"POST /app/installations/{id}/access_tokens":       1,
 				"GET /repos/{owner}/{repo}/pulls/{number}":         2, // the pull request and its diff
 				"GET /repos/{owner}/{repo}/contents/{path...}":     tc.contents,
-				"GET /repos/{owner}/{repo}":                        tc.repo, // the owner's .github repository (absent)
+				"GET /repos/{owner}/{repo}":                        tc.repo, // no repository lookup: the .github read goes to its default branch
 				"GET /repos/{owner}/{repo}/pulls/{number}/files":   1,
 				"GET /repos/{owner}/{repo}/pulls/{number}/commits": 1,
 			}

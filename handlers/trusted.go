@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/google/go-github/v62/github"
-	"github.com/palantir/go-githubapp/appconfig"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/lensgate/lensgate/config"
 )
@@ -48,12 +50,16 @@ type TrustedConfig struct {
 }
 
 // ConfigLoader reads the policy from a trusted ref: the repository's .asdd.yml at the given ref
-// (the base branch for pull requests) or its remote: reference, then the repository's
-// .yaga.toml, then its pyproject.toml [tool.yaga], then the owner's organisation repository's
-// .asdd.yml, then the server default. The .asdd.yml reads use go-githubapp's appconfig loader.
+// (the base branch for pull requests), then its .yaga.toml, then its pyproject.toml
+// [tool.yaga], then the owner's organisation repository's .asdd.yml, then the server default.
+//
+// An .asdd.yml may be a remote reference (remote:, path:, ref:), but only to the same owner's
+// organisation repository: the installation token can read other repositories, and one
+// repository's policy must never reveal or borrow another's. Every other reference is a policy
+// problem of the key, and nothing is read. Each file's size is checked before its content is
+// decoded or parsed.
 type ConfigLoader struct {
-	repo     *appconfig.Loader
-	org      *appconfig.Loader // nil: no organisation fallback
+	orgRepo  string // "" disables the organisation fallback and remote references
 	fallback *config.Repo
 }
 
@@ -63,23 +69,7 @@ func NewConfigLoader(orgRepo string, fallback *config.Repo) *ConfigLoader {
 	if fallback == nil {
 		fallback = config.DefaultRepo()
 	}
-	l := &ConfigLoader{
-		repo:     appconfig.NewLoader([]string{ConfigPath}, appconfig.WithOwnerDefault("", nil)),
-		fallback: fallback,
-	}
-	if orgRepo != "" {
-		// No repository paths: LoadConfig goes straight to the owner's default repository. A
-		// remote: reference there without a path still means .asdd.yml.
-		l.org = appconfig.NewLoader(nil, appconfig.WithOwnerDefault(orgRepo, []string{ConfigPath}),
-			appconfig.WithRemoteRefParser(func(path string, b []byte) (*appconfig.RemoteRef, error) {
-				r, err := appconfig.YAMLRemoteRefParser(path, b)
-				if r != nil && r.Path == "" {
-					r.Path = ConfigPath
-				}
-				return r, err
-			}))
-	}
-	return l
+	return &ConfigLoader{orgRepo: orgRepo, fallback: fallback}
 }
 
 // Load reads the configuration of owner/repo at ref. ref must be trusted (a base branch or the
@@ -87,45 +77,194 @@ func NewConfigLoader(orgRepo string, fallback *config.Repo) *ConfigLoader {
 // with its Problems so the caller reports it instead of reviewing with defaults. The error is
 // for GitHub failures only.
 func (l *ConfigLoader) Load(ctx context.Context, client *github.Client, owner, repo, ref string) (TrustedConfig, error) {
-	c, err := l.repo.LoadConfig(ctx, client, owner, repo, ref)
+	data, found, err := readFile(ctx, client, owner, repo, ConfigPath, ref)
 	if err != nil {
-		return TrustedConfig{}, fmt.Errorf("load %s from %s: %w", c.Path, c.Source, err)
+		return TrustedConfig{}, fmt.Errorf("load %s from %s/%s@%s: %w", ConfigPath, owner, repo, ref, err)
 	}
-	if c.IsUndefined() {
-		// The YAGA files are read only when .asdd.yml is absent, so a repository configured
-		// with .asdd.yml pays no extra read.
-		tc, found, err := l.loadYAGA(ctx, client, owner, repo, ref)
-		if err != nil || found {
-			return tc, err
+	if found {
+		src := ConfigSource{Origin: OriginRepository, Source: owner + "/" + repo + "@" + ref, Path: ConfigPath}
+		return l.loadASDD(ctx, client, owner, src, data, ConfigPath)
+	}
+	// The YAGA files are read only when .asdd.yml is absent, so a repository configured with
+	// .asdd.yml pays no extra read.
+	tc, found, err := l.loadYAGA(ctx, client, owner, repo, ref)
+	if err != nil || found {
+		return tc, err
+	}
+	if l.orgRepo != "" && !strings.EqualFold(repo, l.orgRepo) {
+		// No ref: GitHub reads the default branch, and a missing repository is a 404 like a
+		// missing file, so the fallback costs one read.
+		data, found, err := readFile(ctx, client, owner, l.orgRepo, ConfigPath, "")
+		if err != nil {
+			return TrustedConfig{}, fmt.Errorf("load %s from %s/%s: %w", ConfigPath, owner, l.orgRepo, err)
 		}
-		if l.org != nil {
-			if c, err = l.org.LoadConfig(ctx, client, owner, repo, ref); err != nil {
-				return TrustedConfig{}, fmt.Errorf("load %s from %s: %w", c.Path, c.Source, err)
-			}
+		if found {
+			src := ConfigSource{Origin: OriginOrganization, Source: owner + "/" + l.orgRepo, Path: ConfigPath}
+			return l.loadASDD(ctx, client, owner, src, data, "")
 		}
 	}
-	if c.IsUndefined() {
-		return TrustedConfig{Repo: l.fallback, Source: ConfigSource{Origin: OriginServer}}, nil
-	}
-	src := ConfigSource{Origin: OriginRepository, Source: c.Source, Path: c.Path}
-	tc := TrustedConfig{Source: src}
-	switch {
-	case c.IsRemote:
-		tc.Source.Origin = OriginRemote
-	case c.Source != "" && !sameRepo(c.Source, owner, repo):
-		tc.Source.Origin = OriginOrganization
-	}
-	if tc.Source.Origin != OriginOrganization {
-		tc.RepoFile = ConfigPath
-	}
-	cfg, perr := config.ParseRepo(c.Path, c.Content)
-	if perr != nil {
-		tc.Problems = asProblems(c.Path, perr)
+	return TrustedConfig{Repo: l.fallback, Source: ConfigSource{Origin: OriginServer}}, nil
+}
+
+// loadASDD parses an .asdd.yml read from src (nil data: over the size cap), following a remote
+// reference to the owner's organisation repository.
+func (l *ConfigLoader) loadASDD(ctx context.Context, client *github.Client, owner string, src ConfigSource, data []byte, repoFile string) (TrustedConfig, error) {
+	tc := TrustedConfig{Source: src, RepoFile: repoFile}
+	if data == nil {
+		tc.Problems = tooLarge(src.Path)
 		return tc, nil
 	}
-	cfg.Source = c.Source + ":" + c.Path
+	remote, probs := parseRemoteRef(src.Path, data)
+	if len(probs) > 0 {
+		tc.Problems = probs
+		return tc, nil
+	}
+	if remote != nil {
+		target, probs := l.checkRemote(src.Path, owner, remote)
+		if len(probs) > 0 {
+			tc.Problems = probs
+			return tc, nil
+		}
+		rdata, found, err := readFile(ctx, client, owner, target.repo, target.path, target.ref)
+		if err != nil {
+			return TrustedConfig{}, fmt.Errorf("load %s from %s/%s: %w", target.path, owner, target.repo, err)
+		}
+		tc.Source = ConfigSource{Origin: OriginRemote, Source: owner + "/" + target.repo, Path: target.path}
+		if target.ref != "" {
+			tc.Source.Source += "@" + target.ref
+		}
+		switch {
+		case !found:
+			tc.Problems = config.Problems{{File: src.Path, Key: "remote",
+				Message: fmt.Sprintf("the remote reference names %s in %s/%s, which does not exist", target.path, owner, target.repo),
+				Hint:    "fix path: and ref:, or remove the reference"}}
+			return tc, nil
+		case rdata == nil:
+			tc.Problems = tooLarge(target.path)
+			return tc, nil
+		}
+		if r, _ := parseRemoteRef(target.path, rdata); r != nil {
+			tc.Problems = config.Problems{{File: target.path, Key: "remote",
+				Message: "a remote reference must name a configuration, not another reference"}}
+			return tc, nil
+		}
+		data = rdata
+	}
+	cfg, perr := config.ParseRepo(tc.Source.Path, data)
+	if perr != nil {
+		tc.Problems = asProblems(tc.Source.Path, perr)
+		return tc, nil
+	}
+	cfg.Source = tc.Source.Source + ":" + tc.Source.Path
 	tc.Repo = cfg
 	return tc, nil
+}
+
+func tooLarge(path string) config.Problems {
+	return config.Problems{{File: path, Message: fmt.Sprintf("the file exceeds %d bytes", config.MaxPolicyFileBytes),
+		Hint: "a configuration is a few kilobytes; remove what does not belong"}}
+}
+
+// remoteRef is a remote: reference as written.
+type remoteRef struct {
+	remote, path, ref string
+	line              int
+}
+
+// parseRemoteRef reports whether an .asdd.yml is a remote reference: a mapping whose keys
+// include remote. A reference takes only remote, path and ref, each a string.
+func parseRemoteRef(file string, data []byte) (*remoteRef, config.Problems) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, nil // not a reference; the policy parser reports what is wrong
+	}
+	m := doc.Content[0]
+	isRef := false
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "remote" {
+			isRef = true
+		}
+	}
+	if !isRef {
+		return nil, nil
+	}
+	r := &remoteRef{}
+	var probs config.Problems
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		switch k.Value {
+		case "remote", "path", "ref":
+			if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
+				probs = append(probs, config.Problem{File: file, Line: v.Line, Column: v.Column, Key: k.Value, Message: k.Value + " must be a string"})
+				continue
+			}
+		}
+		switch k.Value {
+		case "remote":
+			r.remote, r.line = v.Value, k.Line
+		case "path":
+			r.path = v.Value
+		case "ref":
+			r.ref = v.Value
+		default:
+			probs = append(probs, config.Problem{File: file, Line: k.Line, Column: k.Column, Key: k.Value,
+				Message: "a remote reference takes only remote, path and ref", Hint: "put the policy in the referenced file"})
+		}
+	}
+	return r, probs
+}
+
+// remoteTarget is a remote reference that passed checkRemote.
+type remoteTarget struct{ repo, path, ref string }
+
+var (
+	reOwnerName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$`)
+	reRepoName  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+	rePathPart  = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+)
+
+// checkRemote allows a remote reference only to the owner's organisation repository, with an
+// owner, repository, path and ref that can only name a file there: anything else is a problem of
+// the key, so no other repository is read and nothing of one is published.
+func (l *ConfigLoader) checkRemote(file, owner string, r *remoteRef) (remoteTarget, config.Problems) {
+	bad := func(key, msg string) (remoteTarget, config.Problems) {
+		return remoteTarget{}, config.Problems{{File: file, Line: r.line, Key: key, Message: msg,
+			Hint: "remote: may only name " + owner + "/" + l.orgRepo + ", the owner's organisation configuration repository"}}
+	}
+	if l.orgRepo == "" {
+		return bad("remote", "remote references are disabled on this server")
+	}
+	o, name, ok := strings.Cut(r.remote, "/")
+	switch {
+	case !ok || !reOwnerName.MatchString(o) || !reRepoName.MatchString(name) || name == "." || name == "..":
+		return bad("remote", "remote must be owner/repository")
+	case !strings.EqualFold(o, owner) || !strings.EqualFold(name, l.orgRepo):
+		return bad("remote", "remote may only name the same owner's "+l.orgRepo+" repository")
+	}
+	path := r.path
+	if path == "" {
+		path = ConfigPath
+	}
+	if !validRelPath(path) {
+		return bad("path", "path must be a relative file path without . or .. segments")
+	}
+	if r.ref != "" && (!validRelPath(r.ref) || strings.HasPrefix(r.ref, "-") || strings.HasSuffix(r.ref, ".lock")) {
+		return bad("ref", "ref must be a branch, tag or commit name")
+	}
+	return remoteTarget{repo: l.orgRepo, path: path, ref: r.ref}, nil
+}
+
+// validRelPath reports a slash-separated path of plain segments (no empty, . or .. segment).
+func validRelPath(p string) bool {
+	if p == "" || len(p) > 255 {
+		return false
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." || !rePathPart.MatchString(seg) {
+			return false
+		}
+	}
+	return true
 }
 
 // loadYAGA reads the repository's .yaga.toml, else its pyproject.toml with a [tool.yaga] table,
@@ -142,7 +281,7 @@ func (l *ConfigLoader) loadYAGA(ctx context.Context, client *github.Client, owne
 		source := owner + "/" + repo + "@" + ref
 		tc := TrustedConfig{Source: ConfigSource{Origin: OriginRepository, Source: source, Path: path}, RepoFile: path}
 		if data == nil {
-			tc.Problems = config.Problems{{File: path, Message: fmt.Sprintf("the file exceeds %d bytes", config.MaxPolicyFileBytes)}}
+			tc.Problems = tooLarge(path)
 			return tc, true, nil
 		}
 		cfg, probs := parseYAGA(path, data)
@@ -190,12 +329,6 @@ func parseYAGA(path string, data []byte) (*config.Repo, config.Problems) {
 	cfg := config.DefaultRepo()
 	cfg.Source, cfg.Policy, cfg.PolicyDefaulted = path, pol, false
 	return cfg, nil
-}
-
-// sameRepo reports whether source ("owner/repo@ref") names owner/repo.
-func sameRepo(source, owner, repo string) bool {
-	want := owner + "/" + repo
-	return source == want || len(source) > len(want) && source[:len(want)] == want && source[len(want)] == '@'
 }
 
 // asProblems keeps the structured problems of a parse error, or wraps any other error as one

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1" //nolint:gosec // git object ids are SHA-1 by definition
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -25,7 +26,7 @@ var (
 func gitBlobSHA(content string) string {
 	h := sha1.New() //nolint:gosec
 	fmt.Fprintf(h, "blob %d\x00", len(content))
-	h.Write([]byte(content))
+	_, _ = io.WriteString(h, content)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -116,6 +116,9 @@ func (s *Server) getRepo(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// maxInlineContent is the largest file the contents API returns with its content.
+const maxInlineContent = 1 << 20
+
 func (s *Server) getContents(w http.ResponseWriter, r *http.Request) {
 	st := s.repo(w, r)
 	if st == nil {
@@ -141,15 +144,21 @@ func (s *Server) getContents(w http.ResponseWriter, r *http.Request) {
 	if i := strings.LastIndex(path, "/"); i >= 0 {
 		name = path[i+1:]
 	}
-	writeJSON(w, http.StatusOK, &github.RepositoryContent{
+	rc := &github.RepositoryContent{
 		Type:     github.String("file"),
-		Encoding: github.String("base64"),
+		Encoding: github.String("none"),
 		Size:     github.Int(len(content)),
 		Name:     github.String(name),
 		Path:     github.String(path),
-		Content:  github.String(base64.StdEncoding.EncodeToString([]byte(content))),
+		Content:  github.String(""),
 		SHA:      github.String(gitBlobSHA(content)),
-	})
+	}
+	// Like GitHub: a file over 1 MB comes without content (encoding "none"); the raw media type
+	// still serves it.
+	if len(content) <= maxInlineContent {
+		rc.Encoding, rc.Content = github.String("base64"), github.String(base64.StdEncoding.EncodeToString([]byte(content)))
+	}
+	writeJSON(w, http.StatusOK, rc)
 }
 
 func (s *Server) getPermission(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,129 @@
+package handlers_test
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/review/pdp"
+)
+
+// withRealPublisher publishes through handlers/publish, so a test sees what reaches GitHub.
+func withRealPublisher(t testing.TB) envOption {
+	t.Helper()
+	p, err := publish.New(publish.Options{Audit: &pdp.MemorySink{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(_ *config.Server, o *handlers.Options) { o.Publisher = p }
+}
+
+// published is every text the App wrote on the fixture pull request: comments and check runs.
+func (e *env) published() string {
+	e.t.Helper()
+	var b strings.Builder
+	for _, c := range e.gh.Comments(fixtureRepo, fixturePR) {
+		b.WriteString(c.Body + "\n")
+	}
+	for _, c := range e.gh.CheckRuns(fixtureRepo, fixtureHead) {
+		b.WriteString(c.Title + "\n" + c.Summary + "\n" + c.Text + "\n")
+	}
+	return b.String()
+}
+
+// A base-branch .asdd.yml may refer only to the same owner's .github repository. Any other
+// reference is a problem of its key: the other repository is never read, and nothing of it
+// (its key names, its paths, whether a file exists) is published.
+func TestRemoteReferenceStaysWithTheOwnersGithubRepository(t *testing.T) {
+	const leak = "secret_key_of_another_repository"
+	for _, tc := range []struct {
+		name, file, key string
+	}{
+		{"another owner", "remote: Evil/secrets\n", "remote"},
+		{"another owner's .github", "remote: Evil/.github\n", "remote"},
+		{"another repository of the owner", "remote: Codertocat/private\n", "remote"},
+		{"path traversal in the repository", "remote: Codertocat/../../installation/repositories\n", "remote"},
+		{"path traversal in the path", "remote: Codertocat/.github\npath: ../private/.asdd.yml\n", "path"},
+		{"absolute path", "remote: Codertocat/.github\npath: /etc/passwd\n", "path"},
+		{"ref with ..", "remote: Codertocat/.github\nref: main/../x\n", "ref"},
+		{"extra keys", "remote: Codertocat/.github\nreview: {}\n", "review"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gh := githubfake.New(t)
+			for _, r := range []string{"Evil/secrets", "Evil/.github", "Codertocat/private"} {
+				o, n, _ := strings.Cut(r, "/")
+				gh.AddRepo(githubfake.Repo{Owner: o, Name: n})
+				gh.SetFile(r, "main", ".asdd.yml", leak+": 1\n")
+			}
+			gh.AddRepo(githubfake.Repo{Owner: "Codertocat", Name: ".github"})
+			e := newEnvOn(t, gh, withRealPublisher(t))
+			e.addFixturePR(readmeDiff)
+			e.gh.SetFile(fixtureRepo, fixtureRef, ".asdd.yml", tc.file)
+			e.gh.ResetCalls()
+			e.send("pull_request", "d-remote", fixture(t, "pull_request.opened.payload.json"))
+			e.drain()
+			for _, c := range e.gh.Log() {
+				if strings.Contains(c.Path, "/repos/") && !strings.Contains(c.Path, "/repos/"+fixtureRepo+"/") || strings.Contains(c.Path, "installation/repositories") {
+					t.Errorf("read outside the repository: %s %s", c.Method, c.Path)
+				}
+			}
+			out := e.published()
+			if strings.Contains(out, leak) {
+				t.Fatalf("another repository's file reached the publication:\n%s", out)
+			}
+			gates := e.gh.CheckRuns(fixtureRepo, fixtureHead)
+			if len(gates) != 1 || gates[0].Conclusion != "failure" {
+				t.Fatalf("gate %+v, want one failing check", gates)
+			}
+			if !strings.Contains(out, "invalid configuration in") || !strings.Contains(out, ".asdd.yml:") || !strings.Contains(out, tc.key) {
+				t.Fatalf("the problem does not name the file and key %q:\n%s", tc.key, out)
+			}
+		})
+	}
+}
+
+// The owner's .github repository is the documented place a reference may point to.
+func TestRemoteReferenceToTheOwnersGithubRepository(t *testing.T) {
+	e := newEnv(t)
+	e.addFixturePR(readmeDiff)
+	e.gh.AddRepo(githubfake.Repo{Owner: "Codertocat", Name: ".github"})
+	e.gh.SetFile("Codertocat/.github", "shared", "policies/web.yml", "review:\n  max_diff_lines: 321\n")
+	e.gh.SetFile(fixtureRepo, fixtureRef, ".asdd.yml", "remote: Codertocat/.github\npath: policies/web.yml\nref: shared\n")
+	e.send("pull_request", "d-remote-ok", fixture(t, "pull_request.opened.payload.json"))
+	e.drain()
+	pubs := e.pub.all()
+	if len(pubs) != 1 || pubs[0].Config.Origin != handlers.OriginRemote || pubs[0].Config.Source != "Codertocat/.github@shared" ||
+		pubs[0].Config.Path != "policies/web.yml" {
+		t.Fatalf("config %+v", pubs[0].Config)
+	}
+	if got := e.reviewer.cfgs[0].Review.MaxDiffLines; got != 321 {
+		t.Fatalf("max_diff_lines %d, want the referenced file's 321", got)
+	}
+}
+
+// An oversized .asdd.yml is refused by its size before any of it is decoded or parsed: the gate
+// fails with the size problem instead of the run spending memory on a 20 MiB list.
+func TestOversizedConfigIsRefusedBySize(t *testing.T) {
+	e := newEnv(t)
+	e.addFixturePR(readmeDiff)
+	e.gh.SetFile(fixtureRepo, fixtureRef, ".asdd.yml", "review:\n  paths:\n"+strings.Repeat("    - x\n", 20<<20/8))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	e.send("pull_request", "d-huge", fixture(t, "pull_request.opened.payload.json"))
+	e.drain()
+	runtime.ReadMemStats(&after)
+	p, f := e.configRejected()
+	if !strings.Contains(f.Title, "exceeds 1048576 bytes") || p.Config.Path != ".asdd.yml" {
+		t.Fatalf("finding %+v", f)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("the review allocated %d KiB", alloc>>10)
+	if alloc > 64<<20 {
+		t.Fatalf("the review allocated %d MiB for a file it refuses by size", alloc>>20)
+	}
+}
