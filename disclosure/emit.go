@@ -64,8 +64,21 @@ func EmitJSON(predicateJSON []byte, v Version, s Signer) (*Receipt, error) {
 	return EmitTree(tree, v, s)
 }
 
-// EmitTree signs a predicate tree (as produced by jcs.Parse); see EmitJSON for v.
+// EmitTree signs a predicate tree (as produced by jcs.Parse); see EmitJSON for v. Beyond the
+// version's rules it applies lensgate's own publishing rules (honestyChecks).
 func EmitTree(pred any, v Version, s Signer) (*Receipt, error) {
+	return emit(pred, v, s, true)
+}
+
+// EmitReference signs a predicate tree as the format's reference emitter does: only the rules
+// of the version refuse, so a predicate the verifier will reject (two conflicting time claims,
+// a findingsRoot over other findings) is signed. Conformance runs use it to classify a case as
+// the reference would; lensgate never publishes with it.
+func EmitReference(pred any, v Version, s Signer) (*Receipt, error) {
+	return emit(pred, v, s, false)
+}
+
+func emit(pred any, v Version, s Signer, honest bool) (*Receipt, error) {
 	if len(s.Key) != ed25519.PrivateKeySize {
 		return nil, errors.New("emit: signing key is missing or malformed")
 	}
@@ -88,7 +101,9 @@ func EmitTree(pred any, v Version, s Signer) (*Receipt, error) {
 		return nil, &RefusedError{Issues: []Issue{{Text: "v0.3 was requested but producer.verifier is absent"}}}
 	}
 	is := ValidatePredicate(p, v)
-	is = append(is, honestyChecks(p)...)
+	if honest {
+		is = append(is, honestyChecks(p)...)
+	}
 	if len(is) > 0 {
 		return nil, &RefusedError{Issues: is}
 	}

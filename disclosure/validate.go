@@ -67,7 +67,7 @@ func ValidatePredicate(pred any, v Version) []Issue {
 		list, lok := asArr(d["findings"])
 		if tok && lok && total > int64(len(list)) {
 			cov, _ := asObj(p["coverage"])
-			if gaps, _ := asArr(cov["knownGaps"]); len(gaps) == 0 {
+			if !truthy(cov["knownGaps"]) {
 				is.add("", "findingsTotal exceeds the listed findings: coverage.knownGaps must name the gap")
 			}
 		}
@@ -473,7 +473,9 @@ func validateCoverage(is *issues, v any, v2 bool) {
 	}
 	obs, obsInt := intValue(c["observedRuns"])
 	exp, expInt := intValue(c["expectedRuns"])
-	gaps, _ := asArr(c["knownGaps"])
+	// knownGaps is read by truthiness, as the reference does: any non-empty value (even one of
+	// the wrong type, which is reported above) is a gap.
+	gaps := truthy(c["knownGaps"])
 	cap1 := v2 && hasCap1(c)
 
 	if status == CoverageComplete {
@@ -486,14 +488,14 @@ func validateCoverage(is *issues, v any, v2 bool) {
 		if expInt && exp == 0 {
 			is.add(CodeCoverageOverNothing, "coverage: COMPLETE over zero expected runs")
 		}
-		if len(gaps) > 0 {
+		if gaps {
 			is.add(CodeCoverageWithGaps, "coverage: COMPLETE with known gaps")
 		}
 		if !cap1 && (!truthy(c["sources"]) || !truthy(c["window"]) || !truthy(c["collectionMethod"])) {
 			is.add("", "coverage: COMPLETE needs universe")
 		}
 	}
-	if status == CoveragePartial && !cap1 && len(gaps) == 0 {
+	if status == CoveragePartial && !cap1 && !gaps {
 		is.add("", "coverage: PARTIAL needs knownGaps")
 	}
 	if !cap1 {
@@ -576,11 +578,8 @@ func validateSupersession(is *issues, v any) {
 				is.add("", "supersession: %s[%d] must be an object", k, i)
 				continue
 			}
-			for _, kk := range sortedKeys(m) {
-				if kk != "priorDigest" && kk != "reason" {
-					is.add("", "supersession: %s[%d]: unknown field %q", k, i, kk)
-				}
-			}
+			// The format closes the supersession object's own keys, not its items': an item
+			// may carry more than priorDigest and reason.
 			if !digestObject(m["priorDigest"]) {
 				is.add("", "supersession: %s[%d]: priorDigest must be a digest object", k, i)
 			}

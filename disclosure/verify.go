@@ -529,6 +529,8 @@ func evaluatePolicy(r *Report, pred map[string]any, predObj bool, p *Policy) {
 	}
 	r.PolicyName, r.PolicyDigest = ptr(p.Name), ptr(p.Digest)
 	if !predObj {
+		r.reason(CodePolicyNotEvaluable)
+		r.Errors = append(r.Errors, "policy not evaluable: the predicate is not an object")
 		r.PolicyDecision = ptr(DecisionInsufficientEvidence)
 		r.PolicyOK = ptr(false)
 		return

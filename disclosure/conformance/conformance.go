@@ -295,7 +295,7 @@ func (r *Runner) classify(c *caseFile, doc any, input []byte) (any, string, erro
 		if err != nil {
 			return nil, "", err
 		}
-		rc, err := disclosure.EmitTree(doc, v, r.signer)
+		rc, err := disclosure.EmitReference(doc, v, r.signer)
 		var refused *disclosure.RefusedError
 		if errors.As(err, &refused) {
 			return "refused", "", nil
@@ -415,7 +415,7 @@ func (r *Runner) policyDecision(c *caseFile, caseDir string, doc any) (any, stri
 	if v == disclosure.V01 {
 		v = disclosure.V02
 	}
-	rc, err := disclosure.EmitTree(doc, v, r.signer)
+	rc, err := disclosure.EmitReference(doc, v, r.signer)
 	if err != nil {
 		return nil, "emitter refused: " + err.Error(), nil
 	}

@@ -127,3 +127,57 @@ func TestUnusableInput(t *testing.T) {
 		t.Errorf("corpus error not reported: %v %v", err, results)
 	}
 }
+
+// TestProducedThenRejectedIsInvalid: a predicate the reference emitter signs and its verifier
+// rejects (two reviewCompleted claims that conflict) is "invalid", as the reference runner
+// classifies it, although lensgate's own emitter refuses to publish it.
+func TestProducedThenRejectedIsInvalid(t *testing.T) {
+	dir := copyCorpus(t)
+	const src = "agent-review-v02-positive-control-emitter-default-is-v02"
+	pred, err := os.ReadFile(filepath.Join(dir, src, "predicate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := `"findings": [],
+    "timeClaims": [
+      {"assertedBy": "x", "assurance": "selfDeclared", "kind": "reviewCompleted", "value": "2026-09-04T00:00:00Z"},
+      {"assertedBy": "x", "assurance": "selfDeclared", "kind": "reviewCompleted", "value": "2026-09-05T00:00:00Z"}
+    ],`
+	conflicting := strings.Replace(string(pred), `"findings": [],`, claims, 1)
+	for _, want := range []string{"invalid", "refused"} {
+		id := "time-claims-conflict-" + want
+		c := filepath.Join(dir, id)
+		if err := os.MkdirAll(c, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		caseJSON := `{"caseId": "` + id + `", "input": "predicate.json", "kind": "agent_review_predicate", "predicateVersion": "v0.2", "expected": {"classification": "` + want + `"}}`
+		_ = os.WriteFile(filepath.Join(c, "case.json"), []byte(caseJSON), 0o644)
+		_ = os.WriteFile(filepath.Join(c, "predicate.json"), []byte(conflicting), 0o644)
+	}
+	results, err := Run(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, r := range results {
+		switch r.CaseID {
+		case "time-claims-conflict-invalid":
+			seen++
+			if got, _ := r.Got.(map[string]any); !r.Passed || got["classification"] != "invalid" {
+				t.Errorf("conflicting claims: got %v (%s), want invalid", r.Got, r.Detail)
+			}
+		case "time-claims-conflict-refused":
+			seen++
+			if r.Passed {
+				t.Error("conflicting claims classified as refused")
+			}
+		default:
+			if !r.Passed {
+				t.Errorf("%s: got %v, expected %v", r.CaseID, r.Got, r.Expected)
+			}
+		}
+	}
+	if seen != 2 || len(results) != 37 {
+		t.Fatalf("%d results, %d new cases", len(results), seen)
+	}
+}
