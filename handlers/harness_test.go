@@ -54,6 +54,8 @@ type recordingPublisher struct {
 	mu    sync.Mutex
 	begun []*handlers.Publication
 	pubs  []*handlers.Publication
+	// abandoned records every interruption reported instead of a publication.
+	abandoned []handlers.Interruption
 }
 
 func newRecordingPublisher() *recordingPublisher { return &recordingPublisher{} }
@@ -69,6 +71,13 @@ func (p *recordingPublisher) Publish(_ context.Context, _ *github.Client, pub *h
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pubs = append(p.pubs, pub)
+	return nil
+}
+
+func (p *recordingPublisher) Abandon(_ context.Context, _ *github.Client, pub *handlers.Publication, why handlers.Interruption) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.abandoned = append(p.abandoned, why)
 	return nil
 }
 

@@ -19,9 +19,27 @@ import (
 // configuration is invalid or the pipeline failed: Decision is then a synthesised failing or
 // pending decision, so a publisher never has to invent a gate state. A cancelled job (a newer
 // head arrived) is not published.
+//
+// Abandon is called instead of Publish when a run that Begin started ends without a decision: a
+// newer job superseded it, or it was interrupted. It concludes, or marks as resuming, what Begin
+// opened, so that no check run stays in progress for good.
 type Publisher interface {
 	Begin(ctx context.Context, client *github.Client, p *Publication) error
 	Publish(ctx context.Context, client *github.Client, p *Publication) error
+	Abandon(ctx context.Context, client *github.Client, p *Publication, why Interruption) error
+}
+
+// Interruption says why a run ends without a decision.
+type Interruption struct {
+	// Superseded is set when a newer job for the subject replaced this one; SupersededBy is the
+	// newer job's head when the queue knows it (equal to this head for a re-run of the same head,
+	// whose job then owns the check run).
+	Superseded   bool
+	SupersededBy string
+	// Resuming is set when the queue keeps the job and runs it again (a durable queue stopping).
+	Resuming bool
+	// Cause is what stopped the run.
+	Cause error
 }
 
 // Publication is what one run has to say.
@@ -91,6 +109,14 @@ type LogPublisher struct{}
 // Begin implements Publisher.
 func (LogPublisher) Begin(ctx context.Context, _ *github.Client, p *Publication) error {
 	zerolog.Ctx(ctx).Info().Str("head_sha", p.Subject.HeadSHA).Msg("review started")
+	return nil
+}
+
+// Abandon implements Publisher.
+func (LogPublisher) Abandon(ctx context.Context, _ *github.Client, p *Publication, why Interruption) error {
+	zerolog.Ctx(ctx).Info().Str("head_sha", p.Subject.HeadSHA).Bool("superseded", why.Superseded).
+		Str("superseded_by", why.SupersededBy).Bool("resuming", why.Resuming).AnErr("cause", why.Cause).
+		Msg("review abandoned")
 	return nil
 }
 

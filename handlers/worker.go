@@ -140,13 +140,17 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		log.Warn().Err(err).Msg("publisher could not mark the review as started")
 	}
 	// From here the gate check reads in_progress: a run that panics or runs out of time must
-	// still conclude it (pending), or it would stay in progress for good.
+	// still conclude it (pending), and one that is superseded or interrupted must conclude it or
+	// say it resumes, or it would stay in progress for good.
 	defer func() {
 		if v := recover(); v != nil {
 			if pub.Decision == nil {
 				w.concludeAbandoned(ctx, client, pub, fmt.Errorf("review panicked: %v", v))
 			}
 			panic(v)
+		}
+		if ctx.Err() != nil {
+			w.interrupted(ctx, client, pub)
 		}
 	}()
 	if len(trusted.Problems) > 0 {
@@ -330,6 +334,23 @@ func (w *Worker) concludeAbandoned(ctx context.Context, client *github.Client, p
 	zerolog.Ctx(ctx).Error().Err(cause).Msg("review abandoned; reported as pending")
 	if err := w.Publisher.Publish(pctx, client, pub); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("could not report the abandoned review")
+	}
+}
+
+// interrupted hands a run whose context ended before it published to the publisher's Abandon,
+// saying whether a newer job superseded it (and by which head) or the queue resumes it.
+func (w *Worker) interrupted(ctx context.Context, client *github.Client, pub *Publication) {
+	why := Interruption{Cause: context.Cause(ctx)}
+	why.SupersededBy, why.Superseded = queue.Superseded(why.Cause)
+	if !why.Superseded {
+		// A durable queue learns of a newer job from its database, not through the cause.
+		why.SupersededBy, why.Superseded = queue.Superseded(queue.CheckCurrent(context.WithoutCancel(ctx)))
+	}
+	why.Resuming = !why.Superseded && queue.Resumable(ctx)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonedPublishTimeout)
+	defer cancel()
+	if err := w.Publisher.Abandon(pctx, client, pub, why); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("could not conclude the interrupted review's check run")
 	}
 }
 

@@ -160,6 +160,10 @@ func (n notifyingPublisher) Begin(ctx context.Context, c *github.Client, p *hand
 	return n.next.Begin(ctx, c, p)
 }
 
+func (n notifyingPublisher) Abandon(ctx context.Context, c *github.Client, p *handlers.Publication, why handlers.Interruption) error {
+	return n.next.Abandon(ctx, c, p, why)
+}
+
 func (n notifyingPublisher) Publish(ctx context.Context, c *github.Client, p *handlers.Publication) error {
 	err := n.next.Publish(ctx, c, p)
 	n.done <- err
@@ -235,7 +239,7 @@ func (l *decisionLog) last() *review.Decision {
 	return l.all[len(l.all)-1]
 }
 
-func newStack(t *testing.T, reviewer handlers.Reviewer, diff string) *stack {
+func newStack(t *testing.T, reviewer handlers.Reviewer, diff string, with ...func(*handlers.Options)) *stack {
 	t.Helper()
 	st := &stack{t: t, gh: githubfake.New(t), done: make(chan error, 16), logs: &syncBuffer{},
 		calls: map[string][2]int{}, decisions: &decisionLog{next: reviewer}}
@@ -263,12 +267,16 @@ func newStack(t *testing.T, reviewer handlers.Reviewer, diff string) *stack {
 	cfg.GitHub.App.PrivateKey = ac.App.PrivateKey
 	cfg.GitHub.Timeout = 5 * time.Second
 	cfg.AuditFile = st.ledger
-	app, err := handlers.New(handlers.Options{
+	opts := handlers.Options{
 		Config: cfg, Logger: zerolog.New(st.logs), Reviewer: st.decisions,
 		Publisher:      notifyingPublisher{next: pubr, done: st.done},
 		SigningKeys:    []ed25519.PublicKey{st.key.Public().(ed25519.PublicKey)},
 		InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Version: "test",
-	})
+	}
+	for _, f := range with {
+		f(&opts)
+	}
+	app, err := handlers.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,15 +200,89 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *handlers.
 		Title:   github.String("lensgate: review in progress"),
 		Summary: github.String("lensgate is reviewing head `" + r.info.headSHA + "`."),
 	}
+	if n := pub.Job.Resumed; n > 0 {
+		out = resumingOutput(r.info.headSHA, fmt.Sprintf("the worker running it stopped; another worker resumed it (%d×)", n))
+	}
 	cr, err := r.findCheck(ctx, p.checkName)
 	if err != nil {
 		return err
 	}
-	if cr != nil && cr.GetStatus() == "in_progress" {
+	if cr != nil && cr.GetStatus() == "in_progress" && (pub.Job.Resumed == 0 || cr.GetOutput().GetTitle() == out.GetTitle()) {
 		p.rememberCheck(r.checkKey(p.checkName), cr)
 		return nil
 	}
 	return r.putCheck(ctx, cr, p.checkName, nil, "in_progress", "", out)
+}
+
+// resumingOutput is the gate check of a review that was interrupted and runs again.
+func resumingOutput(head, why string) *github.CheckRunOutput {
+	return &github.CheckRunOutput{
+		Title:   github.String("lensgate: review interrupted, resuming"),
+		Summary: github.String("The review of head `" + head + "` was interrupted (" + why + "); it resumes and this check concludes when it finishes."),
+	}
+}
+
+// Abandon implements handlers.Publisher: the gate check Begin opened for this head concludes
+// cancelled, saying which head superseded it or that the review was interrupted, or, when the
+// queue resumes the job, stays in progress saying so. A check run that is already completed is
+// left alone, and so is the head's check when a newer job reviews the same head again.
+func (p *Publisher) Abandon(ctx context.Context, gh *github.Client, pub *handlers.Publication, why handlers.Interruption) error {
+	if pub == nil || pub.Subject == nil || pub.Subject.Kind == review.KindIssue || pub.Subject.HeadSHA == "" {
+		return nil
+	}
+	if why.Superseded && why.SupersededBy == pub.Subject.HeadSHA {
+		return nil
+	}
+	r := p.newRun(ctx, gh, pub, "abandon")
+	// Read it again rather than trust what Begin remembered: another job may have concluded it.
+	p.takeCheck(r.checkKey(p.checkName))
+	cr, err := r.findCheck(ctx, p.checkName)
+	if err != nil {
+		return err
+	}
+	if cr == nil || cr.GetStatus() == "completed" {
+		return nil
+	}
+	head := r.info.headSHA
+	var out *github.CheckRunOutput
+	status, conclusion := "completed", "cancelled"
+	switch {
+	case why.Superseded && why.SupersededBy != "":
+		out = &github.CheckRunOutput{
+			Title:   github.String("lensgate: superseded by " + shortSHA(why.SupersededBy)),
+			Summary: github.String("The review of head `" + head + "` stopped because head `" + why.SupersededBy + "` arrived; that head's own check run reports its review."),
+		}
+	case why.Superseded:
+		out = &github.CheckRunOutput{
+			Title:   github.String("lensgate: superseded by a newer head"),
+			Summary: github.String("The review of head `" + head + "` stopped because a newer head arrived; that head's own check run reports its review."),
+		}
+	case why.Resuming:
+		status, conclusion = "in_progress", ""
+		out = resumingOutput(head, "the server stopped")
+	default:
+		out = &github.CheckRunOutput{
+			Title:   github.String("lensgate: review interrupted"),
+			Summary: github.String("The review of head `" + head + "` was interrupted before it finished and will not resume. Re-run this check or push again to review it."),
+		}
+	}
+	if why.Cause != nil {
+		out.Text = github.String("Cause: " + oneLine(why.Cause.Error(), 400))
+	}
+	if status == cr.GetStatus() && cr.GetOutput().GetTitle() == out.GetTitle() {
+		return nil
+	}
+	if err := r.putCheck(ctx, cr, p.checkName, nil, status, conclusion, out); err != nil {
+		return err
+	}
+	return r.finish(ctx)
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }
 
 // acknowledgeCommand reacts with eyes to the comment that asked for this review, so the

@@ -143,7 +143,7 @@ func (q *Memory) Enqueue(ctx context.Context, job Job) error {
 	q.remember(job.DeliveryID)
 	q.m.Enqueued.Inc()
 	if r, ok := q.running[job.Key]; ok && r.job.HeadSHA != job.HeadSHA {
-		r.cancel(ErrSuperseded)
+		r.cancel(&SupersededError{Head: job.HeadSHA})
 		q.m.Superseded.Inc()
 	}
 	q.cond.Signal()

@@ -31,3 +31,45 @@ func CheckCurrent(ctx context.Context) error {
 	}
 	return check(ctx)
 }
+
+// SupersededError is why a job stopped because a newer job for its subject was accepted. Head
+// is the newer job's head ("" when not known); it equals the job's own head when the newer job
+// reviews the same head again (a re-run request or an edit), and that job then owns the head's
+// check run.
+type SupersededError struct{ Head string }
+
+func (e *SupersededError) Error() string {
+	if e.Head == "" {
+		return ErrSuperseded.Error()
+	}
+	return ErrSuperseded.Error() + " " + e.Head
+}
+
+// Is makes errors.Is(err, ErrSuperseded) and errors.Is(err, ErrNotCurrent) hold.
+func (e *SupersededError) Is(target error) bool {
+	return target == ErrSuperseded || target == ErrNotCurrent
+}
+
+// Superseded reports whether err says a newer job replaced this one, and the newer job's head
+// when the queue knows it.
+func Superseded(err error) (head string, ok bool) {
+	var se *SupersededError
+	if errors.As(err, &se) {
+		return se.Head, true
+	}
+	return "", errors.Is(err, ErrSuperseded) || errors.Is(err, ErrNotCurrent)
+}
+
+type resumableKey struct{}
+
+// WithResumable marks ctx as the context of a job its queue keeps when the job is interrupted
+// (by a shutdown or a dead worker) and runs again later.
+func WithResumable(ctx context.Context) context.Context {
+	return context.WithValue(ctx, resumableKey{}, true)
+}
+
+// Resumable reports whether the job running with ctx runs again when it is interrupted.
+func Resumable(ctx context.Context) bool {
+	v, _ := ctx.Value(resumableKey{}).(bool)
+	return v
+}

@@ -279,7 +279,7 @@ const (
 		WHERE id = $1 AND state IN ('available', 'pending', 'retryable', 'scheduled')`
 	sqlUpdateSubject = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2, updated_at = $3
 		WHERE subject_key = $4`
-	sqlCurrentJob       = `SELECT job_id FROM lensgate_subject WHERE subject_key = $1`
+	sqlCurrentJob       = `SELECT job_id, head_sha FROM lensgate_subject WHERE subject_key = $1`
 	sqlCountWaiting     = `SELECT count(*) FROM river_job WHERE state IN ('available', 'pending', 'retryable', 'scheduled')`
 	sqlCountByState     = `SELECT state, count(*) FROM river_job GROUP BY state`
 	sqlPruneDeliveries  = `DELETE FROM lensgate_delivery WHERE received_at < $1`

@@ -507,12 +507,13 @@ func coalesces(state rivertype.JobState, hasHead bool) bool {
 // of its subject.
 func (q *riverQueue[TTx]) checkCurrent(ctx context.Context, key string, jobID int64) error {
 	var current int64
-	err := q.db.queryOne(ctx, sqlCurrentJob, []any{key}, &current)
+	var head string
+	err := q.db.queryOne(ctx, sqlCurrentJob, []any{key}, &current, &head)
 	if err != nil && !errors.Is(err, errNoRows) {
 		return fmt.Errorf("durable queue: check current job: %w", err)
 	}
 	if current != jobID {
-		return fmt.Errorf("job %d for %s: %w (%w)", jobID, key, queue.ErrNotCurrent, queue.ErrSuperseded)
+		return fmt.Errorf("job %d for %s: %w", jobID, key, &queue.SupersededError{Head: head})
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func (w *reviewWorker[TTx]) Work(ctx context.Context, job *river.Job[reviewArgs]
 	}
 
 	start := time.Now()
-	err := (*h)(queue.WithCurrentCheck(ctx, check), job.Args.Job)
+	err := (*h)(queue.WithResumable(queue.WithCurrentCheck(ctx, check)), job.Args.Job)
 	took := time.Since(start)
 	if err == nil {
 		q.metrics.finished("completed", took)
