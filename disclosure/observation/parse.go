@@ -1,0 +1,399 @@
+package observation
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lensgate/lensgate/disclosure/dsse"
+	"github.com/lensgate/lensgate/disclosure/jcs"
+)
+
+// Parsed is an envelope whose structure, statement and predicate passed every rule of the
+// format. Its signature is not checked yet: Verify does that with the keys the reader trusts.
+type Parsed struct {
+	Statement *Statement
+	// Digest is the SHA-256 of the decoded payload.
+	Digest string
+	opened *dsse.Opened
+}
+
+var reHex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Parse reads an observation envelope strictly: at most MaxEnvelopeBytes, JSON without
+// duplicate keys, canonical base64, a payload that is exactly its own RFC 8785 form, and a
+// statement and predicate with closed key sets and bounded lists. Every failure is an error
+// that says which rule was broken; nothing panics.
+func Parse(envelope []byte) (*Parsed, error) {
+	if len(envelope) == 0 {
+		return nil, errors.New("observation: empty input")
+	}
+	if len(envelope) > MaxEnvelopeBytes {
+		return nil, fmt.Errorf("observation: %d bytes exceeds the %d byte limit", len(envelope), MaxEnvelopeBytes)
+	}
+	tree, err := jcs.Parse(envelope)
+	if err != nil {
+		return nil, fmt.Errorf("observation: envelope: %w", err)
+	}
+	env, ok := tree.(map[string]any)
+	if !ok {
+		return nil, errors.New("observation: envelope is not a JSON object")
+	}
+	for k := range env {
+		if k != "payload" && k != "payloadType" && k != "signatures" {
+			return nil, fmt.Errorf("observation: envelope: unknown member %q", bound(k))
+		}
+	}
+	op, err := dsse.Open(env)
+	if err != nil {
+		return nil, fmt.Errorf("observation: envelope: %w", err)
+	}
+	if op.PayloadType != dsse.PayloadType {
+		return nil, fmt.Errorf("observation: payloadType must be %s", dsse.PayloadType)
+	}
+	if op.Alphabet != dsse.Standard {
+		return nil, errors.New("observation: payload must use the standard base64 alphabet")
+	}
+	st, canonical, err := jcs.ParseCanonical(op.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("observation: payload: %w", err)
+	}
+	if !canonical {
+		return nil, errors.New("observation: payload is not its own RFC 8785 form")
+	}
+	s, err := parseStatement(st)
+	if err != nil {
+		return nil, fmt.Errorf("observation: %w", err)
+	}
+	sum := sha256.Sum256(op.Payload)
+	return &Parsed{Statement: s, Digest: hex.EncodeToString(sum[:]), opened: op}, nil
+}
+
+// reader walks a JSON tree with closed key sets and collects the first error.
+type reader struct{ err error }
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf(format, args...)
+	}
+}
+
+// object returns v as an object whose keys are all in required or optional, and all of
+// required are present.
+func (r *reader) object(v any, where string, required, optional []string) map[string]any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.fail("%s must be an object", where)
+		return map[string]any{}
+	}
+	allowed := map[string]bool{}
+	for _, k := range required {
+		allowed[k] = true
+		if _, ok := m[k]; !ok {
+			r.fail("%s: %q is required", where, k)
+		}
+	}
+	for _, k := range optional {
+		allowed[k] = true
+	}
+	for k := range m {
+		if !allowed[k] {
+			r.fail("%s: unknown member %q", where, bound(k))
+		}
+	}
+	return m
+}
+
+func (r *reader) str(m map[string]any, k, where string, maxLen int) string {
+	v, present := m[k]
+	if !present {
+		return ""
+	}
+	s, ok := v.(string)
+	switch {
+	case !ok:
+		r.fail("%s.%s must be a string", where, k)
+	case s == "":
+		r.fail("%s.%s must not be empty", where, k)
+	case len(s) > maxLen:
+		r.fail("%s.%s is longer than %d bytes", where, k, maxLen)
+	case !utf8.ValidString(s) || strings.ContainsRune(s, 0):
+		r.fail("%s.%s is not clean UTF-8", where, k)
+	}
+	return s
+}
+
+func (r *reader) hex64(m map[string]any, k, where string) string {
+	s := r.str(m, k, where, 64)
+	if _, present := m[k]; present && !reHex64.MatchString(s) {
+		r.fail("%s.%s must be 64 lowercase hex characters", where, k)
+	}
+	return s
+}
+
+func (r *reader) digest(v any, where string) string {
+	m := r.object(v, where, []string{"sha256"}, nil)
+	return r.hex64(m, "sha256", where)
+}
+
+func (r *reader) integer(m map[string]any, k, where string, min, max int64) int64 {
+	v, present := m[k]
+	if !present {
+		return 0
+	}
+	n, ok := v.(jcs.Number)
+	if !ok || !n.IsInt() {
+		r.fail("%s.%s must be an integer", where, k)
+		return 0
+	}
+	i, ok := n.Int64()
+	if !ok || i < min || i > max {
+		r.fail("%s.%s must be an integer from %d to %d", where, k, min, max)
+		return 0
+	}
+	return i
+}
+
+func (r *reader) time(m map[string]any, k, where string) time.Time {
+	s := r.str(m, k, where, len(TimeLayout))
+	if r.err != nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(TimeLayout, s)
+	if err != nil || t.Format(TimeLayout) != s {
+		r.fail("%s.%s must be a UTC time of the form %s", where, k, TimeLayout)
+		return time.Time{}
+	}
+	return t
+}
+
+func (r *reader) list(m map[string]any, k, where string, max int) []any {
+	v, present := m[k]
+	if !present {
+		return nil
+	}
+	l, ok := v.([]any)
+	if !ok {
+		r.fail("%s.%s must be an array", where, k)
+		return nil
+	}
+	if len(l) > max {
+		r.fail("%s.%s has %d entries, more than %d", where, k, len(l), max)
+		return nil
+	}
+	return l
+}
+
+func parseStatement(v any) (*Statement, error) {
+	r := &reader{}
+	st := r.object(v, "statement", []string{"_type", "predicateType", "subject", "predicate"}, nil)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if st["_type"] != StatementType {
+		return nil, fmt.Errorf("statement: _type must be %s", StatementType)
+	}
+	if st["predicateType"] != PredicateType {
+		return nil, fmt.Errorf("statement: predicateType must be %s (unknown version or another format)", PredicateType)
+	}
+	s := &Statement{}
+	subj := r.list(st, "subject", "statement", 1)
+	if r.err == nil && len(subj) != 1 {
+		r.fail("statement.subject must hold exactly one entry")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	sm := r.object(subj[0], "subject[0]", []string{"name", "digest"}, nil)
+	s.SubjectName = r.str(sm, "name", "subject[0]", MaxStringBytes)
+	s.SubjectDigest = r.digest(sm["digest"], "subject[0].digest")
+
+	p := r.object(st["predicate"], "predicate",
+		[]string{"schemaVersion", "runner", "binds", "window", "calls", "findings"}, nil)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if p["schemaVersion"] != SchemaVersion {
+		return nil, fmt.Errorf("predicate.schemaVersion must be %q", SchemaVersion)
+	}
+	run := r.object(p["runner"], "predicate.runner", []string{"id", "version"}, nil)
+	s.Runner = Runner{ID: r.str(run, "id", "runner", 64), Version: r.str(run, "version", "runner", 128)}
+
+	b := r.object(p["binds"], "predicate.binds", []string{"receipt", "reviewedDiffDigest"}, []string{"plan"})
+	s.ReceiptDigest = r.digest(b["receipt"], "binds.receipt")
+	s.ReviewedDiffDigest = r.hex64(b, "reviewedDiffDigest", "binds")
+	if pl, ok := b["plan"]; ok {
+		s.PlanDigest = r.digest(pl, "binds.plan")
+	}
+
+	w := r.object(p["window"], "predicate.window", []string{"started", "finished"}, nil)
+	s.Started = r.time(w, "started", "window")
+	s.Finished = r.time(w, "finished", "window")
+	if r.err == nil && s.Finished.Before(s.Started) {
+		r.fail("window: finished is before started")
+	}
+
+	for i, cv := range r.list(p, "calls", "predicate", MaxCalls) {
+		if r.err != nil {
+			break
+		}
+		c := r.call(cv, fmt.Sprintf("calls[%d]", i))
+		if r.err == nil && (c.Started.Before(s.Started) || c.Finished.After(s.Finished)) {
+			r.fail("calls[%d]: its times lie outside the window", i)
+		}
+		s.Calls = append(s.Calls, c)
+	}
+
+	f := r.object(p["findings"], "predicate.findings", []string{"listed", "total", "root"}, nil)
+	s.FindingsTotal = int(r.integer(f, "total", "findings", 0, 1<<31-1))
+	s.FindingsRoot = r.hex64(f, "root", "findings")
+	for i, fv := range r.list(f, "listed", "findings", MaxFindings) {
+		where := fmt.Sprintf("findings.listed[%d]", i)
+		fm := r.object(fv, where, []string{"id", "lens", "severity"}, nil)
+		fd := Finding{ID: r.str(fm, "id", where, 256), Lens: r.str(fm, "lens", where, 256), Severity: r.str(fm, "severity", where, 16)}
+		if _, ok := severityRank[fd.Severity]; r.err == nil && !ok {
+			r.fail("%s.severity %q is not critical, high, medium, low or info", where, bound(fd.Severity))
+		}
+		s.Findings = append(s.Findings, fd)
+	}
+	if r.err == nil && len(s.Findings) > s.FindingsTotal {
+		r.fail("findings: %d listed but a total of %d", len(s.Findings), s.FindingsTotal)
+	}
+	if r.err == nil && len(s.Findings) == s.FindingsTotal && FindingsRoot(s.Findings) != s.FindingsRoot {
+		r.fail("findings: the root does not cover the listed findings")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return s, nil
+}
+
+func (r *reader) call(v any, where string) Call {
+	m := r.object(v, where, []string{"lenses", "runtime", "started", "finished", "exchanges", "files", "outcomes"},
+		[]string{"reviewDigest", "tokens", "error"})
+	if r.err != nil {
+		return Call{}
+	}
+	c := Call{}
+	for i, lv := range r.list(m, "lenses", where, MaxLensesPerCall) {
+		l, ok := lv.(string)
+		if !ok || l == "" || len(l) > 256 {
+			r.fail("%s.lenses[%d] must be a non-empty string", where, i)
+			continue
+		}
+		c.Lenses = append(c.Lenses, l)
+	}
+	if r.err == nil && len(c.Lenses) == 0 {
+		r.fail("%s.lenses must name at least one lens", where)
+	}
+	c.Runtime = r.runtime(m["runtime"], where+".runtime")
+	c.Started = r.time(m, "started", where)
+	c.Finished = r.time(m, "finished", where)
+	if r.err == nil && c.Finished.Before(c.Started) {
+		r.fail("%s: finished is before started", where)
+	}
+	for i, ev := range r.list(m, "exchanges", where, MaxExchanges) {
+		ew := fmt.Sprintf("%s.exchanges[%d]", where, i)
+		em := r.object(ev, ew, []string{"request"}, []string{"response", "status"})
+		e := Exchange{Request: r.blob(em["request"], ew+".request")}
+		if rv, ok := em["response"]; ok {
+			b := r.blob(rv, ew+".response")
+			e.Response = &b
+		}
+		e.Status = int(r.integer(em, "status", ew, 100, 599))
+		c.Exchanges = append(c.Exchanges, e)
+	}
+	c.ReviewDigest = r.hex64(m, "reviewDigest", where)
+	fm := r.object(m["files"], where+".files", []string{"digest", "count"}, nil)
+	c.Files = Files{Digest: r.hex64(fm, "digest", where+".files"), Count: int(r.integer(fm, "count", where+".files", 0, 1<<31-1))}
+	if tv, ok := m["tokens"]; ok {
+		tm := r.object(tv, where+".tokens", []string{"input", "output"}, nil)
+		c.Tokens = &Tokens{Input: r.integer(tm, "input", where+".tokens", 0, 1<<53-1), Output: r.integer(tm, "output", where+".tokens", 0, 1<<53-1)}
+	}
+	c.Error = r.str(m, "error", where, MaxErrorBytes)
+	for i, ov := range r.list(m, "outcomes", where, MaxLensesPerCall) {
+		ow := fmt.Sprintf("%s.outcomes[%d]", where, i)
+		om := r.object(ov, ow, []string{"lens", "outcome"}, nil)
+		o := Outcome{Lens: r.str(om, "lens", ow, 256), Outcome: r.str(om, "outcome", ow, 16)}
+		switch o.Outcome {
+		case "passed", "failed", "pending", "":
+		default:
+			r.fail("%s.outcome must be passed, failed or pending", ow)
+		}
+		c.Outcomes = append(c.Outcomes, o)
+	}
+	if r.err == nil && c.ReviewDigest == "" && c.Error == "" {
+		r.fail("%s: a call without a reviewDigest must say its error", where)
+	}
+	return c
+}
+
+func (r *reader) runtime(v any, where string) Runtime {
+	m := r.object(v, where, []string{"kind", "name"},
+		[]string{"version", "executableSha256", "exitStatus", "endpointHost", "modelRequested", "modelResponded"})
+	if r.err != nil {
+		return Runtime{}
+	}
+	rt := Runtime{
+		Kind: r.str(m, "kind", where, 16), Name: r.str(m, "name", where, 64),
+		Version: r.str(m, "version", where, 128), ExecutableSHA256: r.hex64(m, "executableSha256", where),
+		EndpointHost: r.str(m, "endpointHost", where, 255), ModelRequested: r.str(m, "modelRequested", where, 256),
+		ModelResponded: r.str(m, "modelResponded", where, 256),
+	}
+	if _, ok := m["exitStatus"]; ok {
+		n := int(r.integer(m, "exitStatus", where, -1, 255))
+		rt.ExitStatus = &n
+	}
+	has := func(k string) bool { _, ok := m[k]; return ok }
+	only := func(keys ...string) {
+		allowed := map[string]bool{"kind": true, "name": true}
+		for _, k := range keys {
+			allowed[k] = true
+		}
+		for k := range m {
+			if !allowed[k] {
+				r.fail("%s: %q does not belong to a %s runtime", where, k, rt.Kind)
+			}
+		}
+	}
+	switch rt.Kind {
+	case KindBuiltin:
+		only("version", "executableSha256")
+		if !has("version") || !has("executableSha256") {
+			r.fail("%s: a builtin runtime names its version and executableSha256", where)
+		}
+	case KindExec:
+		only("executableSha256", "exitStatus")
+		if !has("executableSha256") {
+			r.fail("%s: an exec runtime names its executableSha256", where)
+		}
+	case KindOpenAI:
+		only("endpointHost", "modelRequested", "modelResponded")
+		if !has("endpointHost") || !has("modelRequested") {
+			r.fail("%s: an openai runtime names its endpointHost and modelRequested", where)
+		}
+	case KindOther:
+		only("version")
+	default:
+		r.fail("%s.kind must be builtin, exec, openai or other", where)
+	}
+	return rt
+}
+
+func (r *reader) blob(v any, where string) Blob {
+	m := r.object(v, where, []string{"sha256", "size"}, nil)
+	return Blob{SHA256: r.hex64(m, "sha256", where), Size: r.integer(m, "size", where, 0, 1<<53-1)}
+}
+
+// bound keeps a value quoted in an error short and printable.
+func bound(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}
