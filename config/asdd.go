@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -652,5 +653,20 @@ var asddSchema = []*field{
 	),
 	listField("review_override_owners", true, nil, func(r *Repo, v []string) { r.ReviewOverrideOwners = v }),
 	mapField("dev_council", func(r *Repo, v map[string]any) { r.DevCouncil = v }),
+	sectionField("delegate",
+		&field{name: "timeout", kind: fString, check: checkDelegateTimeout, set: func(r *Repo, v any) {
+			r.Delegate.Timeout, _ = time.ParseDuration(v.(string))
+		}},
+		strField("approval", false, []string{DelegateApprovalExternal, DelegateApprovalNever}, func(r *Repo, v string) { r.Delegate.Approval = v }),
+	),
 	{name: "agent_review", kind: fPolicy},
+}
+
+// checkDelegateTimeout accepts a duration from one minute to six hours.
+func checkDelegateTimeout(s string) string {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Minute || d > 6*time.Hour {
+		return "write a duration from 1m to 6h, for example 15m"
+	}
+	return ""
 }

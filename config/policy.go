@@ -21,6 +21,12 @@ const (
 	PublicationCheck    = "check"
 )
 
+// What a delegated review with findings does to its lens (outcome_on_findings).
+const (
+	OnFindingsFail = "fail" // the lens fails (the default)
+	OnFindingsPass = "pass" // the findings are reported and the lens passes
+)
+
 // Limits of the policy model, shared with receipts.
 const (
 	MaxLenses           = 32
@@ -57,6 +63,10 @@ type Lens struct {
 	Publication string // one of the Publication* modes (default review)
 	// Required is true when the lens is named in Policy.Required; only such a lens blocks.
 	Required bool
+	// OutcomeOnFindings is lensgate's own key (.asdd.yml only, not part of the plan): for a
+	// lens answered by another review bot, whether a review with findings fails ("fail", the
+	// default when empty) or passes ("pass") the lens.
+	OutcomeOnFindings string
 }
 
 // Lens returns the lens with the given name.

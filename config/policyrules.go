@@ -39,9 +39,13 @@ func IsBlank(s string) bool {
 var (
 	policyRootKeys = []string{"version", "required", "aggregation", "agents"}
 	lensKeys       = []string{"preset", "instruction", "outcome", "publication"}
-	aggregations   = []string{AggregationAllRequired, AggregationAnyRequired}
-	outcomes       = []string{OutcomeReview, OutcomeAdvisory}
-	publications   = []string{PublicationComment, PublicationInline, PublicationReaction, PublicationReview, PublicationCheck}
+	// yamlLensKeys adds lensgate's own lens keys, which .asdd.yml may carry and a YAGA file
+	// may not; they are not part of the plan, so the plan digest stays YAGA's.
+	yamlLensKeys = append(append([]string{}, lensKeys...), "outcome_on_findings")
+	onFindings   = []string{OnFindingsFail, OnFindingsPass}
+	aggregations = []string{AggregationAllRequired, AggregationAnyRequired}
+	outcomes     = []string{OutcomeReview, OutcomeAdvisory}
+	publications = []string{PublicationComment, PublicationInline, PublicationReaction, PublicationReview, PublicationCheck}
 )
 
 // policyCtx carries how messages are written for one file format. TOML messages follow YAGA
@@ -233,7 +237,11 @@ func decodeLens(c *policyCtx, e entry, seen map[string]bool) (Lens, bool) {
 		return Lens{}, false
 	}
 	ok := true
-	if c.unknownKeys(v, base, lensKeys) {
+	known := lensKeys
+	if c.all {
+		known = yamlLensKeys
+	}
+	if c.unknownKeys(v, base, known) {
 		if c.stop() {
 			return Lens{}, false
 		}
@@ -285,6 +293,14 @@ func decodeLens(c *policyCtx, e entry, seen map[string]bool) (Lens, bool) {
 			ok = false
 		} else {
 			l.Publication = pe.val.str
+		}
+	}
+	if fe, has := v.get("outcome_on_findings"); has && c.all {
+		if fe.val.kind != kString || !slices.Contains(onFindings, fe.val.str) {
+			c.add(fe.val.line, fe.val.col, base+".outcome_on_findings", fmt.Sprintf("%s.outcome_on_findings is invalid", base), "use fail or pass"+didYouMean(fe.val, onFindings))
+			ok = false
+		} else {
+			l.OutcomeOnFindings = fe.val.str
 		}
 	}
 	return l, ok

@@ -4,6 +4,8 @@
 // policy gives the same plan digest whichever file it came from.
 package config
 
+import "time"
+
 // Built-in defaults of .asdd.yml keys. They follow the ASDD adoption template, except Runtime:
 // lensgate's offline reviewer is named "builtin".
 const (
@@ -49,6 +51,9 @@ type Repo struct {
 	ReviewOverrideOwners []string
 	DevCouncil           map[string]any
 
+	// Delegate configures lenses answered by another review bot.
+	Delegate Delegate
+
 	// Policy is the named-lens review policy from agent_review, or DefaultPolicy() when the
 	// section is absent.
 	Policy Policy
@@ -91,6 +96,25 @@ type Review struct {
 	// TimeoutSeconds is the per-call model timeout.
 	TimeoutSeconds int
 }
+
+// Delegate configures lenses whose preset asks another review bot (lensgate's own keys).
+type Delegate struct {
+	// Timeout is how long a delegated lens waits for the bot's answer before it reads pending
+	// with "no answer" as its cause. Default 15m.
+	Timeout time.Duration
+	// Approval says when a maintainer must approve before the App asks the bot: "external"
+	// (default) for pull requests from forks or from authors without write access, "never".
+	Approval string
+}
+
+// Delegate approval modes.
+const (
+	DelegateApprovalExternal = "external"
+	DelegateApprovalNever    = "never"
+)
+
+// DefaultDelegateTimeout is delegate.timeout's default.
+const DefaultDelegateTimeout = 15 * time.Minute
 
 // Intake is ASDD's spec-driven intake profile.
 type Intake struct {
@@ -192,6 +216,7 @@ func DefaultRepo() *Repo {
 		Insights:             Insights{Enabled: true, ActivityLog: ".asdd-work/audit.jsonl"},
 		Audit:                Audit{Sink: "none"},
 		ReviewOverrideOwners: []string{},
+		Delegate:             Delegate{Timeout: DefaultDelegateTimeout, Approval: DelegateApprovalExternal},
 		Policy:               DefaultPolicy(),
 		PolicyDefaulted:      true,
 	}

@@ -64,7 +64,8 @@ type Pipeline struct {
 // NewPipeline returns a pipeline.
 func NewPipeline(opts Options) *Pipeline {
 	if opts.FreeRuntimes == nil {
-		opts.FreeRuntimes = []string{"builtin", "dryrun"}
+		// delegate sends nothing anywhere: it judges what another bot already answered.
+		opts.FreeRuntimes = []string{"builtin", "dryrun", "delegate"}
 	}
 	if opts.FreeMaxDiffBytes <= 0 {
 		opts.FreeMaxDiffBytes = DefaultFreeMaxDiffBytes
@@ -161,7 +162,13 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	settings := runtime.Settings{
 		ProtectedPaths: cfg.ProtectedPaths, IgnorePaths: cfg.IgnorePaths, RequireSpec: cfg.RequireSpec,
 		SpecPaths: cfg.SpecPaths, TriageLabels: cfg.TriageLabels, Model: cfg.Models.Reviewer,
-		TimeoutSeconds: cfg.Review.TimeoutSeconds,
+		TimeoutSeconds: cfg.Review.TimeoutSeconds, DelegateTimeout: cfg.Delegate.Timeout,
+		OutcomeOnFindings: map[string]string{},
+	}
+	for _, l := range cfg.Policy.Lenses {
+		if l.OutcomeOnFindings != "" {
+			settings.OutcomeOnFindings[l.Name] = l.OutcomeOnFindings
+		}
 	}
 
 	// Group lenses by runtime, keeping plan order.
@@ -235,7 +242,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		}
 		req := &runtime.Request{
 			Kind: runtime.KindReview, Subject: rtSubj, Files: b.files, Diff: joinFiles(diffBytes, b.files),
-			Changed: changed, Settings: settings,
+			Changed: changed, Settings: settings, Delegation: subj.Delegation,
 		}
 		if wd != nil {
 			req.WorkDir = wd.path

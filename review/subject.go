@@ -3,6 +3,8 @@
 // repository configuration, and get back a Decision that a publisher renders.
 package review
 
+import "github.com/lensgate/lensgate/review/runtime"
+
 // Subject kinds.
 const (
 	KindPullRequest = "pull_request"
@@ -58,6 +60,10 @@ type Subject struct {
 	// Local marks a subject built from a local git repository rather than a forge. It has no
 	// labels, body checkbox or open pull requests, so intake skips the checks that need them.
 	Local bool
+
+	// Delegation is what the App observed for lenses delegated to another review bot (its
+	// requests and the bots' answers); nil outside the App.
+	Delegation *runtime.Delegation
 }
 
 // Commit is one commit of a pull request.

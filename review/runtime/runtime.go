@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/lensgate/lensgate/review/diff"
 )
@@ -68,6 +69,9 @@ type Request struct {
 	// Changed lists every changed file of the subject, including the ones left out of Diff.
 	Changed  []Changed
 	Settings Settings
+	// Delegation is what the App observed for lenses delegated to another review bot (nil
+	// outside the App, where no bot can be asked).
+	Delegation *Delegation
 }
 
 // Subject is the untrusted description of the change or issue.
@@ -121,6 +125,12 @@ type Settings struct {
 	Model string
 	// TimeoutSeconds bounds each model call or adapter run.
 	TimeoutSeconds int
+	// DelegateTimeout is how long a delegated lens waits for the bot's answer (0: the
+	// delegate runtime's default).
+	DelegateTimeout time.Duration
+	// OutcomeOnFindings says, by lens name, whether a delegated review with findings fails
+	// ("fail") or passes ("pass") the lens; a lens not listed takes the default, fail.
+	OutcomeOnFindings map[string]string
 }
 
 // Result is a runtime's answer.
