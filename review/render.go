@@ -125,8 +125,9 @@ func inlineComments(findings []Finding, files []diff.File) []InlineComment {
 		}
 		out = append(out, InlineComment{
 			Lens: f.Lens, Severity: f.Severity, Path: f.Path, Line: f.Line, Side: "RIGHT", Fingerprint: f.ID,
-			Body: fmt.Sprintf("**%s** · %s: %s\n\n%s\n\n<sub>lensgate %s lens · %s</sub>",
-				f.Severity, mdText(f.Lens), mdText(f.Title), mdText(f.Body), mdText(f.Lens), f.ID),
+			// No HTML footer: a publisher treats the body as untrusted text and escapes HTML;
+			// it adds its own footer naming the lens.
+			Body: fmt.Sprintf("**%s** · %s: %s\n\n%s", f.Severity, mdText(f.Lens), mdText(f.Title), mdText(f.Body)),
 		})
 	}
 	return out

@@ -158,8 +158,8 @@ func annotations(fs []review.Finding) []*github.CheckRunAnnotation {
 		}
 		a := &github.CheckRunAnnotation{
 			Path: github.String(truncate(f.Path, 1000)), StartLine: github.Int(f.Line), EndLine: github.Int(f.Line),
-			AnnotationLevel: github.String(level), Title: github.String(oneLine("["+f.Lens+"] "+f.Title, 255)),
-			Message: github.String(truncate(clean(firstNonEmpty(f.Body, f.Title)), 64000)),
+			AnnotationLevel: github.String(level), Title: github.String(truncate(plainLine("["+f.Lens+"] "+f.Title), 255)),
+			Message: github.String(truncate(plain(firstNonEmpty(f.Body, f.Title)), 64000)),
 		}
 		out = append(out, a)
 	}

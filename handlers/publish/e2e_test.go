@@ -493,6 +493,12 @@ func TestServerStackWithBuiltinPipeline(t *testing.T) {
 	if len(d.Inline) > 0 && len(st.gh.ReviewComments(e2eRepo, e2ePR)) == 0 {
 		t.Error("inline comments were decided but none was placed")
 	}
+	for _, c := range st.gh.ReviewComments(e2eRepo, e2ePR) {
+		// The footer is the publisher's markup; escaping it with the body shows it literally.
+		if strings.Contains(c.Body, "&lt;sub>") || !strings.Contains(c.Body, "<sub>lensgate ") {
+			t.Errorf("inline comment footer escaped or missing:\n%s", c.Body)
+		}
+	}
 }
 
 const conflictDiff1 = `diff --git a/README.md b/README.md

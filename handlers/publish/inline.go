@@ -46,6 +46,15 @@ func fingerprint(c review.InlineComment) string {
 	return hex.EncodeToString(sum[:12])
 }
 
+// inlineFooter names the lens under an inline comment. It is the publisher's own markup, after
+// the cleaned body, so its HTML is not escaped with the body's.
+func inlineFooter(lens string) string {
+	if lens == "" {
+		return "<sub>lensgate</sub>\n\n"
+	}
+	return "<sub>lensgate " + oneLine(lens, 64) + " lens</sub>\n\n"
+}
+
 func movedLine(c review.InlineComment, why string) string {
 	return fmt.Sprintf("- %s %s (%s)\n", code(fmt.Sprintf("%s:%d", c.Path, c.Line), 210), oneLine(c.Body, maxFindingDetail), why)
 }
@@ -182,7 +191,7 @@ func (r *run) postReview(ctx context.Context, d *review.Decision, plan *inlinePl
 		for _, p := range plan.post {
 			req.Comments = append(req.Comments, &github.DraftReviewComment{
 				Path: github.String(p.c.Path), Line: github.Int(p.c.Line), Side: github.String(p.c.Side),
-				Body: github.String(truncate(clean(p.c.Body), 60000) + "\n\n" + markerFP + p.fp + markerEnd),
+				Body: github.String(truncate(clean(p.c.Body), 60000) + "\n\n" + inlineFooter(p.lens) + markerFP + p.fp + markerEnd),
 			})
 		}
 		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindReviewCreate, Target: "review", ReviewEvent: event, Lenses: plan.lenses}) {

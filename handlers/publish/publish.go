@@ -122,6 +122,8 @@ type run struct {
 	// annotated is the annotation count of check runs this run updated, by id.
 	annotated map[int64]int
 	state     string
+	// bodyRefused is why the body's disclosure markers were refused ("" when they were not).
+	bodyRefused string
 }
 
 func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers.Publication, phase string) *run {
@@ -425,6 +427,7 @@ func (r *run) publishTriage(ctx context.Context, pub *handlers.Publication) {
 	rc := r.disclose(ctx, tgt, body, revised, sticky)
 	var b strings.Builder
 	b.WriteString(markerAdvisory + "\n### lensgate triage\n\n")
+	b.WriteString(r.refusedBlockNotice())
 	if t.Cause != "" {
 		b.WriteString("Triage did not complete: " + oneLine(t.Cause, 500) + "\n")
 	} else {

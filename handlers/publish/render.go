@@ -35,25 +35,67 @@ const (
 
 var (
 	reFence = regexp.MustCompile("`{3,}")
-	// reTag finds the start of an HTML tag, comment or declaration.
-	reTag = regexp.MustCompile(`<([A-Za-z/!?])`)
-	// reMention finds an @mention (a user or team GitHub would notify).
-	reMention = regexp.MustCompile(`@([A-Za-z0-9])`)
+	// reMention finds an @ that could start a mention (a user or team GitHub would notify) or
+	// end the local part of an e-mail autolink.
+	reMention = regexp.MustCompile(`@([^\x{200b}])`)
+	// reIssueRef finds what GitHub turns into a link to an issue or pull request: #123,
+	// owner/repo#123 and GH-123.
+	reIssueRef = regexp.MustCompile(`(#|(?i:\bgh-))([0-9])`)
+	// reWWW finds the start of a www. autolink.
+	reWWW = regexp.MustCompile(`(?i)\b(www)\.`)
 )
 
-// clean makes untrusted text (titles, bodies, paths from a runtime) inert in Markdown: no HTML
-// (so no fake markers, no <details> that swallows the rest, no images), no disclosure markers,
-// no code fences that could close ours, and no @mentions that would make the App notify
-// whoever a pull request names.
+// clean makes untrusted text (titles, bodies, paths from a runtime, configuration problems)
+// inert in Markdown: no HTML (so no fake markers, no <details> that swallows the rest, no
+// images, no <url> autolinks), no links, images or reference definitions ([ and ] are
+// escaped), no bare URL, www. or e-mail autolinks, no #123 or owner/repo#5 references, no
+// disclosure markers, no code fences that could close ours, and no @mentions that would make
+// the App notify whoever a pull request names. Applying it twice changes nothing, so text a
+// runtime already escaped is not escaped again.
 func clean(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.ReplaceAll(s, block.Begin, "")
 	s = strings.ReplaceAll(s, block.End, "")
-	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
+	s = strings.ReplaceAll(s, "<", "&lt;")
 	s = strings.ReplaceAll(s, "-->", "--&gt;")
-	s = reTag.ReplaceAllString(s, "&lt;$1")
+	s = escapeBrackets(s)
+	s = strings.ReplaceAll(s, "://", ":\u200b//")
+	s = reWWW.ReplaceAllString(s, "$1\u200b.")
+	s = reIssueRef.ReplaceAllString(s, "$1\u200b$2")
 	s = reMention.ReplaceAllString(s, "@\u200b$1")
 	return reFence.ReplaceAllString(s, "``")
+}
+
+// plain is untrusted text for a field GitHub shows as plain text (annotation titles and
+// messages): Markdown escapes would show literally, so only invalid UTF-8 is replaced.
+func plain(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+
+// plainLine is plain text on one line.
+func plainLine(s string) string { return strings.Join(strings.Fields(plain(s)), " ") }
+
+// escapeBrackets puts a backslash before every [ and ] that is not escaped yet, so no link,
+// image or reference definition can start. A bracket after an odd number of backslashes is
+// already literal.
+func escapeBrackets(s string) string {
+	if !strings.ContainsAny(s, "[]") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	backslashes := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c == '[' || c == ']') && backslashes%2 == 0 {
+			b.WriteByte('\\')
+		}
+		if c == '\\' {
+			backslashes++
+		} else {
+			backslashes = 0
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // code is untrusted text for inside a code span: on one line and without a backtick that

@@ -13,8 +13,8 @@ func TestCodeSpanKeepsCharacters(t *testing.T) {
 	tests := []struct {
 		name, in, code, outside string
 	}{
-		{"generic type", "func Map[K comparable](m map<K>) <T>", "`func Map[K comparable](m map<K>) <T>`", "func Map[K comparable](m map&lt;K>) &lt;T>"},
-		{"comparison", "a < b && c<d", "`a < b && c<d`", "a < b && c&lt;d"},
+		{"generic type", "func Map[K comparable](m map<K>) <T>", "`func Map[K comparable](m map<K>) <T>`", "func Map\\[K comparable\\](m map&lt;K>) &lt;T>"},
+		{"comparison", "a < b && c<d", "`a < b && c<d`", "a &lt; b && c&lt;d"},
 		{"tag", "<details><summary>x", "`<details><summary>x`", "&lt;details>&lt;summary>x"},
 		{"ref with @", "octo/repo@main", "`octo/repo@main`", "octo/repo@\u200bmain"},
 		{"literal entity", "x &lt; y", "`x &lt; y`", "x &lt; y"},

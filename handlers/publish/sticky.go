@@ -154,6 +154,7 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 		b.WriteString(clean(truncate(d.Gate.Reason, 4000)) + "\n\n")
 	}
 	b.WriteString(subjectLine(r.info, d) + "\n\n")
+	b.WriteString(r.refusedBlockNotice())
 	b.WriteString(lensTable(d) + "\n")
 	b.WriteString(configSection(pub))
 	if len(plan.moved) > 0 {
@@ -198,6 +199,17 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 	}
 	b.WriteString("lensgate recommends; it never approves or merges. A human decides.\n\n")
 	r.writeSticky(ctx, existing, fitComment(b.String(), r.stickyTail(rc)))
+}
+
+// refusedBlockNotice says in the comment, not only in the check text, that the body's
+// disclosure markers could not be told apart from a forged block, so no block was written and
+// whatever block the body shows is not lensgate's.
+func (r *run) refusedBlockNotice() string {
+	if r.bodyRefused == "" {
+		return ""
+	}
+	return "**No disclosure block was written this run.** The body holds lensgate's disclosure markers in a way that cannot be told apart from a forged block (" +
+		oneLine(r.bodyRefused, 200) + "), so any block shown in it is not lensgate's. Remove the stray `proofbundle:agent-review` marker comments from the body and the next run writes the block.\n\n"
 }
 
 // stickyTail is the end of the advisory comment that must survive any cut: the signed receipt
@@ -282,6 +294,7 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 		prepared, err := block.Prepare(body)
 		if err != nil {
 			r.notes = append(r.notes, "disclosure block not written: the body is ambiguous ("+err.Error()+")")
+			r.bodyRefused = err.Error()
 			return prior
 		}
 		core, err := block.BodyCoreDigest(prepared)
