@@ -375,12 +375,22 @@ func BindPull(s *PullSnapshot) *review.Subject {
 			Additions:    f.GetAdditions(),
 			Deletions:    f.GetDeletions(),
 			Patch:        f.GetPatch(),
+			BlobSHA:      blobSHA(f.GetSHA()),
 			// GitHub omits the patch of binary files (and of very large ones).
 			Binary:      f.Patch == nil && f.GetChanges() == 0 && f.GetStatus() != review.FileRemoved,
 			HeadContent: s.HeadContents[f.GetFilename()],
 		})
 	}
 	return subj
+}
+
+// blobSHA keeps a blob SHA only in git's forms (40 or 64 lowercase hex); anything else is
+// left out and the observation falls back to the digest of the file's diff section.
+func blobSHA(s string) string {
+	if (len(s) != 40 && len(s) != 64) || strings.Trim(s, "0123456789abcdef") != "" {
+		return ""
+	}
+	return s
 }
 
 // BindIssue turns an issue into the triage subject.

@@ -73,6 +73,8 @@ type Decision struct {
 	Coverage       Coverage        `json:"coverage"`
 	Subject        SubjectContext  `json:"subject"`
 	Runs           []Run           `json:"runs"`
+	// Observed is what the pipeline saw of each runtime call, for the review-run observation.
+	Observed *Observed `json:"-"`
 }
 
 // Gate is the aggregated state of the required lenses, with the lens names behind it.

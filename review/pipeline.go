@@ -50,6 +50,8 @@ type Options struct {
 	// DefaultRuntime reviews lenses of a repository whose runtime: is ASDD's "generic" (the
 	// operator's choice of adapter). Default: builtin.
 	DefaultRuntime string
+	// Version is lensgate's version, named by the builtin runtime's observed identity.
+	Version string
 	// EnableHint is appended to the cause of a lens whose runtime is not enabled: how to enable
 	// one where the pipeline runs (the server config, or environment variables for the CLI).
 	EnableHint string
@@ -59,6 +61,7 @@ type Options struct {
 type Pipeline struct {
 	opts Options
 	free map[string]bool
+	self *selfDigest
 }
 
 // NewPipeline returns a pipeline.
@@ -83,7 +86,10 @@ func NewPipeline(opts Options) *Pipeline {
 	for _, n := range opts.FreeRuntimes {
 		free[n] = true
 	}
-	return &Pipeline{opts: opts, free: free}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	return &Pipeline{opts: opts, free: free, self: &selfDigest{}}
 }
 
 // ErrUnusableInput wraps every error Review returns: the subject or configuration cannot be
@@ -124,6 +130,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		return nil, unusable("invalid review policy: %v", err)
 	}
 	log := p.opts.Logger.With().Str("component", "review").Str("head", shortSHA(subj.HeadSHA)).Logger()
+	observed := &Observed{Started: p.opts.Now()}
 
 	diffBytes := subj.Diff
 	if len(diffBytes) == 0 {
@@ -211,6 +218,12 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		}()
 	}
 
+	blobs := map[string]string{}
+	for _, f := range subj.Files {
+		if f.BlobSHA != "" {
+			blobs[f.Path] = f.BlobSHA
+		}
+	}
 	results := make([]LensResult, len(lenses))
 	runs := make([]Run, 0, len(lenses))
 	model := map[string]string{}
@@ -251,10 +264,15 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			it := lenses[i].item
 			req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: it.Instruction})
 		}
+		// The pipeline holds the clock and hands the runtime a recorder that only lensgate's own
+		// wire code writes to: what the observation says does not come from the runtime's answer.
+		rec := &runtime.Recorder{}
 		start := p.opts.Now()
-		res, err := safeReview(ctx, rt, req, cfg.Review.TimeoutSeconds)
+		res, err := safeReview(runtime.WithRecorder(ctx, rec), rt, req, cfg.Review.TimeoutSeconds)
 		end := p.opts.Now()
 		started[rtName], finished[rtName] = start, end
+		observed.Calls = append(observed.Calls, p.observeCall(rt, req, filesGiven(b.files, blobs),
+			observedRec{start: start, end: end, obs: rec.Snapshot(), res: res, err: err}))
 		if err != nil {
 			log.Warn().Str("runtime", rtName).Err(err).Msg("runtime failed; its lenses are pending")
 			rtErr[rtName] = "runtime " + rtName + " failed: " + boundText(err.Error(), 500)
@@ -295,6 +313,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		})
 	}
 
+	observed.Finished = p.opts.Now()
 	gate, err := evaluateGate(plan, results)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate the gate: %w", err)
@@ -306,7 +325,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 
 	dec := &Decision{
 		Gate: gate, PlanDigest: plan.Digest(), Lenses: results, Intake: intake,
-		Runs: runs,
+		Runs: runs, Observed: observed,
 		Subject: SubjectContext{
 			Kind: subj.Kind, Owner: subj.Owner, Repo: subj.Repo, Number: subj.Number,
 			RepositoryNodeID: subj.RepositoryNodeID, NodeID: subj.NodeID, HeadSHA: subj.HeadSHA,

@@ -84,6 +84,8 @@ type File struct {
 	Binary bool
 	// SizeBytes is the size of the file at the head revision, or 0 when unknown or removed.
 	SizeBytes int64
+	// BlobSHA is the git blob SHA of the file at the head, when the forge reported it.
+	BlobSHA string
 	// HeadContent is the whole file at the head revision, optional. Callers fill it for
 	// changed CI workflows (runtime.IsWorkflowPath, at most runtime.MaxHeadContentBytes): a
 	// workflow's trigger and its risky step are often far apart, and the diff hunks alone

@@ -79,6 +79,10 @@ func New(opts Options) *Runtime {
 // Name implements runtime.Runtime.
 func (r *Runtime) Name() string { return Name }
 
+// Identity implements runtime.Identified: the builtin runtime is lensgate itself, so the
+// observation names lensgate's version and the digest of the running binary.
+func (r *Runtime) Identity() runtime.Identity { return runtime.Identity{Kind: runtime.IdentityBuiltin} }
+
 // Review implements runtime.Runtime.
 func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Result, error) {
 	if req.Kind == runtime.KindTriage {

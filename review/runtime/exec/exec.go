@@ -8,6 +8,8 @@ package exec
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -186,6 +188,15 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 		"ASDD_MODEL_TIMEOUT=" + strconv.Itoa(int(timeout/time.Second)),
 		"PATH=" + r.opts.Path,
 	}
+	rec := runtime.RecorderFrom(ctx)
+	if rec != nil {
+		// The digest of the file as it is about to be started, so a swapped adapter shows.
+		sum, err := fileSHA256(prog)
+		if err != nil {
+			return nil, fmt.Errorf("adapter %s: %w", r.name, err)
+		}
+		rec.Executable(sum)
+	}
 	if err := run(ctx, prog, req.WorkDir, env, timeout, out, r.opts.MaxOutputBytes); err != nil {
 		return nil, fmt.Errorf("adapter %s: %s", r.name, redact(err.Error(), r.opts.Token))
 	}
@@ -193,6 +204,7 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", r.name, err)
 	}
+	rec.Output(data)
 	if req.Kind == runtime.KindTriage {
 		t, err := asdd.ParseTriage(data)
 		if err != nil {
@@ -235,6 +247,9 @@ func run(ctx context.Context, prog, dir string, env []string, timeout time.Durat
 		select {
 		case err := <-done:
 			killGroup() // children left behind must not outlive the run
+			if code := cmd.ProcessState.ExitCode(); code >= 0 {
+				runtime.RecorderFrom(ctx).Exit(code)
+			}
 			if err != nil {
 				var ee *osexec.ExitError
 				if errors.As(err, &ee) {
@@ -259,6 +274,22 @@ func run(ctx context.Context, prog, dir string, env []string, timeout time.Durat
 			}
 		}
 	}
+}
+
+// Identity implements runtime.Identified.
+func (r *Runtime) Identity() runtime.Identity { return runtime.Identity{Kind: runtime.IdentityExec} }
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("hash executable: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash executable: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // redact removes the runtime token from text an adapter produced (its stderr), which ends up

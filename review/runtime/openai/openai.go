@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -60,6 +61,7 @@ type Options struct {
 type Runtime struct {
 	opts   Options
 	client *goopenai.Client
+	host   string
 }
 
 // New returns the runtime. It fails when the endpoint or token is missing.
@@ -98,11 +100,20 @@ func New(opts Options) (*Runtime, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	limited.Transport = &limitTransport{next: next, max: opts.MaxResponseBytes}
+	limited.Transport = &recordTransport{next: &limitTransport{next: next, max: opts.MaxResponseBytes}}
 	cfg := goopenai.DefaultConfig(opts.Token)
 	cfg.BaseURL = base
 	cfg.HTTPClient = &limited
-	return &Runtime{opts: opts, client: goopenai.NewClientWithConfig(cfg)}, nil
+	host := ""
+	if u, err := url.Parse(base); err == nil {
+		host = u.Host
+	}
+	return &Runtime{opts: opts, client: goopenai.NewClientWithConfig(cfg), host: host}, nil
+}
+
+// Identity implements runtime.Identified.
+func (r *Runtime) Identity() runtime.Identity {
+	return runtime.Identity{Kind: runtime.IdentityOpenAI, EndpointHost: r.host}
 }
 
 // Name implements runtime.Runtime.

@@ -1,0 +1,259 @@
+package review
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/disclosure/observation"
+	"github.com/lensgate/lensgate/review/diff"
+	"github.com/lensgate/lensgate/review/runtime"
+)
+
+var reHex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Observed is what the pipeline itself saw while it reviewed: its own clock around the whole
+// review and around every runtime call, and per call the runtime's identity and the digests of
+// the bytes that crossed lensgate's boundary. A runtime never writes it.
+type Observed struct {
+	Started, Finished time.Time
+	Calls             []observation.Call
+}
+
+// selfDigest hashes the running binary once per pipeline: the builtin runtime's identity.
+type selfDigest struct {
+	once sync.Once
+	sum  string
+}
+
+func (s *selfDigest) get() string {
+	s.once.Do(func() {
+		path, err := os.Executable()
+		if err != nil {
+			return
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err == nil {
+			s.sum = hex.EncodeToString(h.Sum(nil))
+		}
+	})
+	return s.sum
+}
+
+// requestDocument is the canonical form of what a runtime call is given, as the pipeline built
+// it: the lenses with the digests of their instructions, the diff and the files. It stands as
+// the request bytes of runtimes that have no wire of their own (builtin, adapters).
+func requestDocument(req *runtime.Request, filesDigest string) []byte {
+	lenses := make([]any, 0, len(req.Lenses))
+	for _, l := range req.Lenses {
+		lenses = append(lenses, map[string]any{
+			"name": clean(l.Name), "preset": clean(l.Preset), "instructionSha256": sha256Hex([]byte(l.Instruction)),
+		})
+	}
+	doc := map[string]any{
+		"kind": req.Kind, "lenses": lenses, "diffSha256": sha256Hex(req.Diff), "files": filesDigest,
+		"headSha": clean(req.Subject.HeadSHA), "baseSha": clean(req.Subject.BaseSHA), "model": clean(req.Settings.Model),
+	}
+	b, _ := jcs.Canonical(doc) // strings and arrays only
+	return b
+}
+
+// reviewDocument is the canonical form of a parsed review: every lens report with its verdict
+// and findings as the runtime returned them, before the pipeline bounds or maps them.
+func reviewDocument(res *runtime.Result) []byte {
+	lenses := make([]any, 0, len(res.Lenses))
+	for _, l := range res.Lenses {
+		fs := make([]any, 0, len(l.Findings))
+		for _, f := range l.Findings {
+			fs = append(fs, map[string]any{
+				"rule": clean(f.Rule), "severity": clean(f.Severity), "path": clean(f.Path), "line": int64(f.Line),
+				"title": clean(f.Title), "message": clean(f.Message), "key": clean(f.Key),
+			})
+		}
+		lenses = append(lenses, map[string]any{
+			"lens": clean(l.Lens), "verdict": clean(l.Verdict), "summary": clean(l.Summary), "cause": clean(l.Cause), "findings": fs,
+		})
+	}
+	b, err := jcs.Canonical(map[string]any{"model": clean(res.Model), "lenses": lenses})
+	if err != nil {
+		// Only an out-of-range line number can fail; say so rather than hash nothing.
+		b = []byte(fmt.Sprintf("unrepresentable review: %v", err))
+	}
+	return b
+}
+
+// clean makes a runtime-supplied string representable in canonical JSON.
+func clean(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+
+// filesGiven is the files digest of one call: each file's path with its git blob SHA at the
+// head when the forge reported one, else the digest of its diff section.
+func filesGiven(files []diff.File, blobs map[string]string) observation.Files {
+	entries := make(map[string]string, len(files))
+	for i := range files {
+		p := clean(files[i].Path())
+		if b := blobs[files[i].Path()]; b != "" {
+			entries[p] = b
+			continue
+		}
+		entries[p] = "sha256:" + sha256Hex(files[i].Raw)
+	}
+	return observation.Files{Digest: observation.FilesDigest(entries), Count: len(entries)}
+}
+
+// observeCall turns one call's recorder and the pipeline's clock into an observation entry.
+func (p *Pipeline) observeCall(rt runtime.Runtime, req *runtime.Request, files observation.Files, rec observedRec) observation.Call {
+	id := runtime.Identity{Kind: runtime.IdentityOther}
+	if idf, ok := rt.(runtime.Identified); ok {
+		id = idf.Identity()
+	}
+	c := observation.Call{Started: rec.start.UTC(), Finished: rec.end.UTC(), Files: files}
+	for _, l := range req.Lenses {
+		c.Lenses = append(c.Lenses, clean(l.Name))
+	}
+	name := clean(rt.Name())
+	o := rec.obs
+	reqDoc := requestDocument(req, files.Digest)
+	var review []byte
+	if rec.err == nil {
+		review = reviewDocument(rec.res)
+		c.ReviewDigest = sha256Hex(review)
+	} else {
+		c.Error = boundText(rec.err.Error(), observation.MaxErrorBytes-4)
+		if c.Error == "" {
+			c.Error = "runtime failed"
+		}
+	}
+	local := func(response []byte, out *runtime.Digest) {
+		e := observation.Exchange{Request: blob(runtime.DigestOf(reqDoc))}
+		switch {
+		case out != nil:
+			b := blob(*out)
+			e.Response = &b
+		case response != nil:
+			b := blob(runtime.DigestOf(response))
+			e.Response = &b
+		}
+		c.Exchanges = append(c.Exchanges, e)
+	}
+	c.Runtime = observation.Runtime{Kind: observation.KindOther, Name: name}
+	switch id.Kind {
+	case runtime.IdentityBuiltin:
+		if sum := p.self.get(); sum != "" {
+			c.Runtime = observation.Runtime{Kind: observation.KindBuiltin, Name: name, Version: p.opts.Version, ExecutableSHA256: sum}
+		}
+		local(review, nil)
+	case runtime.IdentityExec:
+		if o.ExecutableSHA256 != "" {
+			c.Runtime = observation.Runtime{Kind: observation.KindExec, Name: name, ExecutableSHA256: o.ExecutableSHA256, ExitStatus: o.ExitStatus}
+		}
+		local(nil, o.Output)
+	case runtime.IdentityOpenAI:
+		if id.EndpointHost != "" && o.ModelRequested != "" {
+			c.Runtime = observation.Runtime{Kind: observation.KindOpenAI, Name: name, EndpointHost: clean(id.EndpointHost),
+				ModelRequested: clean(o.ModelRequested), ModelResponded: clean(o.ModelResponded)}
+		}
+		for _, x := range o.Exchanges {
+			e := observation.Exchange{Request: blob(x.Request), Status: x.Status}
+			if x.Status < 100 || x.Status > 599 {
+				e.Status = 0
+			}
+			if x.Response != nil {
+				b := blob(*x.Response)
+				e.Response = &b
+			}
+			c.Exchanges = append(c.Exchanges, e)
+		}
+	default:
+		local(review, nil)
+	}
+	if len(c.Exchanges) > observation.MaxExchanges {
+		c.Exchanges = c.Exchanges[:observation.MaxExchanges]
+	}
+	if o.Tokens != nil {
+		c.Tokens = &observation.Tokens{Input: o.Tokens.Input, Output: o.Tokens.Output}
+	}
+	if len(c.Runtime.Version) > 128 {
+		c.Runtime.Version = c.Runtime.Version[:128]
+	}
+	return c
+}
+
+// observedRec is one call as the pipeline timed it.
+type observedRec struct {
+	start, end time.Time
+	obs        runtime.Observed
+	res        *runtime.Result
+	err        error
+}
+
+func blob(d runtime.Digest) observation.Blob { return observation.Blob{SHA256: d.SHA256, Size: d.Size} }
+
+// ObservationStatement is the review-run statement of a decision, bound to the receipt it
+// accompanies. It is nil when the pipeline observed nothing (a decision not made by Review).
+func (d *Decision) ObservationStatement(rc *disclosure.Receipt, runnerVersion string) *observation.Statement {
+	if d.Observed == nil || rc == nil {
+		return nil
+	}
+	if runnerVersion == "" {
+		runnerVersion = "dev"
+	}
+	s := &observation.Statement{
+		SubjectName: rc.SubjectName, SubjectDigest: rc.SubjectDigest,
+		Runner:        observation.Runner{ID: ProducerID, Version: runnerVersion},
+		ReceiptDigest: rc.ReceiptDigest, ReviewedDiffDigest: d.Subject.ReviewedDiffDigest,
+		Started: d.Observed.Started.UTC(), Finished: d.Observed.Finished.UTC(),
+	}
+	if reHex64.MatchString(d.PlanDigest) {
+		s.PlanDigest = d.PlanDigest
+	}
+	outcome := map[string]string{}
+	for _, l := range d.Lenses {
+		outcome[l.Name] = string(l.Outcome)
+	}
+	for _, c := range d.Observed.Calls {
+		c.Outcomes = nil
+		for _, l := range c.Lenses {
+			c.Outcomes = append(c.Outcomes, observation.Outcome{Lens: l, Outcome: outcome[l]})
+		}
+		s.Calls = append(s.Calls, c)
+	}
+	for _, f := range d.Findings {
+		s.Findings = append(s.Findings, observation.Finding{ID: f.ID, Lens: f.Lens, Severity: string(f.Severity)})
+	}
+	s.FindingsTotal = len(s.Findings)
+	s.FindingsRoot = observation.FindingsRoot(s.Findings)
+	if len(s.Findings) > observation.MaxFindings {
+		s.Findings = s.Findings[:observation.MaxFindings]
+	}
+	return s
+}
+
+// SignObservation builds the decision's review-run statement for the receipt rc, keeps its
+// envelope within maxBytes (0 for the format's limit) by listing fewer findings, and signs it
+// with the witness key.
+func SignObservation(d *Decision, rc *disclosure.Receipt, runnerVersion string, witness observation.Signer, maxBytes int) (*observation.Signed, error) {
+	st := d.ObservationStatement(rc, runnerVersion)
+	if st == nil {
+		return nil, fmt.Errorf("observation: the decision has no observed runtime calls")
+	}
+	if maxBytes <= 0 || maxBytes > observation.MaxEnvelopeBytes {
+		maxBytes = observation.MaxEnvelopeBytes
+	}
+	if _, err := st.Bound(maxBytes); err != nil {
+		return nil, err
+	}
+	return observation.Sign(st, witness)
+}
