@@ -28,6 +28,7 @@ func (h checkHandler) Handle(ctx context.Context, eventType, deliveryID string, 
 		repo            *github.Repository
 		inst            int64
 		checkRunID      int64
+		appID           int64
 	)
 	switch eventType {
 	case "check_run":
@@ -37,6 +38,7 @@ func (h checkHandler) Handle(ctx context.Context, eventType, deliveryID string, 
 		}
 		action, repo, inst = ev.GetAction(), ev.GetRepo(), githubapp.GetInstallationIDFromEvent(&ev)
 		headSHA, prs, checkRunID = ev.GetCheckRun().GetHeadSHA(), ev.GetCheckRun().PullRequests, ev.GetCheckRun().GetID()
+		appID = ev.GetCheckRun().GetApp().GetID()
 	case "check_suite":
 		var ev github.CheckSuiteEvent
 		if err := json.Unmarshal(payload, &ev); err != nil {
@@ -44,6 +46,7 @@ func (h checkHandler) Handle(ctx context.Context, eventType, deliveryID string, 
 		}
 		action, repo, inst = ev.GetAction(), ev.GetRepo(), githubapp.GetInstallationIDFromEvent(&ev)
 		headSHA, prs = ev.GetCheckSuite().GetHeadSHA(), ev.GetCheckSuite().PullRequests
+		appID = ev.GetCheckSuite().GetApp().GetID()
 	}
 	if repo == nil {
 		return badPayload(errors.New(eventType + " event without repository"))
@@ -55,6 +58,11 @@ func (h checkHandler) Handle(ctx context.Context, eventType, deliveryID string, 
 	}
 	if inst == 0 {
 		return h.skip(ctx, reason, "no installation in payload")
+	}
+	if appID != h.appID {
+		// GitHub sends every app's re-runs to every subscribed app; only lensgate's own check
+		// runs and suites are lensgate's to re-run.
+		return h.skip(ctx, reason, fmt.Sprintf("re-run of app %d's check, not this app's", appID))
 	}
 	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
 	client, err := h.clients.NewInstallationClient(inst)

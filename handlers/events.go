@@ -66,6 +66,8 @@ type hooks struct {
 	command      string
 	now          func() time.Time
 	events       *eventMetrics
+	// appID is this App's id: check re-runs of other apps are not lensgate's.
+	appID int64
 }
 
 // enqueue offers a job and maps the queue's answers to the webhook's: a duplicate delivery is a

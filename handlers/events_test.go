@@ -104,7 +104,7 @@ func TestCheckRunRerequestedFindsPullByHead(t *testing.T) {
 	const head = "d6fde92930d4715a2b49857d24b940956b26d2d3"
 	e.gh.AddRepo(githubfake.Repo{Owner: "github", Name: "hello-world", ID: 526, DefaultBranch: "master"})
 	e.gh.AddPullRequest("github/hello-world", githubfake.PullRequest{Number: 7, HeadSHA: head, BaseRef: "master", Diff: []byte(readmeDiff)})
-	code, body := e.send("check_run", "d-rerun", fixture(t, "check_run.rerequested.rfc3339.payload.json"))
+	code, body := e.send("check_run", "d-rerun", ownApp(t, "check_run", fixture(t, "check_run.rerequested.rfc3339.payload.json")))
 	if code != http.StatusOK {
 		t.Fatalf("%d %q", code, body)
 	}
@@ -136,6 +136,7 @@ func TestCheckSuiteRerequested(t *testing.T) {
 	payload := setJSON(t, fixture(t, "check_suite.rerequested.payload.json"), func(m map[string]any) {
 		m["installation"].(map[string]any)["id"] = githubfake.DefaultInstallationID
 	})
+	payload = ownApp(t, "check_suite", payload)
 	if code, body := e.send("check_suite", "d-suite", payload); code != http.StatusOK {
 		t.Fatalf("%d %q", code, body)
 	}
@@ -147,6 +148,75 @@ func TestCheckSuiteRerequested(t *testing.T) {
 	}
 	if n := e.gh.CallCount("GET /repos/{owner}/{repo}/commits/{sha}/pulls"); n != 0 {
 		t.Fatalf("looked up by SHA although the event named the pull request")
+	}
+}
+
+// ownApp makes a check event's run or suite one of this App's (the fixtures name another app).
+func ownApp(t *testing.T, event string, payload []byte) []byte {
+	t.Helper()
+	return setJSON(t, payload, func(m map[string]any) {
+		m[event].(map[string]any)["app"].(map[string]any)["id"] = githubfake.DefaultAppID
+	})
+}
+
+// GitHub sends every app's re-runs to every app subscribed to check events: a re-run of
+// another app's check run or suite is not lensgate's to act on.
+func TestRerunOfAnotherAppsCheckIsIgnored(t *testing.T) {
+	for _, event := range []string{"check_run", "check_suite"} {
+		t.Run(event, func(t *testing.T) {
+			e := newEnv(t)
+			e.addFixturePR(readmeDiff)
+			// The check_run fixture is of github/hello-world, the check_suite one of the fixture
+			// pull request.
+			e.gh.AddRepo(githubfake.Repo{Owner: "github", Name: "hello-world", ID: 526, DefaultBranch: "master"})
+			e.gh.AddPullRequest("github/hello-world", githubfake.PullRequest{Number: 7, HeadSHA: "d6fde92930d4715a2b49857d24b940956b26d2d3", BaseRef: "master", Diff: []byte(readmeDiff)})
+			payload := setJSON(t, fixture(t, map[string]string{"check_run": "check_run.rerequested.rfc3339.payload.json",
+				"check_suite": "check_suite.rerequested.payload.json"}[event]), func(m map[string]any) {
+				m["installation"].(map[string]any)["id"] = githubfake.DefaultInstallationID
+				m[event].(map[string]any)["app"].(map[string]any)["id"] = githubfake.DefaultAppID + 1
+			})
+			if code, body := e.send(event, "d-other", payload); code != http.StatusOK {
+				t.Fatalf("%d %q", code, body)
+			}
+			e.handled(event+".rerequested", 1)
+			if code, body := e.send(event, "d-own", ownApp(t, event, payload)); code != http.StatusOK {
+				t.Fatalf("%d %q", code, body)
+			}
+			e.handled(event+".rerequested", 2)
+			e.drain()
+			if n := e.reviewer.calls(); n != 1 {
+				t.Fatalf("%d reviews, want one: for this App's re-run only", n)
+			}
+			if got := e.metric("lensgate_webhook_events_total", map[string]string{"event": event + ".rerequested", "outcome": "ignored"}); got != 1 {
+				t.Fatalf("ignored %v, want 1", got)
+			}
+		})
+	}
+}
+
+// A delivery replayed under a new delivery id (the signature has no timestamp, so a captured
+// one still verifies) is a duplicate: its body was already accepted.
+func TestReplayUnderNewDeliveryIDIsDuplicate(t *testing.T) {
+	e := newEnv(t)
+	e.addFixturePR(readmeDiff)
+	opened := fixture(t, "pull_request.opened.payload.json")
+	if code, body := e.send("pull_request", "d-first", opened); code != http.StatusAccepted {
+		t.Fatalf("%d %q", code, body)
+	}
+	code, body := e.send("pull_request", "d-replayed", opened)
+	if code != http.StatusOK || body != "duplicate delivery" {
+		t.Fatalf("replay answered %d %q", code, body)
+	}
+	// GitHub's own redelivery keeps the id: still the queue's duplicate, not a replay.
+	if code, body := e.send("pull_request", "d-first", opened); code != http.StatusOK || body != "duplicate delivery" {
+		t.Fatalf("redelivery answered %d %q", code, body)
+	}
+	e.drain()
+	if n := e.reviewer.calls(); n != 1 {
+		t.Fatalf("%d reviews, want 1", n)
+	}
+	if got := e.metric("lensgate_webhook_events_total", map[string]string{"outcome": "replay"}); got != 1 {
+		t.Fatalf("replays counted %v", got)
 	}
 }
 

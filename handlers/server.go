@@ -173,7 +173,7 @@ func New(opts Options) (*Server, error) {
 	}
 
 	h := &hooks{queue: q, clients: cc, fetch: fetch, reviewDrafts: cfg.Review.ReviewDrafts, backfill: cfg.Review.BackfillOnInstall,
-		command: cfg.Review.Command, now: time.Now, events: em}
+		command: cfg.Review.Command, now: time.Now, events: em, appID: cfg.GitHub.App.IntegrationID}
 	async := githubapp.QueueAsyncScheduler(cfg.Queue.EventQueueSize, cfg.Queue.EventWorkers,
 		githubapp.WithSchedulingMetrics(gm),
 		githubapp.WithAsyncErrorCallback(func(ctx context.Context, d githubapp.Dispatch, err error) {
@@ -187,7 +187,7 @@ func New(opts Options) (*Server, error) {
 	dispatcher := githubapp.NewEventDispatcher(
 		[]githubapp.EventHandler{pullRequestHandler{h}, issuesHandler{h}, issueCommentHandler{h}, checkHandler{h}, installationHandler{h}},
 		cfg.GitHub.App.WebhookSecret,
-		githubapp.WithScheduler(hookScheduler{async: async}),
+		githubapp.WithScheduler(hookScheduler{async: async, replays: newReplayGuard(maxRememberedBodies), events: em}),
 		githubapp.WithErrorCallback(hookErrorCallback(em, githubapp.MetricsErrorCallback(gm))),
 	)
 

@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
@@ -32,10 +34,30 @@ var asyncEvents = map[string]bool{
 // queue or a malformed payload is answered to GitHub, and hands events that need GitHub calls
 // to an asynchronous scheduler after checking that they parse.
 type hookScheduler struct {
-	async githubapp.Scheduler
+	async   githubapp.Scheduler
+	replays *replayGuard
+	events  *eventMetrics
 }
 
 func (s hookScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) error {
+	// A signature has no timestamp: a captured delivery replayed under a new delivery id would
+	// pass it. GitHub never sends the same body twice under two ids (its redeliveries keep the
+	// id), so the body decides.
+	digest := bodyDigest(d.EventType, d.Payload)
+	if first, seen := s.replays.firstID(digest, d.DeliveryID); seen {
+		zerolog.Ctx(ctx).Warn().Str("first_delivery", first).Msg("body already accepted under another delivery id; replay ignored")
+		respond(ctx, http.StatusOK, "duplicate delivery")
+		s.events.outcome(d.EventType, "replay")
+		return nil
+	}
+	err := s.schedule(ctx, d)
+	if err == nil {
+		s.replays.remember(digest, d.DeliveryID)
+	}
+	return err
+}
+
+func (s hookScheduler) schedule(ctx context.Context, d githubapp.Dispatch) error {
 	// In-request handlers decode the payload themselves and answer 400 when it is not JSON.
 	if asyncEvents[d.EventType] {
 		if !json.Valid(d.Payload) {
@@ -47,6 +69,56 @@ func (s hookScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) error
 		return s.async.Schedule(ctx, d)
 	}
 	return d.Execute(ctx)
+}
+
+// maxRememberedBodies bounds the replay guard: as many bodies as the memory queue remembers
+// delivery ids, about 1 MB.
+const maxRememberedBodies = 10000
+
+func bodyDigest(event string, payload []byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte(event))
+	h.Write([]byte{0})
+	h.Write(payload)
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// replayGuard remembers the digests of the last accepted bodies with their delivery ids; the
+// oldest is forgotten first, so the store stays bounded.
+type replayGuard struct {
+	mu   sync.Mutex
+	ids  map[[sha256.Size]byte]string
+	ring [][sha256.Size]byte
+	used []bool
+	next int
+}
+
+func newReplayGuard(n int) *replayGuard {
+	return &replayGuard{ids: make(map[[sha256.Size]byte]string, n), ring: make([][sha256.Size]byte, n), used: make([]bool, n)}
+}
+
+// firstID returns the delivery id a body was first accepted under, when that is not id.
+func (g *replayGuard) firstID(d [sha256.Size]byte, id string) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	first, ok := g.ids[d]
+	return first, ok && first != id
+}
+
+func (g *replayGuard) remember(d [sha256.Size]byte, id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.ids[d]; ok {
+		return
+	}
+	if g.used[g.next] {
+		delete(g.ids, g.ring[g.next])
+	}
+	g.ring[g.next], g.used[g.next] = d, true
+	g.ids[d] = id
+	g.next = (g.next + 1) % len(g.ring)
 }
 
 // eventMetrics count webhook deliveries and what became of them.
@@ -63,7 +135,7 @@ func newEventMetrics(reg prometheus.Registerer) *eventMetrics {
 		}, []string{"reason"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lensgate_webhook_events_total",
-			Help: "Webhook events handled, by event.action and outcome (queued, duplicate, ignored, refused, logged).",
+			Help: "Webhook events handled, by event.action and outcome (queued, duplicate, replay, ignored, refused, logged).",
 		}, []string{"event", "outcome"}),
 	}
 	if reg != nil {

@@ -363,6 +363,7 @@ func (st *stack) lifecycle(diff2 string) []byte {
 		m["repository"] = repo
 		cr := m["check_run"].(map[string]any)
 		cr["head_sha"], cr["name"], cr["id"] = e2eHead2, DefaultCheckName, gateOf(st.gh, e2eHead2).ID
+		cr["app"].(map[string]any)["id"] = st.gh.AppID()
 	})
 	st.send("check_run", "delivery-rerun", rerun)
 	st.wait("check re-run")
