@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -125,5 +126,25 @@ func TestOversizedConfigIsRefusedBySize(t *testing.T) {
 	t.Logf("the review allocated %d KiB", alloc>>10)
 	if alloc > 64<<20 {
 		t.Fatalf("the review allocated %d MiB for a file it refuses by size", alloc>>20)
+	}
+}
+
+// An installation removed since the event was sent answers the token exchange with 404: the job
+// is dropped as a permanent failure, not read again and again.
+func TestRemovedInstallationIsPermanent(t *testing.T) {
+	e := newEnv(t)
+	e.addFixturePR(readmeDiff)
+	payload := setJSON(t, fixture(t, "pull_request.opened.payload.json"), func(m map[string]any) {
+		m["installation"].(map[string]any)["id"] = githubfake.DefaultInstallationID + 99
+	})
+	if code, body := e.send("pull_request", "d-gone", payload); code != http.StatusAccepted {
+		t.Fatalf("%d %q", code, body)
+	}
+	e.drain()
+	if n := e.gh.CallCount("POST /app/installations/{id}/access_tokens"); n != 1 {
+		t.Fatalf("token exchange tried %d times, want 1", n)
+	}
+	if !strings.Contains(e.logs.String(), "the installation no longer exists") || e.reviewer.calls() != 0 {
+		t.Fatalf("not dropped as gone:\n%s", e.logs.String())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/cenkalti/backoff/v5"
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
@@ -125,8 +126,18 @@ func classify(err error, maxWait time.Duration) error {
 	return backoff.Permanent(err)
 }
 
+// InstallationGone reports a token exchange GitHub answered 404: the installation was removed
+// (or suspended) since the event was sent. No retry can succeed.
+func InstallationGone(err error) bool {
+	var he *ghinstallation.HTTPError
+	return errors.As(err, &he) && he.Response != nil && he.Response.StatusCode == http.StatusNotFound
+}
+
 // retryable reports whether err is a transient GitHub or network failure.
 func retryable(err error) bool {
+	if InstallationGone(err) {
+		return false // the transport error looks like a network error, but it is an answer
+	}
 	var abuse *github.AbuseRateLimitError
 	var rl *github.RateLimitError
 	if errors.As(err, &abuse) || errors.As(err, &rl) {

@@ -80,7 +80,7 @@ func (w *Worker) Handle(ctx context.Context, job queue.Job) error {
 	log := w.Logger.With().Str(githubapp.LogKeyDeliveryID, job.DeliveryID).
 		Int64(githubapp.LogKeyInstallationID, job.InstallationID).
 		Str(githubapp.LogKeyRepositoryOwner, job.Owner).Str(githubapp.LogKeyRepositoryName, job.Repo).
-		Int(githubapp.LogKeyPRNum, job.Number).Str("reason", job.Reason).Logger()
+		Int(githubapp.LogKeyPRNum, job.Number).Str("job_reason", job.Reason).Logger()
 	ctx = log.WithContext(ctx)
 	client, err := w.Clients.NewInstallationClient(job.InstallationID)
 	if err != nil {
@@ -195,6 +195,9 @@ func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job que
 	is, err := w.Fetch.GetIssue(ctx, client, job.Owner, job.Repo, job.Number)
 	if err != nil {
 		w.count("issue", "operational-failure")
+		if InstallationGone(err) {
+			return queue.Permanent(err)
+		}
 		return err
 	}
 	if is.GetState() == "closed" || is.IsPullRequest() {
@@ -362,6 +365,12 @@ const abandonedPublishTimeout = 60 * time.Second
 func (w *Worker) operational(ctx context.Context, client *github.Client, job queue.Job, subj *review.Subject, err error) error {
 	if ctx.Err() != nil {
 		return err
+	}
+	if InstallationGone(err) {
+		// Nothing can be published either: the App has no access to the repository any more.
+		w.count("pull_request", "error")
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("the installation no longer exists; job dropped")
+		return queue.Permanent(err)
 	}
 	var oe *OperationalError
 	outage := errors.As(err, &oe)

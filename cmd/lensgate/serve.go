@@ -170,6 +170,10 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		if err != nil {
 			return fail(err)
 		}
+		if aside := sink.SetAside(); aside != "" {
+			log.Warn().Str("audit_file", cfg.AuditFile).Str("set_aside", aside).
+				Msg("the audit ledger ended in a torn line (a crash while writing); it is kept in set_aside and the chain continues from the last whole record")
+		}
 		closers = append(closers, func() { _ = sink.Close() })
 		p, err := publish.New(publish.Options{Signer: signer, Audit: sink})
 		if err != nil {

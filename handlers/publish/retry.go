@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/handlers"
 )
 
 // Retry bounds how GitHub failures are retried.
@@ -68,6 +70,9 @@ func (r Retry) retryWait(resp *github.Response, err error, attempt int) (time.Du
 	var rl *github.RateLimitError
 	if errors.As(err, &rl) {
 		return time.Until(rl.Rate.Reset.Time) + time.Second, true
+	}
+	if handlers.InstallationGone(err) {
+		return 0, false
 	}
 	status := statusOf(resp, err)
 	switch {

@@ -149,11 +149,14 @@ func (m *MemorySink) Records() []Record {
 }
 
 // FileSink appends records as JSON lines to a file. Opening an existing ledger verifies it and
-// continues its chain; a broken ledger is refused rather than extended.
+// continues its chain; a broken ledger is refused rather than extended. The one exception is a
+// torn last line, what a crash in the middle of an append leaves: it is set aside in a file of
+// its own and the chain continues from the last whole record.
 type FileSink struct {
-	mu   sync.Mutex
-	f    *os.File
-	last string
+	mu       sync.Mutex
+	f        *os.File
+	last     string
+	setAside string
 }
 
 // OpenFileSink opens (or creates) a JSONL ledger.
@@ -162,12 +165,75 @@ func OpenFileSink(path string) (*FileSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open audit ledger: %w", err)
 	}
-	res, err := Verify(f)
-	if err != nil {
+	s := &FileSink{f: f}
+	if err := s.open(path); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("audit ledger %s: %w", path, err)
 	}
-	return &FileSink{f: f, last: res.Last}, nil
+	return s, nil
+}
+
+// SetAside names the file a torn last line was moved to when the ledger was opened ("" when
+// the ledger ended with a whole record).
+func (s *FileSink) SetAside() string { return s.setAside }
+
+// open verifies the ledger and, when its last line has no newline (every append ends with one,
+// so only a crash mid-write leaves that), completes a whole record or sets the torn bytes aside.
+func (s *FileSink) open(path string) error {
+	st, err := s.f.Stat()
+	if err != nil {
+		return err
+	}
+	cut, err := lastNewline(s.f, st.Size())
+	if err != nil {
+		return err
+	}
+	res, err := Verify(io.NewSectionReader(s.f, 0, cut))
+	if err != nil {
+		return err
+	}
+	s.last = res.Last
+	if cut == st.Size() {
+		return nil
+	}
+	tail := make([]byte, st.Size()-cut)
+	if _, err := s.f.ReadAt(tail, cut); err != nil {
+		return fmt.Errorf("read the last line: %w", err)
+	}
+	if h, err := verifyLine(tail, s.last); err == nil {
+		// A whole record whose newline did not make it: finish the line.
+		if _, err := s.f.Write([]byte("\n")); err != nil {
+			return fmt.Errorf("complete the last line: %w", err)
+		}
+		s.last = h
+		return s.f.Sync()
+	}
+	aside := fmt.Sprintf("%s.torn-%d", path, cut)
+	if err := os.WriteFile(aside, tail, 0o600); err != nil {
+		return fmt.Errorf("set the torn last line aside: %w", err)
+	}
+	if err := s.f.Truncate(cut); err != nil {
+		return fmt.Errorf("cut the torn last line: %w", err)
+	}
+	s.setAside = aside
+	return s.f.Sync()
+}
+
+// lastNewline returns the offset just after the file's last newline (0 when it has none).
+func lastNewline(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("read audit ledger: %w", err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
 }
 
 // Append implements Sink. Each record is written with one write call and synced.
