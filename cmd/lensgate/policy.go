@@ -44,7 +44,7 @@ type policyEvaluateCmd struct {
 
 // fail writes the error document for format to stderr and exits 2 with nothing on stdout.
 func policyFail(e *env, err error, format string) error {
-	fmt.Fprint(e.stderr, policy.RenderError(err, policy.Format(strings.ToLower(format))))
+	fmt.Fprint(e.stderr, policy.RenderError(err, policy.FoldFormat(format)))
 	return exitWith(exitUsage, nil)
 }
 

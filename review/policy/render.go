@@ -18,9 +18,9 @@ const (
 	FormatGitHub Format = "github"
 )
 
-// ParseFormat lower-cases s and accepts it when it is one of allowed.
+// ParseFormat lower-cases s as Python does (FoldFormat) and accepts it when it is one of allowed.
 func ParseFormat(s string, allowed ...Format) (Format, error) {
-	f := Format(strings.ToLower(s))
+	f := FoldFormat(s)
 	for _, a := range allowed {
 		if f == a {
 			return f, nil
