@@ -3,7 +3,6 @@ module github.com/lensgate/lensgate
 go 1.26.8
 
 require (
-	github.com/BurntSushi/toml v1.6.0
 	github.com/alecthomas/kong v1.17.0
 	github.com/bradleyfalzon/ghinstallation/v2 v2.11.0
 	github.com/cenkalti/backoff/v5 v5.0.3

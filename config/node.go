@@ -6,16 +6,17 @@ type node struct {
 	kind    nodeKind
 	str     string
 	i       int64
+	big     bool // kInt beyond int64 (TOML reads integers of any size); i is then 0
 	b       bool
 	entries []entry // kMap, in document order
 	items   []*node // kList
-	line    int     // position of the value; 0 for TOML
+	line    int     // position of the value
 	col     int
 }
 
 type entry struct {
 	key  string
-	line int // position of the key; 0 for TOML
+	line int // position of the key
 	col  int
 	val  *node
 }

@@ -105,7 +105,7 @@ func decodePolicy(c *policyCtx, n *node, line, col int) Policy {
 	}
 
 	// version
-	if e, ok := n.get("version"); !ok || e.val.kind != kInt || e.val.i != 1 {
+	if e, ok := n.get("version"); !ok || e.val.kind != kInt || e.val.big || e.val.i != 1 {
 		l, co := line, col
 		if ok {
 			l, co = e.val.line, e.val.col

@@ -13,6 +13,9 @@ type Problem struct {
 	Key     string // dotted key path, e.g. "review.max_diff_lines"; "" for the whole file
 	Message string
 	Hint    string // how to fix it; may be empty
+	// Input marks a problem YAGA reports as an input error rather than a configuration error:
+	// Python's ValueError for an integer of more than 4,300 digits.
+	Input bool
 }
 
 // String renders "file:line:col: message (hint)" without the parts that are unknown.

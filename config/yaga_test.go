@@ -211,3 +211,39 @@ func TestIsPySpace(t *testing.T) {
 		}
 	}
 }
+
+// TestYAGAProblemPositions: a policy problem carries the line of its key or value, or of the
+// table a missing key belongs in; multi-line strings and inline tables do not mislead it, and
+// a syntax error carries tomllib's position.
+func TestYAGAProblemPositions(t *testing.T) {
+	head := "# policy\n" + // 1
+		"[agent-review]\n" + // 2
+		"version = 1\n" + // 3
+		"required = [\n  \"sec\",\n]\n" + // 4-6
+		"[agent-review.agents.sec]\n" + // 7
+		"instruction = \"\"\"\nversion = 9\n[fake]\n\"\"\"\n" // 8-11
+	tests := []struct {
+		name, file, doc string
+		line            int
+	}{
+		{"missing preset at its table", "p.toml", head, 7},
+		{"value", "p.toml", head + "preset = \"p\"\noutcome = \"nope\"\n", 13},
+		{"unknown key", "p.toml", head + "preset = \"p\"\n\nmodel = 1\n", 14},
+		{"inline lens", "p.toml", head + "preset = \"p\"\n[agent-review.agents]\ndocs = { preset = \"docs\", instruction = \"i\", outcome = \"x\" }\n", 14},
+		{"quoted dotted key", "p.toml", head + "preset = \"p\"\n[agent-review.agents]\n\"quoted\".instruction = \"i\"\n\"quoted\".preset = \"p\"\n\"quoted\".publication = \"y\"\n", 16},
+		{"missing required at the root table", "p.toml", "[agent-review]\nversion = 1\n[agent-review.agents.a]\npreset = \"p\"\ninstruction = \"i\"\n", 1},
+		{"version in pyproject", "pyproject.toml", "[project]\nname = \"x\"\n[tool.yaga.agent-review]\nversion = 3\n", 4},
+		{"syntax error at the end", "p.toml", "[agent-review]\nversion = 1\nrequired = [\"a\"\n", 3},
+		{"syntax error inside", "p.toml", "[agent-review]\nversion = 1\nrequired = [\"a\" x]\n", 3},
+	}
+	for _, tt := range tests {
+		_, err := ParseYAGATOML(tt.file, []byte(tt.doc))
+		probs, ok := err.(Problems)
+		if !ok || len(probs) != 1 {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if probs[0].Line != tt.line {
+			t.Errorf("%s: line %d, want %d (%s)", tt.name, probs[0].Line, tt.line, probs[0].Message)
+		}
+	}
+}

@@ -324,7 +324,7 @@ func readFile(ctx context.Context, client *github.Client, owner, repo, path, ref
 func parseYAGA(path string, data []byte) (*config.Repo, config.Problems) {
 	pol, err := config.ParseYAGATOML(path, data)
 	if err != nil {
-		return nil, locateTOML(path, data, asProblems(path, err))
+		return nil, asProblems(path, err)
 	}
 	cfg := config.DefaultRepo()
 	cfg.Source, cfg.Policy, cfg.PolicyDefaulted = path, pol, false

@@ -32,6 +32,9 @@ func ReadPolicyFile(path string) (config.Policy, error) {
 			if config.IsRepoConfig(path) {
 				return config.Policy{}, configErr(oneLine(ps))
 			}
+			if ps[0].Input {
+				return config.Policy{}, inputErr(ps.First())
+			}
 			return config.Policy{}, configErr(ps.First())
 		}
 		return config.Policy{}, configErr(err.Error())
