@@ -2,8 +2,6 @@ package config
 
 import (
 	"encoding/json"
-	"math"
-	"math/big"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -20,13 +18,9 @@ func tomlTag(v *tomlValue) any {
 	case tomlString:
 		return []any{"str", v.str}
 	case tomlInteger:
-		s := "0x" + new(big.Int).Abs(v.num).Text(16)
-		if v.num.Sign() < 0 {
-			s = "-" + s
-		}
-		return []any{"int", s}
+		return []any{"int", pyoracle.IntHex(v.num)}
 	case tomlFloat:
-		return []any{"float", pyFloatRepr(v.f)}
+		return []any{"float", pyoracle.FloatRepr(v.f)}
 	case tomlBool:
 		return []any{"bool", v.b}
 	case tomlDatetime:
@@ -47,49 +41,6 @@ func tomlTag(v *tomlValue) any {
 		pairs = append(pairs, []any{k, tomlTag(v.vals[k])})
 	}
 	return []any{"table", pairs}
-}
-
-// pyFloatRepr writes f as Python's repr() does: the shortest round-tripping digits, in fixed
-// notation when the decimal point falls within 16 digits, else in exponent notation.
-func pyFloatRepr(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	sign := ""
-	if math.Signbit(f) {
-		sign, f = "-", -f
-	}
-	if f == 0 {
-		return sign + "0.0"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
-	mant, exp, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	x, _ := strconv.Atoi(exp)
-	decpt := x + 1
-	if decpt > -4 && decpt <= 16 {
-		switch {
-		case decpt <= 0:
-			return sign + "0." + strings.Repeat("0", -decpt) + digits
-		case decpt >= len(digits):
-			return sign + digits + strings.Repeat("0", decpt-len(digits)) + ".0"
-		}
-		return sign + digits[:decpt] + "." + digits[decpt:]
-	}
-	out := digits[:1]
-	if len(digits) > 1 {
-		out += "." + digits[1:]
-	}
-	es := "+"
-	if x < 0 {
-		es, x = "-", -x
-	}
-	return sign + out + "e" + es + strconv.Itoa(x/10) + strconv.Itoa(x%10)
 }
 
 // canonJSON re-encodes a JSON document so that two equal trees compare equal as bytes.

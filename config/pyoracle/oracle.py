@@ -9,6 +9,8 @@ import tomllib
 
 
 def tag(v):
+    if v is None:
+        return ["null", None]
     if isinstance(v, bool):
         return ["bool", v]
     if isinstance(v, int):
@@ -117,12 +119,17 @@ def answer(req):
             out["digest"] = plan(doc, req.get("pyproject", False))
         return out
     if op == "json":
+        # The decoder runs under Python's default recursion limit, as in YAGA; the oracle's own
+        # tagging and encoding of a deep document get more room.
+        sys.setrecursionlimit(DEFAULT_LIMIT)
         try:
             doc = json.loads(req["doc"], object_pairs_hook=strict_pairs, parse_constant=no_constant)
         except RecursionError:
             return {"ok": False, "class": "recursion", "error": "too deep"}
         except ValueError as e:
             return {"ok": False, "class": "value", "error": str(e)}
+        finally:
+            sys.setrecursionlimit(DEEP_LIMIT)
         return {"ok": True, "value": tag(doc)}
     if op == "lower":
         return {"ok": True, "value": [s.lower() for s in req["strings"]]}
@@ -141,6 +148,9 @@ def answer(req):
     return {"ok": False, "class": "request", "error": "unknown op " + op}
 
 
+DEFAULT_LIMIT = sys.getrecursionlimit()
+DEEP_LIMIT = 20000
+sys.setrecursionlimit(DEEP_LIMIT)
 for line in sys.stdin:
-    sys.stdout.write(json.dumps(answer(json.loads(line)), ensure_ascii=False) + "\n")
+    sys.stdout.write(json.dumps(answer(json.loads(line))) + "\n")
     sys.stdout.flush()

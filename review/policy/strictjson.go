@@ -12,9 +12,14 @@ import (
 // detected to match YAGA (a duplicate key is invalid JSON; a lone surrogate in a summary has its
 // own error).
 
-// maxJSONDepth bounds nesting. A valid receipt nests three levels; deeper input is refused
-// before it can exhaust the stack.
-const maxJSONDepth = 128
+// maxJSONDepth bounds nesting where Python's decoder stops with a RecursionError (about 1,000
+// levels), which YAGA reports as invalid JSON; anything shallower is parsed, so that YAGA's
+// structural error (a root that is not an object, a version that is not 1) is reported instead.
+const maxJSONDepth = 1000
+
+// maxIntDigits is Python's limit on the digits of a decimal integer it converts: json.loads
+// raises ValueError beyond it, which YAGA reports as invalid JSON.
+const maxIntDigits = 4300
 
 type jkind int
 
@@ -201,25 +206,32 @@ func (p *jparser) number() (*jval, error) {
 	if p.s[p.pos] == '-' {
 		p.pos++
 	}
+	intDigits := 1
 	if p.pos < len(p.s) && p.s[p.pos] == '0' {
 		p.pos++
-	} else if digits() == 0 {
+	} else if intDigits = digits(); intDigits == 0 {
 		return nil, errBadJSON
 	}
+	isInt := true
 	if p.pos < len(p.s) && p.s[p.pos] == '.' {
 		p.pos++
+		isInt = false
 		if digits() == 0 {
 			return nil, errBadJSON
 		}
 	}
 	if p.pos < len(p.s) && (p.s[p.pos] == 'e' || p.s[p.pos] == 'E') {
 		p.pos++
+		isInt = false
 		if p.pos < len(p.s) && (p.s[p.pos] == '+' || p.s[p.pos] == '-') {
 			p.pos++
 		}
 		if digits() == 0 {
 			return nil, errBadJSON
 		}
+	}
+	if isInt && intDigits > maxIntDigits {
+		return nil, errBadJSON
 	}
 	return &jval{kind: jNumber, num: p.s[start:p.pos]}, nil
 }
