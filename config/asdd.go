@@ -593,6 +593,8 @@ var asddSchema = []*field{
 		strField("documentation", true, nil, func(r *Repo, v string) { r.Models.Documentation = v }),
 		strField("interaction", true, nil, func(r *Repo, v string) { r.Models.Interaction = v }),
 		strField("tester", true, nil, func(r *Repo, v string) { r.Models.Tester = v }),
+		intField("max_tokens_per_review", false, 0, maxInt, func(r *Repo, v int) { r.Models.MaxTokensPerReview = v }),
+		listField("exclude_paths", false, checkGlob, func(r *Repo, v []string) { r.Models.ExcludePaths = v }),
 	),
 	sectionField("merge_reviewer",
 		boolField("enabled", true, func(r *Repo, v bool) { r.MergeReviewer.Enabled = v }),

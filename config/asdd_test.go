@@ -332,3 +332,35 @@ func TestParseRepoProblemsBounded(t *testing.T) {
 		t.Fatalf("%d problems", len(probs))
 	}
 }
+
+// TestModelLimitsAndIndependentLens: the model keys of lensgate and a lens's independent flag
+// are read from .asdd.yml, with their defaults; a YAGA file keeps YAGA's lens keys.
+func TestModelLimitsAndIndependentLens(t *testing.T) {
+	def := DefaultRepo()
+	if def.Models.MaxTokensPerReview != 200_000 || strings.Join(def.Models.ExcludePaths, ",") != ".env*,*.pem,*.key,id_rsa*,*.p12" {
+		t.Fatalf("defaults %+v", def.Models)
+	}
+	yml := "models:\n  max_tokens_per_review: 5000\n  exclude_paths: [\"secrets/**\"]\nagent_review:\n  version: 1\n  required: [quality]\n" +
+		"  agents:\n    quality:\n      preset: house\n      instruction: Find needless complexity.\n      independent: true\n" +
+		"    style:\n      preset: house\n      instruction: Check naming.\n      outcome: advisory\n"
+	cfg, err := ParseRepo(".asdd.yml", []byte(yml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Models.MaxTokensPerReview != 5000 || strings.Join(cfg.Models.ExcludePaths, ",") != "secrets/**" {
+		t.Fatalf("models %+v", cfg.Models)
+	}
+	q, _ := cfg.Policy.Lens("quality")
+	s, _ := cfg.Policy.Lens("style")
+	if !q.Independent || s.Independent {
+		t.Fatalf("independent: quality %v, style %v", q.Independent, s.Independent)
+	}
+	if _, err := ParseRepo(".asdd.yml", []byte(strings.Replace(yml, "independent: true", "independent: yes-please", 1))); err == nil ||
+		!strings.Contains(err.Error(), "independent must be true or false") {
+		t.Fatalf("a non-boolean independent: %v", err)
+	}
+	toml := "[agent-review]\nversion = 1\nrequired = [\"q\"]\n[agent-review.agents.q]\npreset = \"x\"\ninstruction = \"y\"\nindependent = true\n"
+	if _, err := ParsePolicyFile(".yaga.toml", []byte(toml)); err == nil {
+		t.Fatal("a YAGA file accepted the .asdd.yml-only key independent")
+	}
+}

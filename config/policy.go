@@ -67,6 +67,10 @@ type Lens struct {
 	// lens answered by another review bot, whether a review with findings fails ("fail", the
 	// default when empty) or passes ("pass") the lens.
 	OutcomeOnFindings string
+	// Independent (.asdd.yml only) has a model runtime judge the lens in its own inference,
+	// apart from the other lenses, as the quality preset always is. It is how the lens runs,
+	// not what the policy decides, so it is not part of the plan digest.
+	Independent bool
 }
 
 // Lens returns the lens with the given name.

@@ -41,7 +41,7 @@ var (
 	lensKeys       = []string{"preset", "instruction", "outcome", "publication"}
 	// yamlLensKeys adds lensgate's own lens keys, which .asdd.yml may carry and a YAGA file
 	// may not; they are not part of the plan, so the plan digest stays YAGA's.
-	yamlLensKeys = append(append([]string{}, lensKeys...), "outcome_on_findings")
+	yamlLensKeys = append(append([]string{}, lensKeys...), "outcome_on_findings", "independent")
 	onFindings   = []string{OnFindingsFail, OnFindingsPass}
 	aggregations = []string{AggregationAllRequired, AggregationAnyRequired}
 	outcomes     = []string{OutcomeReview, OutcomeAdvisory}
@@ -282,6 +282,14 @@ func decodeLens(c *policyCtx, e entry, seen map[string]bool) (Lens, bool) {
 			ok = false
 		} else {
 			l.Outcome = oe.val.str
+		}
+	}
+	if ie, has := v.get("independent"); has && c.all {
+		if ie.val.kind != kBool {
+			c.add(ie.val.line, ie.val.col, base+".independent", fmt.Sprintf("%s.independent must be true or false", base), "independent: true judges the lens in its own model call")
+			ok = false
+		} else {
+			l.Independent = ie.val.b
 		}
 	}
 	if pe, has := v.get("publication"); has {

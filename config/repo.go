@@ -15,6 +15,8 @@ const (
 	DefaultMaxDiffLines     = 2000
 	DefaultTimeoutSeconds   = 45
 	DefaultSpecTool         = "builtin"
+	// DefaultMaxTokensPerReview is models.max_tokens_per_review.
+	DefaultMaxTokensPerReview = 200_000
 )
 
 // Repo is a decoded .asdd.yml with every default applied. Keys that lensgate accepts but does
@@ -71,7 +73,8 @@ type KeyRef struct {
 	Line int
 }
 
-// Models is the per-role model roster. Only Reviewer is used by lensgate.
+// Models is the per-role model roster (only Reviewer is used by lensgate) and lensgate's own
+// limits on what reaches a model.
 type Models struct {
 	Developer     string
 	TestAuthor    string
@@ -80,6 +83,12 @@ type Models struct {
 	Documentation string
 	Interaction   string
 	Tester        string // legacy single tester key
+	// MaxTokensPerReview caps the model tokens of one review (prompt and answer of every
+	// call); 0 means no cap. A call that could pass it is not made.
+	MaxTokensPerReview int
+	// ExcludePaths are globs of files never sent to a model runtime; a glob without '/'
+	// matches the file name in any directory.
+	ExcludePaths []string
 }
 
 // MergeReviewer is ASDD's independent merge-review agent (not run by lensgate).
@@ -167,6 +176,12 @@ func DefaultProtectedPaths() []string {
 	}
 }
 
+// DefaultExcludePaths returns the files never sent to a model when models.exclude_paths is
+// absent: environment files, keys and certificates.
+func DefaultExcludePaths() []string {
+	return []string{".env*", "*.pem", "*.key", "id_rsa*", "*.p12"}
+}
+
 // DefaultLanes returns the contribution lanes used when lanes is absent or empty.
 func DefaultLanes() []string { return []string{"feature", "fix", "docs", "chore"} }
 
@@ -196,6 +211,7 @@ func DefaultRepo() *Repo {
 		Runtime:          DefaultRuntime,
 		MergePosture:     DefaultMergePosture,
 		MaxActionsPerRun: DefaultMaxActionsPerRun,
+		Models:           Models{MaxTokensPerReview: DefaultMaxTokensPerReview, ExcludePaths: DefaultExcludePaths()},
 		MergeReviewer:    MergeReviewer{Posture: "review-only", AutoMergeClass: []string{}},
 		ProtectedPaths:   DefaultProtectedPaths(),
 		IgnorePaths:      []string{},

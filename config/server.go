@@ -128,6 +128,10 @@ type ServerRuntime struct {
 	// runtime it maps to (one of the enabled runtimes or an exec adapter) reviews them.
 	// Env LENSGATE_RUNTIME_PRESETS as "name=runtime,name=runtime".
 	Presets map[string]string `yaml:"presets"`
+	// MaxTokensPerInstallationPerDay caps the model tokens of each installation per UTC day,
+	// counted by each replica since its start; 0 turns the cap off.
+	// Env LENSGATE_MAX_TOKENS_PER_INSTALLATION_PER_DAY. Default 0.
+	MaxTokensPerInstallationPerDay int `yaml:"max_tokens_per_installation_per_day"`
 }
 
 // ServerQueue sizes the review job queue.
@@ -259,6 +263,8 @@ func ServerEnvVars() []ServerEnvVar {
 			s.Runtime.Presets = m
 			return nil
 		}},
+		{"LENSGATE_MAX_TOKENS_PER_INSTALLATION_PER_DAY", "runtimes.max_tokens_per_installation_per_day",
+			num(func(s *Server) *int { return &s.Runtime.MaxTokensPerInstallationPerDay })},
 		{"LENSGATE_QUEUE_SIZE", "queue.size", num(func(s *Server) *int { return &s.Queue.Size })},
 		{"LENSGATE_QUEUE_WORKERS", "queue.workers", num(func(s *Server) *int { return &s.Queue.Workers })},
 		{"LENSGATE_EVENT_QUEUE_SIZE", "queue.event_queue_size", num(func(s *Server) *int { return &s.Queue.EventQueueSize })},
@@ -516,6 +522,9 @@ func (s *Server) Validate() error {
 		if n.val < 1 {
 			add(n.key, "must be at least 1")
 		}
+	}
+	if s.Runtime.MaxTokensPerInstallationPerDay < 0 {
+		add("runtimes.max_tokens_per_installation_per_day", "must be 0 (off) or positive")
 	}
 	for _, d := range []struct {
 		key string

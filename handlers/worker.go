@@ -123,6 +123,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		return w.operational(ctx, client, job, bindPartial(pr), err)
 	}
 	subj := BindPull(snap)
+	subj.InstallationID = job.InstallationID
 	if snap.FilesTruncated {
 		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
 	}

@@ -1,6 +1,10 @@
 package review
 
-import "time"
+import (
+	"time"
+
+	"github.com/lensgate/lensgate/review/runtime"
+)
 
 // Outcome is the closed result of one lens and of the gate.
 type Outcome string
@@ -75,6 +79,50 @@ type Decision struct {
 	Runs           []Run           `json:"runs"`
 	// Observed is what the pipeline saw of each runtime call, for the review-run observation.
 	Observed *Observed `json:"-"`
+	// Tokens is what the review spent on models, per call.
+	Tokens Tokens `json:"tokens"`
+	// ModelInput says what was kept from the models: redacted secrets and withheld files.
+	ModelInput ModelInput `json:"modelInput"`
+}
+
+// TokenCount is a number of model tokens. Estimated is true when some part of it is lensgate's
+// estimate because the server reported no usage.
+type TokenCount struct {
+	Prompt     int  `json:"prompt"`
+	Completion int  `json:"completion"`
+	Total      int  `json:"total"`
+	Estimated  bool `json:"estimated"`
+}
+
+func (t *TokenCount) add(u runtime.Tokens) {
+	t.Prompt += u.PromptTokens
+	t.Completion += u.CompletionTokens
+	t.Total = t.Prompt + t.Completion
+	t.Estimated = t.Estimated || u.Estimated
+}
+
+// Tokens is the model spend of a review: the total and every call.
+type Tokens struct {
+	TokenCount
+	Calls []ModelCall `json:"calls"`
+}
+
+// ModelCall is one model call of a review and the runtime that made it.
+type ModelCall struct {
+	Runtime string `json:"runtime"`
+	runtime.Call
+}
+
+// ModelInput is what the pipeline kept from model runtimes: secret values replaced by a
+// placeholder naming their kind, and files not sent at all (models.exclude_paths).
+type ModelInput struct {
+	// Sent is true when some model or adapter runtime was given the change.
+	Sent bool `json:"sent"`
+	// RedactedValues counts the secret values replaced, by kind.
+	RedactedValues int            `json:"redactedValues"`
+	RedactedKinds  map[string]int `json:"redactedKinds,omitempty"`
+	// WithheldFiles are the changed files matching models.exclude_paths.
+	WithheldFiles []string `json:"withheldFiles"`
 }
 
 // Gate is the aggregated state of the required lenses, with the lens names behind it.
@@ -102,6 +150,9 @@ type LensResult struct {
 	// Cause is the operational cause of a pending outcome ("" otherwise).
 	Cause    string    `json:"cause,omitempty"`
 	Findings []Finding `json:"findings"`
+	// Tokens is this lens's share of the model calls that judged it (a call that judged
+	// several lenses is shared evenly among them); nil when no model judged it.
+	Tokens *TokenCount `json:"tokens,omitempty"`
 }
 
 // Finding is one problem a lens reported.

@@ -55,6 +55,9 @@ type Options struct {
 	// EnableHint is appended to the cause of a lens whose runtime is not enabled: how to enable
 	// one where the pipeline runs (the server config, or environment variables for the CLI).
 	EnableHint string
+	// Tokens, when set, caps each installation's model tokens per day (the server's
+	// runtimes.max_tokens_per_installation_per_day) on top of models.max_tokens_per_review.
+	Tokens *TokenLedger
 }
 
 // Pipeline reviews subjects. It holds no per-review state and is safe for concurrent use.
@@ -224,6 +227,9 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			blobs[f.Path] = f.BlobSHA
 		}
 	}
+	// One budget for the whole review, shared by every model runtime it calls.
+	spend := &reviewBudget{max: cfg.Models.MaxTokensPerReview, ledger: p.opts.Tokens, installation: subj.InstallationID}
+
 	results := make([]LensResult, len(lenses))
 	runs := make([]Run, 0, len(lenses))
 	model := map[string]string{}
@@ -232,6 +238,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	reports := map[string]*runtime.LensReport{}
 	rtErr := map[string]string{}
 	reviewedBy := map[string]bool{}
+	var calls []ModelCall
 
 	for _, rtName := range order {
 		idx := groups[rtName]
@@ -260,9 +267,14 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		if wd != nil {
 			req.WorkDir = wd.path
 		}
+		if !isFree {
+			req.Budget = spend
+		}
 		for _, i := range idx {
 			it := lenses[i].item
-			req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: it.Instruction})
+			pl, _ := cfg.Policy.Lens(it.Name)
+			req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: it.Instruction,
+				Independent: pl.Independent})
 		}
 		// The pipeline holds the clock and hands the runtime a recorder that only lensgate's own
 		// wire code writes to: what the observation says does not come from the runtime's answer.
@@ -273,6 +285,11 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		started[rtName], finished[rtName] = start, end
 		observed.Calls = append(observed.Calls, p.observeCall(rt, req, filesGiven(b.files, blobs),
 			observedRec{start: start, end: end, obs: rec.Snapshot(), res: res, err: err}))
+		if res != nil {
+			for _, c := range res.Calls {
+				calls = append(calls, ModelCall{Runtime: rtName, Call: c})
+			}
+		}
 		if err != nil {
 			log.Warn().Str("runtime", rtName).Err(err).Msg("runtime failed; its lenses are pending")
 			rtErr[rtName] = "runtime " + rtName + " failed: " + boundText(err.Error(), 500)
@@ -314,6 +331,8 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	}
 
 	observed.Finished = p.opts.Now()
+	tokens := tallyTokens(calls, results)
+
 	gate, err := evaluateGate(plan, results)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate the gate: %w", err)
@@ -325,7 +344,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 
 	dec := &Decision{
 		Gate: gate, PlanDigest: plan.Digest(), Lenses: results, Intake: intake,
-		Runs: runs, Observed: observed,
+		Runs: runs, Observed: observed, Tokens: tokens,
 		Subject: SubjectContext{
 			Kind: subj.Kind, Owner: subj.Owner, Repo: subj.Repo, Number: subj.Number,
 			RepositoryNodeID: subj.RepositoryNodeID, NodeID: subj.NodeID, HeadSHA: subj.HeadSHA,
@@ -359,6 +378,43 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	log.Info().Str("gate", string(gate.State)).Int("findings", len(dec.Findings)).
 		Str("coverage", dec.Coverage.Status).Msg("review finished")
 	return dec, nil
+}
+
+// tallyTokens totals the calls of a review and gives each lens its share: a call that judged
+// several lenses is split evenly among them (the first takes the remainder), so the lens
+// shares add up to the review's total.
+func tallyTokens(calls []ModelCall, results []LensResult) Tokens {
+	t := Tokens{Calls: calls}
+	if t.Calls == nil {
+		t.Calls = []ModelCall{}
+	}
+	byLens := map[string]int{}
+	for i := range results {
+		byLens[results[i].Runtime+"\x00"+results[i].Name] = i
+	}
+	for _, c := range calls {
+		t.add(c.Usage)
+		var idx []int
+		for _, name := range c.Lenses {
+			if i, ok := byLens[c.Runtime+"\x00"+name]; ok {
+				idx = append(idx, i)
+			}
+		}
+		n := len(idx)
+		for k, i := range idx {
+			share := runtime.Tokens{PromptTokens: c.Usage.PromptTokens / n, CompletionTokens: c.Usage.CompletionTokens / n,
+				Estimated: c.Usage.Estimated}
+			if k == 0 {
+				share.PromptTokens += c.Usage.PromptTokens % n
+				share.CompletionTokens += c.Usage.CompletionTokens % n
+			}
+			if results[i].Tokens == nil {
+				results[i].Tokens = &TokenCount{}
+			}
+			results[i].Tokens.add(share)
+		}
+	}
+	return t
 }
 
 // chooseRuntimes picks the runtime of every lens: the preset when it names an enabled runtime

@@ -28,6 +28,9 @@ type Subject struct {
 	Owner  string
 	Repo   string
 	Number int
+	// InstallationID is the GitHub App installation the review runs for (0 locally); the
+	// daily token allowance is counted per installation.
+	InstallationID int64
 
 	// RepositoryNodeID and NodeID are the forge's global ids of the repository and of the
 	// pull request (or issue); they bind a receipt to its subject.

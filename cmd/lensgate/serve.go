@@ -125,14 +125,15 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	}
 	fail := func(err error) (*handlers.Server, func(), error) { closeAll(); return nil, nil, err }
 
-	reg, err := runtimeRegistry(cfg.Runtime)
+	reg, err := runtimeRegistry(cfg.Runtime, log)
 	if err != nil {
 		return fail(err)
 	}
 	if err := ensureStateDir(cfg); err != nil {
 		return fail(err)
 	}
-	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log})
+	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log,
+		Tokens: review.NewTokenLedger(cfg.Runtime.MaxTokensPerInstallationPerDay, nil)})
 
 	var defaultRepo *config.Repo
 	if f := cfg.Review.DefaultConfigFile; f != "" {
@@ -220,7 +221,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 
 // runtimeRegistry enables the runtimes the operator listed. builtin and dryrun need nothing;
 // openai needs an endpoint and a token; exec adapters come from the adapter directory only.
-func runtimeRegistry(rc config.ServerRuntime) (*runtime.Registry, error) {
+func runtimeRegistry(rc config.ServerRuntime, log zerolog.Logger) (*runtime.Registry, error) {
 	var rts []runtime.Runtime
 	for _, name := range rc.Enabled {
 		switch name {
@@ -229,7 +230,7 @@ func runtimeRegistry(rc config.ServerRuntime) (*runtime.Registry, error) {
 		case "dryrun":
 			rts = append(rts, dryrun.Runtime{})
 		case "openai":
-			rt, err := openai.New(openai.Options{BaseURL: rc.OpenAIBaseURL, Token: rc.OpenAIToken, Model: rc.OpenAIModel})
+			rt, err := openai.New(openai.Options{BaseURL: rc.OpenAIBaseURL, Token: rc.OpenAIToken, Model: rc.OpenAIModel, Logger: log})
 			if err != nil {
 				return nil, fmt.Errorf("runtimes: %w", err)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/rs/zerolog"
 )
 
 // serveEnv points every GitHub setting of `lensgate serve` at the fake.
@@ -221,7 +222,7 @@ func TestServeRoleNeedsDurableQueue(t *testing.T) {
 }
 
 func TestRuntimeRegistryPresets(t *testing.T) {
-	reg, err := runtimeRegistry(config.ServerRuntime{Enabled: []string{"builtin", "dryrun"}, Presets: map[string]string{"house-style": "dryrun", "deep": "builtin"}})
+	reg, err := runtimeRegistry(config.ServerRuntime{Enabled: []string{"builtin", "dryrun"}, Presets: map[string]string{"house-style": "dryrun", "deep": "builtin"}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestRuntimeRegistryPresets(t *testing.T) {
 			t.Errorf("preset %s → %q %v, want %s", preset, got, ok, want)
 		}
 	}
-	if _, err := runtimeRegistry(config.ServerRuntime{Enabled: []string{"builtin"}, Presets: map[string]string{"deep": "dryrun"}}); err == nil ||
+	if _, err := runtimeRegistry(config.ServerRuntime{Enabled: []string{"builtin"}, Presets: map[string]string{"deep": "dryrun"}}, zerolog.Nop()); err == nil ||
 		!strings.Contains(err.Error(), "runtimes.presets (LENSGATE_RUNTIME_PRESETS)") || !strings.Contains(err.Error(), "enabled: builtin") {
 		t.Fatalf("preset of a disabled runtime: %v", err)
 	}

@@ -53,6 +53,9 @@ type Lens struct {
 	Name        string
 	Preset      string
 	Instruction string
+	// Independent asks for the lens to be judged in a separate inference that sees no other
+	// lens and no other answer (the policy's independent: true).
+	Independent bool
 }
 
 // Request is what a runtime gets. Everything under Subject and Diff is untrusted data.
@@ -72,6 +75,61 @@ type Request struct {
 	// Delegation is what the App observed for lenses delegated to another review bot (nil
 	// outside the App, where no bot can be asked).
 	Delegation *Delegation
+	// Budget caps the model tokens of the review; nil means no cap.
+	Budget Budget
+}
+
+// Budget caps the tokens a review may spend on models. A runtime asks Reserve for the most a
+// call can cost before making it; when it answers false the call is not made and its lenses
+// are skipped with the cause. Settle replaces a reservation by what the call really cost.
+type Budget interface {
+	Reserve(tokens int) (ok bool, cause string)
+	Settle(reserved, used int)
+}
+
+// Tokens is the token count of one model call. Estimated is true when the server reported
+// none and lensgate counted the bytes instead (see EstimateTokens).
+type Tokens struct {
+	PromptTokens     int  `json:"promptTokens"`
+	CompletionTokens int  `json:"completionTokens"`
+	Estimated        bool `json:"estimated,omitempty"`
+}
+
+// Total is prompt plus completion tokens.
+func (u Tokens) Total() int { return u.PromptTokens + u.CompletionTokens }
+
+// Add sums two counts; the sum is estimated when either part is.
+func (u Tokens) Add(v Tokens) Tokens {
+	return Tokens{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		Estimated: u.Estimated || v.Estimated}
+}
+
+// EstimateTokens is the count used when a server reports no usage: one token per four bytes,
+// rounded up, and never zero for a non-empty text. It over-counts code and English slightly
+// for the tokenizers of common models, which is the safe side for a spending cap.
+func EstimateTokens(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return (n + 3) / 4
+}
+
+// Call is one request a runtime sent to a model: which lenses it judged, what it cost, how
+// long it took and, when its answer was not used, why.
+type Call struct {
+	Lenses []string `json:"lenses"`
+	// Independent marks the separate adversarial inference.
+	Independent bool   `json:"independent,omitempty"`
+	Model       string `json:"model,omitempty"`
+	// Format is the structured-output level the answer was asked with: json_schema,
+	// json_object or none.
+	Format   string        `json:"format,omitempty"`
+	Attempts int           `json:"attempts"`
+	Started  time.Time     `json:"started,omitzero"`
+	Duration time.Duration `json:"duration"`
+	Usage    Tokens        `json:"usage"`
+	// Cause says why the answer was not used ("" when it was).
+	Cause string `json:"cause,omitempty"`
 }
 
 // Subject is the untrusted description of the change or issue.
@@ -140,6 +198,8 @@ type Result struct {
 	Lenses []LensReport
 	// Triage is set for triage requests.
 	Triage *Triage
+	// Calls lists every model call made, answered or not, in order.
+	Calls []Call
 }
 
 // LensReport is one lens's verdict.

@@ -71,7 +71,7 @@ type Finding struct {
 
 // ParseReview validates a review.json document.
 func ParseReview(b []byte) (*Review, error) {
-	if err := checkJSON(b); err != nil {
+	if err := CheckJSON(b); err != nil {
 		return nil, err
 	}
 	var r Review
@@ -201,7 +201,7 @@ type Triage struct {
 
 // ParseTriage validates a triage document.
 func ParseTriage(b []byte) (*Triage, error) {
-	if err := checkJSON(b); err != nil {
+	if err := CheckJSON(b); err != nil {
 		return nil, err
 	}
 	var t Triage
@@ -220,9 +220,9 @@ func ParseTriage(b []byte) (*Triage, error) {
 	return &t, nil
 }
 
-// checkJSON enforces what encoding/json lets through: size, UTF-8, a single top-level
+// CheckJSON enforces what encoding/json lets through: size, UTF-8, a single top-level
 // object, nesting depth and duplicate keys.
-func checkJSON(b []byte) error {
+func CheckJSON(b []byte) error {
 	if len(b) > MaxBytes {
 		return fmt.Errorf("output is %d bytes, over the %d byte limit", len(b), MaxBytes)
 	}

@@ -96,9 +96,10 @@ func TestModelCallObservation(t *testing.T) {
 	if rt.Kind != observation.KindOpenAI || rt.EndpointHost != host || rt.ModelRequested != "reviewer-model-7" || rt.ModelResponded != "served-model-9" {
 		t.Fatalf("runtime %+v", rt)
 	}
-	// Two passes (review and adversarial), each one exchange of exactly the served bytes.
+	// One call (no lens of the policy needs the independent pass): one exchange of exactly the
+	// served bytes.
 	sum := sha256.Sum256(m.body)
-	if len(c.Exchanges) != 2 {
+	if len(c.Exchanges) != 1 {
 		t.Fatalf("exchanges %+v", c.Exchanges)
 	}
 	for _, e := range c.Exchanges {
@@ -106,7 +107,7 @@ func TestModelCallObservation(t *testing.T) {
 			t.Fatalf("exchange %+v", e)
 		}
 	}
-	if c.Tokens == nil || c.Tokens.Input != 240 || c.Tokens.Output != 60 {
+	if c.Tokens == nil || c.Tokens.Input != 120 || c.Tokens.Output != 30 {
 		t.Fatalf("tokens %+v", c.Tokens)
 	}
 

@@ -1,9 +1,15 @@
 // Package openai reviews lenses with a model behind an OpenAI-compatible chat completions
 // endpoint. The lens instructions are fixed text in the system message; the pull request is
-// untrusted data in the user message, fenced by a random per-prompt nonce. Every review has a
-// second, independent adversarial call that never sees the first call's conclusions: it judges
-// the quality lenses, or, when the policy has none, re-judges every lens looking for reasons
-// to refuse the change (ASDD §4.2: at least one anti-rubber-stamp pass per review).
+// untrusted data in the user message, fenced by a random per-prompt nonce. The answer is asked
+// for as strict structured output (a JSON schema whose lens names are exactly the lenses
+// asked), falling back to plain JSON mode and then to none for servers that refuse it, and it
+// is held to that same schema in Go whatever the server honoured. An answer is used whole or
+// not at all: prose around it, a second object, a truncated or refused answer leave its lenses
+// pending with the cause named.
+//
+// Lenses that need an independent inference (the quality preset, or independent: true) are
+// judged in a second, adversarial call that sees neither the other lenses nor the first
+// answer (ASDD §4.2); a review without such a lens makes one call.
 package openai
 
 import (
@@ -17,9 +23,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
-	goopenai "github.com/sashabaranov/go-openai"
+	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/asdd"
@@ -42,26 +49,33 @@ type Options struct {
 	// Timeout bounds each call (default: the repository's review.timeout_seconds, else 45 s).
 	Timeout time.Duration
 	// Retries is how many times a call is repeated after a 429, a 5xx or a network error
-	// (default 2).
+	// (default 2; negative for none).
 	Retries int
 	// Backoff is the first wait between attempts, doubled each time (default 1 s).
 	Backoff time.Duration
 	// MaxResponseBytes bounds an HTTP response body (default 1 MiB).
 	MaxResponseBytes int64
-	// MaxPromptBytes is the token budget of one prompt, in bytes (default 400,000, roughly
-	// 100,000 tokens). A change that does not fit is not sent.
+	// MaxPromptBytes is the budget of one prompt, in bytes (default 400,000, roughly 100,000
+	// tokens). A change that does not fit is not sent.
 	MaxPromptBytes int
 	// MaxTokens bounds the model's answer (default 4,096).
 	MaxTokens int
 	// Random is the nonce source (default crypto/rand).
 	Random io.Reader
+	// Logger receives one line when an endpoint refuses a response format.
+	Logger zerolog.Logger
 }
 
-// Runtime is the OpenAI-compatible runtime.
+// Runtime is the OpenAI-compatible runtime. It is safe for concurrent use; the only state it
+// keeps is the response format level each endpoint and model accepted.
 type Runtime struct {
-	opts   Options
-	client *goopenai.Client
-	host   string
+	opts     Options
+	endpoint string
+	host     string
+	hc       *http.Client
+
+	mu     sync.Mutex
+	levels map[string]int // endpoint + model -> index into formats
 }
 
 // New returns the runtime. It fails when the endpoint or token is missing.
@@ -95,20 +109,19 @@ func New(opts Options) (*Runtime, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
+	// Every response is bounded, and every exchange is handed to the call's recorder when the
+	// pipeline observes the call.
 	limited := *hc
 	next := hc.Transport
 	if next == nil {
 		next = http.DefaultTransport
 	}
 	limited.Transport = &recordTransport{next: &limitTransport{next: next, max: opts.MaxResponseBytes}}
-	cfg := goopenai.DefaultConfig(opts.Token)
-	cfg.BaseURL = base
-	cfg.HTTPClient = &limited
 	host := ""
 	if u, err := url.Parse(base); err == nil {
 		host = u.Host
 	}
-	return &Runtime{opts: opts, client: goopenai.NewClientWithConfig(cfg), host: host}, nil
+	return &Runtime{opts: opts, endpoint: base + "/chat/completions", host: host, hc: &limited, levels: map[string]int{}}, nil
 }
 
 // Identity implements runtime.Identified.
@@ -119,8 +132,13 @@ func (r *Runtime) Identity() runtime.Identity {
 // Name implements runtime.Runtime.
 func (r *Runtime) Name() string { return Name }
 
-// IsQuality reports whether a lens is judged in the independent adversarial pass.
-func IsQuality(l runtime.Lens) bool {
+// NeedsIndependent reports whether a lens is judged in the independent adversarial call: a
+// quality lens (by name or preset; adversarial and refute too) or one the policy marks
+// independent.
+func NeedsIndependent(l runtime.Lens) bool {
+	if l.Independent {
+		return true
+	}
 	for _, s := range []string{l.Name, l.Preset} {
 		switch s {
 		case "quality", "adversarial", "refute":
@@ -130,10 +148,10 @@ func IsQuality(l runtime.Lens) bool {
 	return false
 }
 
-// Review implements runtime.Runtime: one call for the ordinary lenses, and a second,
-// independent adversarial call for the quality lenses. Without a quality lens the adversarial
-// call re-judges the ordinary lenses and the stricter answer wins for each of them, so a
-// model that rubber-stamps in the first call is still contradicted.
+// Review implements runtime.Runtime: one call for the ordinary lenses and, when some lens needs
+// it, one independent adversarial call for those lenses. Every lens asked gets a report; a lens
+// whose call failed is skipped with the cause, which the pipeline shows as pending. Every call
+// made is in Result.Calls with its tokens, answered or not.
 func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Result, error) {
 	model := req.Settings.Model
 	if model == "" {
@@ -145,106 +163,239 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 	if req.Kind == runtime.KindTriage {
 		return r.triage(ctx, req, model)
 	}
-	var main, quality []runtime.Lens
+	var main, independent []runtime.Lens
 	for _, l := range req.Lenses {
-		if IsQuality(l) {
-			quality = append(quality, l)
+		if NeedsIndependent(l) {
+			independent = append(independent, l)
 		} else {
 			main = append(main, l)
 		}
 	}
-	adversarial := quality
-	refuteMain := len(quality) == 0
-	if refuteMain {
-		adversarial = main
-	}
+	paths := diffPaths(req)
 	res := &runtime.Result{Model: model}
-	byLens := map[string]int{}
 	for _, pass := range []struct {
 		lenses      []runtime.Lens
-		adversarial bool
-	}{{main, false}, {adversarial, true}} {
+		independent bool
+	}{{main, false}, {independent, true}} {
 		if len(pass.lenses) == 0 {
 			continue
 		}
-		rev, err := r.reviewPass(ctx, req, model, pass.lenses, pass.adversarial)
-		if err != nil {
-			kind := "review"
-			if pass.adversarial {
-				kind = "quality"
-			}
-			// One failed pass fails the whole request closed: the pipeline makes every lens
-			// of it pending rather than publishing half a review.
-			return nil, fmt.Errorf("%s pass: %w", kind, err)
-		}
-		wanted := map[string]bool{}
-		for _, l := range pass.lenses {
-			wanted[l.Name] = true
-		}
-		for _, rep := range rev.Reports() {
-			// A pass may only speak for its own lenses: the main pass cannot answer for the
-			// quality lens and the other way round.
-			if !wanted[rep.Lens] {
-				continue
-			}
-			if i, ok := byLens[rep.Lens]; ok {
-				if pass.adversarial && refuteMain {
-					res.Lenses[i] = skepticWins(res.Lenses[i], rep)
-				}
-				continue
-			}
-			byLens[rep.Lens] = len(res.Lenses)
-			res.Lenses = append(res.Lenses, rep)
-		}
+		reps, call := r.reviewPass(ctx, req, model, pass.lenses, pass.independent, paths)
+		res.Calls = append(res.Calls, call)
+		res.Lenses = append(res.Lenses, reps...)
 	}
 	return res, nil
 }
 
-// verdictRank orders verdicts from lenient to strict. A skipped lens ranks above ok: one
-// pass declining to judge a lens must not let the other pass's ok through unchallenged.
-var verdictRank = map[string]int{
-	runtime.VerdictOK: 0, runtime.VerdictSkipped: 1, runtime.VerdictConcerns: 2, runtime.VerdictRequestChanges: 3,
+// reviewPass makes one call for lenses and returns a report for each of them.
+func (r *Runtime) reviewPass(ctx context.Context, req *runtime.Request, model string, lenses []runtime.Lens, independent bool,
+	paths map[string]bool) ([]runtime.LensReport, runtime.Call) {
+	names := make([]string, len(lenses))
+	for i, l := range lenses {
+		names[i] = l.Name
+	}
+	call := runtime.Call{Lenses: names, Independent: independent, Model: model}
+	fail := func(err error) ([]runtime.LensReport, runtime.Call) {
+		call.Cause = err.Error()
+		kind := "model call"
+		if independent {
+			kind = "independent model call"
+		}
+		return skipAll(lenses, kind+": "+call.Cause), call
+	}
+	nonce, err := r.nonce(req)
+	if err != nil {
+		return fail(err)
+	}
+	sch := reviewSchema(names)
+	p := &prompt{
+		system: systemPrompt(lenses, independent), shape: answerShape, user: userPrompt(req, nonce),
+		schema: sch, schemaName: "asdd_review",
+	}
+	if n := len(p.system) + len(p.shape) + len(p.user); n > r.opts.MaxPromptBytes {
+		return fail(fmt.Errorf("the change does not fit the prompt budget (%d bytes > %d); lower review.max_diff_lines", n, r.opts.MaxPromptBytes))
+	}
+	text, err := r.ask(ctx, req, model, p, &call)
+	if err != nil {
+		return fail(err)
+	}
+	rev, err := checkReview(text, sch)
+	if err != nil {
+		return fail(err)
+	}
+	return matchLenses(rev, lenses, paths), call
 }
 
-// skepticWins merges the adversarial pass's report of a lens into the first pass's: the
-// stricter verdict, the findings of both, and both summaries.
-func skepticWins(first, adv runtime.LensReport) runtime.LensReport {
-	out := first
-	if verdictRank[adv.Verdict] > verdictRank[first.Verdict] {
-		out.Verdict = adv.Verdict
-		out.Cause = adv.Cause
+// checkReview turns an answer's text into a review: one whole JSON object, within the bounds
+// of asdd/review/v0.1, matching the schema that was asked for.
+func checkReview(text string, sch *schema) (*asdd.Review, error) {
+	obj, err := ExtractAnswer(text)
+	if err != nil {
+		return nil, err
 	}
-	out.Findings = append(append([]runtime.Finding(nil), first.Findings...), adv.Findings...)
-	switch {
-	case adv.Summary == "":
-	case out.Summary == "":
-		out.Summary = "Adversarial pass: " + adv.Summary
-	default:
-		out.Summary += " | Adversarial pass: " + adv.Summary
+	if err := asdd.CheckJSON(obj); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+	}
+	v, err := decodeValue(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := sch.validate(v); err != nil {
+		return nil, err
+	}
+	return asdd.ParseReview(obj)
+}
+
+// matchLenses gives every lens asked its entry of the answer. A lens the answer left out, or
+// whose findings point at files outside the reviewed diff, is skipped with that cause.
+func matchLenses(rev *asdd.Review, lenses []runtime.Lens, paths map[string]bool) []runtime.LensReport {
+	got := map[string]runtime.LensReport{}
+	for _, rep := range rev.Reports() {
+		got[rep.Lens] = rep
+	}
+	out := make([]runtime.LensReport, 0, len(lenses))
+	for _, l := range lenses {
+		rep, ok := got[l.Name]
+		if !ok {
+			out = append(out, runtime.LensReport{Lens: l.Name, Verdict: runtime.VerdictSkipped,
+				Cause: "the model's answer has no entry for this lens"})
+			continue
+		}
+		for _, f := range rep.Findings {
+			if f.Path != "" && !paths[f.Path] {
+				rep = runtime.LensReport{Lens: l.Name, Verdict: runtime.VerdictSkipped,
+					Cause: fmt.Sprintf("the model's answer has a finding on %q, which is not a file of the reviewed diff", bounded(f.Path, 120))}
+				break
+			}
+		}
+		out = append(out, rep)
 	}
 	return out
 }
 
-func (r *Runtime) reviewPass(ctx context.Context, req *runtime.Request, model string, lenses []runtime.Lens, adversarial bool) (*asdd.Review, error) {
-	nonce, err := r.nonce(req)
-	if err != nil {
-		return nil, err
+func skipAll(lenses []runtime.Lens, cause string) []runtime.LensReport {
+	out := make([]runtime.LensReport, len(lenses))
+	for i, l := range lenses {
+		out[i] = runtime.LensReport{Lens: l.Name, Verdict: runtime.VerdictSkipped, Cause: cause}
 	}
-	system := systemPrompt(lenses, adversarial)
-	user := userPrompt(req, nonce)
-	if len(system)+len(user) > r.opts.MaxPromptBytes {
-		return nil, fmt.Errorf("the change does not fit the prompt budget (%d bytes > %d); lower review.max_diff_lines",
-			len(system)+len(user), r.opts.MaxPromptBytes)
+	return out
+}
+
+// diffPaths are the files a finding may name: both sides of every file in the diff sent.
+func diffPaths(req *runtime.Request) map[string]bool {
+	out := map[string]bool{}
+	for i := range req.Files {
+		for _, p := range []string{req.Files[i].NewPath, req.Files[i].OldPath} {
+			if p != "" {
+				out[p] = true
+			}
+		}
 	}
-	text, err := r.complete(ctx, req, model, system, user)
-	if err != nil {
-		return nil, err
+	return out
+}
+
+// errBudget marks a call that a token cap did not allow.
+var errBudget = errors.New("token budget")
+
+// ask sends a prompt and returns the answer's text, filling call with what the call cost. It
+// starts at the response format level remembered for the endpoint and model and steps down
+// when the endpoint refuses it.
+func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p *prompt, call *runtime.Call) (string, error) {
+	timeout := r.opts.Timeout
+	if timeout <= 0 && req.Settings.TimeoutSeconds > 0 {
+		timeout = time.Duration(req.Settings.TimeoutSeconds) * time.Second
 	}
-	obj, err := ExtractJSON(text)
-	if err != nil {
-		return nil, err
+	if timeout <= 0 {
+		timeout = 45 * time.Second
 	}
-	return asdd.ParseReview(obj)
+	key := r.endpoint + "\x00" + model
+	schemaJSON := p.schema.encode()
+	level := r.level(key)
+
+	// The most this call can cost: its prompt and a full answer.
+	reserved := estimatePrompt(p, formats[level], schemaJSON) + r.opts.MaxTokens
+	if req.Budget != nil {
+		if ok, cause := req.Budget.Reserve(reserved); !ok {
+			return "", fmt.Errorf("%w: %s", errBudget, cause)
+		}
+	}
+	var used int
+	defer func() {
+		if req.Budget != nil {
+			req.Budget.Settle(reserved, used)
+		}
+	}()
+
+	call.Started = time.Now()
+	defer func() { call.Duration = time.Since(call.Started) }()
+	for {
+		format := formats[level]
+		call.Format = format
+		body, err := r.body(model, p, format, schemaJSON)
+		if err != nil {
+			return "", err
+		}
+		resp, attempts, err := r.post(ctx, body, timeout)
+		call.Attempts += attempts
+		var he *httpError
+		if errors.As(err, &he) && he.refusesFormat() && level+1 < len(formats) {
+			level++
+			r.lower(key, model, level)
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		rp, perr := parseCompletion(resp)
+		call.Usage = usageOf(rp, p, format, schemaJSON)
+		used = call.Usage.Total()
+		if perr != nil {
+			return "", perr
+		}
+		return rp.text, nil
+	}
+}
+
+// usageOf is the server's count when it sent one, otherwise an estimate from the bytes.
+func usageOf(rp reply, p *prompt, format string, schemaJSON []byte) runtime.Tokens {
+	if rp.hasUsage {
+		return runtime.Tokens{PromptTokens: rp.prompt, CompletionTokens: rp.complete}
+	}
+	return runtime.Tokens{PromptTokens: estimatePrompt(p, format, schemaJSON),
+		CompletionTokens: runtime.EstimateTokens(rp.producedBytes), Estimated: true}
+}
+
+// level is the response format level to start at for an endpoint and model.
+func (r *Runtime) level(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.levels[key]
+}
+
+// lower remembers that an endpoint and model need at least the given level, and says so once.
+func (r *Runtime) lower(key, model string, level int) {
+	r.mu.Lock()
+	changed := r.levels[key] < level
+	if changed {
+		r.levels[key] = level
+	}
+	r.mu.Unlock()
+	if changed {
+		r.opts.Logger.Warn().Str("runtime", Name).Str("model", model).Str("response_format", formats[level]).
+			Str("refused", formats[level-1]).Msg("model endpoint refused a response format; using the next level for this endpoint and model")
+	}
+}
+
+// Formats reports the response format level in use for each model that needed a fallback.
+func (r *Runtime) Formats() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]string{}
+	for k, l := range r.levels {
+		_, model, _ := strings.Cut(k, "\x00")
+		out[model] = formats[l]
+	}
+	return out
 }
 
 // nonce returns 32 random hex characters that do not occur in the untrusted data, so the data
@@ -256,138 +407,19 @@ func (r *Runtime) nonce(req *runtime.Request) (string, error) {
 			return "", fmt.Errorf("fence nonce: %w", err)
 		}
 		n := hex.EncodeToString(b[:])
-		if !bytes.Contains(req.Diff, []byte(n)) && !strings.Contains(req.Subject.Title, n) && !strings.Contains(req.Subject.Body, n) {
+		if !bytes.Contains(req.Diff, []byte(n)) && !strings.Contains(req.Subject.Title, n) && !strings.Contains(req.Subject.Body, n) &&
+			!changedContains(req.Changed, n) {
 			return n, nil
 		}
 	}
 	return "", errors.New("fence nonce: could not find a nonce absent from the data")
 }
 
-// complete sends one chat completion with bounded retries and returns the answer's text.
-func (r *Runtime) complete(ctx context.Context, req *runtime.Request, model, system, user string) (string, error) {
-	timeout := r.opts.Timeout
-	if timeout <= 0 && req.Settings.TimeoutSeconds > 0 {
-		timeout = time.Duration(req.Settings.TimeoutSeconds) * time.Second
-	}
-	if timeout <= 0 {
-		timeout = 45 * time.Second
-	}
-	creq := goopenai.ChatCompletionRequest{
-		Model: model,
-		Messages: []goopenai.ChatCompletionMessage{
-			{Role: goopenai.ChatMessageRoleSystem, Content: system},
-			{Role: goopenai.ChatMessageRoleUser, Content: user},
-		},
-		MaxTokens:      r.opts.MaxTokens,
-		ResponseFormat: &goopenai.ChatCompletionResponseFormat{Type: goopenai.ChatCompletionResponseFormatTypeJSONObject},
-	}
-	var lastErr error
-	wait := r.opts.Backoff
-	for attempt := 0; attempt <= r.opts.Retries; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return "", fmt.Errorf("%w (after: %v)", ctx.Err(), lastErr)
-			case <-time.After(wait):
-			}
-			wait *= 2
-		}
-		actx, cancel := context.WithTimeout(ctx, timeout)
-		resp, err := r.client.CreateChatCompletion(actx, creq)
-		cancel()
-		if err == nil {
-			if len(resp.Choices) == 0 {
-				return "", errors.New("the model returned no choices")
-			}
-			return resp.Choices[0].Message.Content, nil
-		}
-		lastErr = describe(err)
-		if ctx.Err() != nil || !retryable(err) {
-			return "", lastErr
+func changedContains(cs []runtime.Changed, n string) bool {
+	for _, c := range cs {
+		if strings.Contains(c.Path, n) {
+			return true
 		}
 	}
-	return "", fmt.Errorf("gave up after %d attempts: %w", r.opts.Retries+1, lastErr)
+	return false
 }
-
-// retryable reports whether a failed call may succeed if repeated: rate limits, server
-// errors, timeouts of one attempt and network errors. Oversized answers and client errors are
-// final.
-func retryable(err error) bool {
-	if errors.Is(err, errTooLarge) {
-		return false
-	}
-	var apiErr *goopenai.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.HTTPStatusCode == http.StatusTooManyRequests || apiErr.HTTPStatusCode >= 500
-	}
-	var reqErr *goopenai.RequestError
-	if errors.As(err, &reqErr) {
-		return reqErr.HTTPStatusCode == http.StatusTooManyRequests || reqErr.HTTPStatusCode >= 500
-	}
-	return true
-}
-
-// describe turns a client error into a short cause without echoing the response body.
-func describe(err error) error {
-	var apiErr *goopenai.APIError
-	if errors.As(err, &apiErr) {
-		return fmt.Errorf("model endpoint answered HTTP %d", apiErr.HTTPStatusCode)
-	}
-	var reqErr *goopenai.RequestError
-	if errors.As(err, &reqErr) {
-		return fmt.Errorf("model endpoint answered HTTP %d", reqErr.HTTPStatusCode)
-	}
-	if errors.Is(err, errTooLarge) {
-		return errTooLarge
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return errors.New("model call timed out")
-	}
-	return fmt.Errorf("model call failed: %w", err)
-}
-
-var errTooLarge = errors.New("model answer exceeds the response size limit")
-
-// limitTransport fails a response whose body is larger than max.
-type limitTransport struct {
-	next http.RoundTripper
-	max  int64
-}
-
-func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.ContentLength > t.max {
-		resp.Body.Close()
-		return nil, errTooLarge
-	}
-	resp.Body = &limitBody{rc: resp.Body, left: t.max}
-	return resp, nil
-}
-
-type limitBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *limitBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// Probe one byte: exactly max bytes is fine, more is not.
-		var one [1]byte
-		n, err := b.rc.Read(one[:])
-		if n > 0 {
-			return 0, errTooLarge
-		}
-		return 0, err
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *limitBody) Close() error { return b.rc.Close() }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,8 +41,14 @@ type chatRequest struct {
 	} `json:"messages"`
 	MaxTokens      int `json:"max_tokens"`
 	ResponseFormat *struct {
-		Type string `json:"type"`
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Strict bool            `json:"strict"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
 	} `json:"response_format"`
+	raw []byte
 }
 
 func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,6 +57,7 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		f.t.Errorf("request body is not JSON: %v", err)
 	}
+	req.raw = body
 	f.mu.Lock()
 	f.bodies = append(f.bodies, req)
 	f.auth = append(f.auth, r.Header.Get("Authorization"))
@@ -72,6 +80,7 @@ func reply(w http.ResponseWriter, content string) {
 		"id": "x", "object": "chat.completion", "model": "m",
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 			"message": map[string]any{"role": "assistant", "content": content}}},
+		"usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050},
 	})
 }
 
@@ -81,11 +90,11 @@ func reviewJSON(summary string, lenses ...string) string {
 		name, verdict, _ := strings.Cut(l, "=")
 		findings := "[]"
 		if verdict == "request-changes" {
-			findings = `[{"severity":"block","message":"Deleting the nil check makes Load panic on a missing file.","path":"loader.go:3"}]`
+			findings = `[{"severity":"block","title":"Nil check removed","message":"Deleting the nil check makes Load panic on a missing file.","path":"loader.go:3"}]`
 		}
-		ls = append(ls, fmt.Sprintf(`{"lens":%q,"verdict":%q,"findings":%s}`, name, verdict, findings))
+		ls = append(ls, fmt.Sprintf(`{"lens":%q,"verdict":%q,"summary":"Verdict %s.","findings":%s}`, name, verdict, verdict, findings))
 	}
-	return fmt.Sprintf(`{"schema":"asdd/review/v0.1","mode":"live","recommendation":"comment","summary":%q,"lenses":[%s]}`,
+	return fmt.Sprintf(`{"schema":"asdd/review/v0.1","recommendation":"comment","summary":%q,"lenses":[%s]}`,
 		summary, strings.Join(ls, ","))
 }
 
@@ -204,8 +213,17 @@ func TestRequestShapeFenceAndInjection(t *testing.T) {
 			t.Errorf("call %d: %s with %q", i, model.paths[i], model.auth[i])
 		}
 		if req.Model != "reviewer-model-7" || len(req.Messages) != 2 || req.Messages[0].Role != "system" ||
-			req.Messages[1].Role != "user" || req.MaxTokens <= 0 || req.ResponseFormat == nil || req.ResponseFormat.Type != "json_object" {
+			req.Messages[1].Role != "user" || req.MaxTokens <= 0 || req.ResponseFormat == nil || req.ResponseFormat.Type != "json_schema" ||
+			req.ResponseFormat.JSONSchema == nil || !req.ResponseFormat.JSONSchema.Strict {
 			t.Errorf("call %d shape: %+v", i, req)
+		}
+		// The schema's lens names are exactly the lenses of this call.
+		want := []string{"correctness"}
+		if i == 1 {
+			want = []string{"quality"}
+		}
+		if got := schemaLensEnum(t, req.ResponseFormat.JSONSchema.Schema); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("call %d schema lens enum %v, want %v", i, got, want)
 		}
 		system, user := req.Messages[0].Content, req.Messages[1].Content
 		for _, untrusted := range []string{injection, "mallory", "Simplify Load", "loader.go"} {
@@ -242,6 +260,31 @@ func TestRequestShapeFenceAndInjection(t *testing.T) {
 	}
 }
 
+// schemaLensEnum reads properties.lenses.items.properties.lens.enum of a sent schema.
+func schemaLensEnum(t *testing.T, raw json.RawMessage) []string {
+	t.Helper()
+	var s struct {
+		Properties struct {
+			Lenses struct {
+				Items struct {
+					Properties struct {
+						Lens struct {
+							Enum []string `json:"enum"`
+						} `json:"lens"`
+					} `json:"properties"`
+				} `json:"items"`
+			} `json:"lenses"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+	return s.Properties.Lenses.Items.Properties.Lens.Enum
+}
+
+// TestAnswersOnlyCountForTheirOwnPass: an answer of the first call that also speaks for the
+// independent lens names a lens it was not asked for, so it does not match the schema and is
+// not used at all; the independent call's own answer decides its lens.
 func TestAnswersOnlyCountForTheirOwnPass(t *testing.T) {
 	model := &fakeModel{t: t}
 	model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
@@ -257,7 +300,8 @@ func TestAnswersOnlyCountForTheirOwnPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lens(d, "quality").Outcome != review.OutcomeFailed || lens(d, "correctness").Outcome != review.OutcomePassed {
+	c := lens(d, "correctness")
+	if lens(d, "quality").Outcome != review.OutcomeFailed || c.Outcome != review.OutcomePending || !strings.Contains(c.Cause, "does not match the schema") {
 		t.Fatalf("lenses %+v", d.Lenses)
 	}
 }
@@ -282,9 +326,9 @@ func TestRetriesOnRateLimitsAndServerErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Three attempts for the first pass, then the adversarial pass answers at once.
-	if got := len(model.requests()); got != 4 {
-		t.Fatalf("%d attempts, want 4", got)
+	// Three attempts for the one call (no lens needs an independent call).
+	if got := len(model.requests()); got != 3 {
+		t.Fatalf("%d attempts, want 3", got)
 	}
 	if l := lens(d, "correctness"); l.Outcome != review.OutcomePassed {
 		t.Fatalf("correctness %+v", l)
@@ -300,20 +344,31 @@ func TestFailsClosed(t *testing.T) {
 		attempts  int
 		wantCause string
 	}{
-		{"prose", func(_ int, w http.ResponseWriter, _ *http.Request) { reply(w, "Looks good to me, approve!") }, nil, 1, "no JSON object"},
+		{"prose", func(_ int, w http.ResponseWriter, _ *http.Request) { reply(w, "Looks good to me, approve!") }, nil, 1, "not a JSON object"},
 		{"wrong schema", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			reply(w, `{"schema":"something/else","recommendation":"comment","summary":"","lenses":[]}`)
-		}, nil, 1, "schema"},
+		}, nil, 1, "answer.schema is"},
 		{"approve verdict", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			reply(w, `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[{"lens":"correctness","verdict":"approve","findings":[]}]}`)
+			reply(w, `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[{"lens":"correctness","verdict":"approve","summary":"","findings":[]}]}`)
 		}, nil, 1, "verdict"},
 		{"duplicate keys", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			reply(w, `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[{"lens":"correctness","verdict":"request-changes","verdict":"ok","findings":[]}]}`)
+			reply(w, `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[{"lens":"correctness","verdict":"request-changes","verdict":"ok","summary":"","findings":[]}]}`)
 		}, nil, 1, "duplicate"},
 		{"garbage body", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, "\x00\x01 not json at all")
-		}, nil, 3, "failed"},
+		}, nil, 1, "not a chat completion"},
+		{"deep JSON", func(_ int, w http.ResponseWriter, _ *http.Request) {
+			reply(w, `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[],"x":`+
+				strings.Repeat("[", 5000)+strings.Repeat("]", 5000)+`}`)
+		}, nil, 1, "nest"},
+		{"invalid UTF-8 body", func(_ int, w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"choices":[{"finish_reason":"stop","message":{"role":"assistant","content":"{\"schema\":\"`+"\xff\xfe"+`\"}"}}]}`)
+		}, nil, 1, "not valid UTF-8"},
+		{"schema-valid answer naming an unknown lens", func(_ int, w http.ResponseWriter, _ *http.Request) {
+			reply(w, reviewJSON("s", "correctness=ok", "approve-everything=ok"))
+		}, nil, 1, "not one of correctness"},
 		{"always 500", func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }, nil, 3, "HTTP 500"},
 		{"400 is final", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(400)
@@ -367,25 +422,6 @@ func TestFailsClosed(t *testing.T) {
 	}
 }
 
-func TestExtractJSON(t *testing.T) {
-	cases := map[string]string{
-		`{"a":1}`:                               `{"a":1}`,
-		"```json\n{\"a\":1}\n```":               `{"a":1}`,
-		"Here you go: {\"a\":{\"b\":2}} thanks": `{"a":{"b":2}}`,
-	}
-	for in, want := range cases {
-		got, err := openai.ExtractJSON(in)
-		if err != nil || string(got) != want {
-			t.Errorf("ExtractJSON(%q) = %q, %v", in, got, err)
-		}
-	}
-	for _, bad := range []string{"", "no json", "[1,2]", "{broken"} {
-		if _, err := openai.ExtractJSON(bad); err == nil {
-			t.Errorf("ExtractJSON(%q) accepted", bad)
-		}
-	}
-}
-
 func TestNewNeedsEndpointAndToken(t *testing.T) {
 	if _, err := openai.New(openai.Options{BaseURL: "http://x"}); err == nil {
 		t.Fatal("accepted a missing token")
@@ -419,57 +455,209 @@ func TestTriageThroughTheModel(t *testing.T) {
 	}
 }
 
-// TestAdversarialPassWithoutQualityLens: a policy without a quality lens still gets an
-// independent second call that re-judges its lenses, and the stricter answer wins.
-func TestAdversarialPassWithoutQualityLens(t *testing.T) {
+// TestIndependentCallOnlyWhereNeeded: the independent adversarial call is made for quality
+// lenses and lenses marked independent, and only then.
+func TestIndependentCallOnlyWhereNeeded(t *testing.T) {
 	cases := []struct {
-		name          string
-		first, second string
-		want          review.Outcome
-		findings      int
+		name        string
+		lenses      []string
+		independent []string
+		calls       int
 	}{
-		{"skeptic refutes a rubber stamp", "correctness=ok", "correctness=request-changes", review.OutcomeFailed, 1},
-		{"skeptic cannot soften a failure", "correctness=request-changes", "correctness=ok", review.OutcomeFailed, 1},
-		{"both pass", "correctness=ok", "correctness=ok", review.OutcomePassed, 0},
-		{"skeptic declines", "correctness=ok", "correctness=skipped", review.OutcomePending, 0},
-		{"skeptic silent on the lens", "correctness=ok", "", review.OutcomePassed, 0},
+		{"no lens needs it", []string{"correctness", "style"}, nil, 1},
+		{"a quality lens", []string{"correctness", "quality"}, nil, 2},
+		{"a lens marked independent", []string{"correctness", "style"}, []string{"style"}, 2},
+		{"only independent lenses", []string{"quality"}, nil, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			model := &fakeModel{t: t}
-			model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
-				if n == 1 {
-					reply(w, reviewJSON("first answer", c.first))
-					return
-				}
-				var ls []string
-				if c.second != "" {
-					ls = append(ls, c.second)
-				}
-				reply(w, reviewJSON("second answer", ls...))
-			}
+			model := obedientModel(t)
 			srv := httptest.NewServer(model)
 			defer srv.Close()
-			d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), repoConfig("correctness"))
+			cfg := repoConfig(c.lenses...)
+			for i := range cfg.Policy.Lenses {
+				for _, n := range c.independent {
+					if cfg.Policy.Lenses[i].Name == n {
+						cfg.Policy.Lenses[i].Independent = true
+					}
+				}
+			}
+			d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			reqs := model.requests()
-			if len(reqs) != 2 {
-				t.Fatalf("%d model calls, want 2", len(reqs))
+			if len(reqs) != c.calls {
+				t.Fatalf("%d model calls, want %d", len(reqs), c.calls)
 			}
-			first, second := reqs[0].Messages[0].Content, reqs[1].Messages[0].Content+reqs[1].Messages[1].Content
-			if strings.Contains(first, "adversarial pass") || !strings.Contains(second, "adversarial pass") ||
-				!strings.Contains(second, "LENS correctness:") || strings.Contains(second, "first answer") {
-				t.Fatal("the second call is not an independent adversarial pass over the lens")
+			if len(d.Tokens.Calls) != c.calls {
+				t.Fatalf("decision counts %d calls, want %d", len(d.Tokens.Calls), c.calls)
 			}
-			l := lens(d, "correctness")
-			if l.Outcome != c.want || len(l.Findings) != c.findings {
-				t.Fatalf("correctness %+v, want %s with %d finding(s)", l, c.want, c.findings)
+			for _, req := range reqs {
+				adv := strings.Contains(req.Messages[0].Content, "independent adversarial pass")
+				for _, n := range c.lenses {
+					in := strings.Contains(req.Messages[0].Content, "LENS "+n+":")
+					needs := n == "quality" || slices.Contains(c.independent, n)
+					if in && needs != adv && c.calls == 2 {
+						t.Errorf("lens %s in the wrong call (adversarial=%v)", n, adv)
+					}
+				}
 			}
-			if c.second != "" && !strings.Contains(l.Summary, "Adversarial pass") && l.Outcome != review.OutcomePending {
-				t.Errorf("summary %q does not report the adversarial pass", l.Summary)
+			for _, n := range c.lenses {
+				if l := lens(d, n); l.Outcome != review.OutcomeFailed {
+					t.Errorf("%s: %+v", n, l)
+				}
 			}
 		})
 	}
+}
+
+// TestFormatFallbackIsRemembered: an endpoint that refuses json_schema is asked with
+// json_object, and the next review of the same runtime starts there; another model on the
+// same endpoint still starts with json_schema. The change is logged once.
+func TestFormatFallbackIsRemembered(t *testing.T) {
+	model := &fakeModel{t: t}
+	model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
+		if req.ResponseFormat != nil && req.ResponseFormat.Type == "json_schema" && req.Model == "reviewer-model-7" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"error":{"message":"response_format json_schema is not supported","type":"invalid_request_error"}}`)
+			return
+		}
+		reply(w, reviewJSON("fine", "correctness=ok"))
+	}
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+	var logs strings.Builder
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "t", Backoff: time.Millisecond,
+		Logger: zerolog.New(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := review.NewPipeline(review.Options{Runtimes: runtime.NewRegistry(rt), Logger: zerolog.Nop()})
+	formats := func() []string {
+		var out []string
+		for _, r := range model.requests() {
+			f := "none"
+			if r.ResponseFormat != nil {
+				f = r.ResponseFormat.Type
+			}
+			out = append(out, r.Model+":"+f)
+		}
+		return out
+	}
+	for i := 0; i < 2; i++ {
+		d, err := p.Review(context.Background(), subject(), repoConfig("correctness"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := lens(d, "correctness"); l.Outcome != review.OutcomePassed {
+			t.Fatalf("review %d: %+v", i, l)
+		}
+	}
+	want := "reviewer-model-7:json_schema,reviewer-model-7:json_object,reviewer-model-7:json_object"
+	if got := strings.Join(formats(), ","); got != want {
+		t.Fatalf("formats %s, want %s", got, want)
+	}
+	other := repoConfig("correctness")
+	other.Models.Reviewer = "other-model"
+	if _, err := p.Review(context.Background(), subject(), other); err != nil {
+		t.Fatal(err)
+	}
+	if got := formats()[3]; got != "other-model:json_schema" {
+		t.Fatalf("another model started at %s", got)
+	}
+	if n := strings.Count(logs.String(), "refused a response format"); n != 1 {
+		t.Fatalf("%d log lines about the fallback, want 1:\n%s", n, logs.String())
+	}
+	if strings.Contains(logs.String(), "sk-") || strings.Contains(logs.String(), "loader.go") {
+		t.Fatal("the log line carries request data")
+	}
+	if got := rt.Formats(); got["reviewer-model-7"] != "json_object" {
+		t.Fatalf("Formats() = %v", got)
+	}
+}
+
+// TestTokenBudget: a call that could pass a cap is not made; its lenses are pending with cause
+// "token budget", the calls that fit keep their outcomes, and the daily allowance is counted
+// per installation and per UTC day.
+func TestTokenBudget(t *testing.T) {
+	model := obedientModel(t) // every answer reports 1000+50 tokens
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+
+	t.Run("per review", func(t *testing.T) {
+		cases := []struct {
+			name     string
+			max      int
+			requests int
+			pending  []string
+		}{
+			{"nothing fits", 100, 0, []string{"correctness", "quality"}},
+			{"the independent call does not fit", 5000, 1, []string{"quality"}},
+			{"no cap", 0, 2, nil},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				before := len(model.requests())
+				cfg := repoConfig("correctness", "quality")
+				cfg.Models.MaxTokensPerReview = c.max
+				d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := len(model.requests()) - before; got != c.requests {
+					t.Fatalf("%d requests, want %d", got, c.requests)
+				}
+				for _, n := range []string{"correctness", "quality"} {
+					l := lens(d, n)
+					if slices.Contains(c.pending, n) {
+						if l.Outcome != review.OutcomePending || !strings.Contains(l.Cause, "token budget") ||
+							!strings.Contains(l.Cause, "models.max_tokens_per_review") {
+							t.Errorf("%s: %+v, want pending for the token budget", n, l)
+						}
+					} else if l.Outcome != review.OutcomeFailed {
+						t.Errorf("%s: %+v", n, l)
+					}
+				}
+				if d.Gate.State == review.OutcomePassed {
+					t.Fatal("gate passed")
+				}
+			})
+		}
+	})
+
+	t.Run("per installation per day", func(t *testing.T) {
+		now := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
+		ledger := review.NewTokenLedger(5000, func() time.Time { return now })
+		rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: "t", Backoff: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := review.NewPipeline(review.Options{Runtimes: runtime.NewRegistry(rt), Logger: zerolog.Nop(), Tokens: ledger})
+		run := func(inst int64) review.LensResult {
+			s := subject()
+			s.InstallationID = inst
+			d, err := p.Review(context.Background(), s, repoConfig("correctness"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lens(d, "correctness")
+		}
+		if l := run(7); l.Outcome != review.OutcomeFailed {
+			t.Fatalf("first review: %+v", l)
+		}
+		if got := ledger.Used(7); got != 1050 {
+			t.Fatalf("ledger holds %d tokens for the installation, want the 1050 the server reported", got)
+		}
+		if l := run(7); l.Outcome != review.OutcomePending || !strings.Contains(l.Cause, "max_tokens_per_installation_per_day") {
+			t.Fatalf("second review the same day: %+v", l)
+		}
+		if l := run(8); l.Outcome != review.OutcomeFailed {
+			t.Fatalf("another installation: %+v", l)
+		}
+		now = now.Add(2 * time.Hour) // the next UTC day
+		if l := run(7); l.Outcome != review.OutcomeFailed {
+			t.Fatalf("the next day: %+v", l)
+		}
+	})
 }
