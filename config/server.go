@@ -51,8 +51,14 @@ type Server struct {
 	// DryRun reviews but never writes to GitHub; outcomes are only logged.
 	// Env LENSGATE_DRY_RUN. Default false.
 	DryRun bool `yaml:"dry_run"`
+	// PublicURL is where readers reach the App (https://lensgate.example.com). Setting it turns
+	// the details page on: check runs and the advisory comment link to
+	// PublicURL/details/{owner}/{repo}/{number}, and GitHub's OAuth login returns to
+	// PublicURL/api/github/auth. Env LENSGATE_PUBLIC_URL. Optional.
+	PublicURL string `yaml:"public_url"`
 
 	GitHub  ServerGitHub  `yaml:"github"`
+	Details ServerDetails `yaml:"details"`
 	Review  ServerReview  `yaml:"review"`
 	Runtime ServerRuntime `yaml:"runtimes"`
 	Queue   ServerQueue   `yaml:"queue"`
@@ -71,6 +77,26 @@ type ServerGitHub struct {
 	// Timeout bounds each GitHub API request. Env LENSGATE_GITHUB_TIMEOUT. Default 10s.
 	Timeout time.Duration `yaml:"timeout"`
 	App     ServerApp     `yaml:"app"`
+	OAuth   ServerOAuth   `yaml:"oauth"`
+}
+
+// ServerOAuth is the GitHub App's OAuth client, with which readers of the details page log in.
+type ServerOAuth struct {
+	// ClientID is the App's client id (Iv1.…). Env GITHUB_OAUTH_CLIENT_ID.
+	ClientID string `yaml:"client_id"`
+	// ClientSecret is one of the App's client secrets. Env GITHUB_OAUTH_CLIENT_SECRET.
+	ClientSecret string `yaml:"client_secret"`
+}
+
+// ServerDetails configures the details page (on when public_url is set).
+type ServerDetails struct {
+	// SessionKey signs the page's session, login-state and CSRF values: at least 32 bytes as hex
+	// (`openssl rand -hex 32`). Changing it logs everyone out. Env LENSGATE_DETAILS_SESSION_KEY.
+	// Required when the page is on.
+	SessionKey string `yaml:"session_key"`
+	// PublicRepos serves the pages of public repositories without login. Env
+	// LENSGATE_DETAILS_PUBLIC_REPOS. Default false.
+	PublicRepos bool `yaml:"public_repos"`
 }
 
 // ServerApp identifies the GitHub App.
@@ -209,6 +235,18 @@ func ServerEnvVars() []ServerEnvVar {
 				return err
 			}
 			s.DryRun = b
+			return nil
+		}},
+		{"LENSGATE_PUBLIC_URL", "public_url", str(func(s *Server) *string { return &s.PublicURL })},
+		{"GITHUB_OAUTH_CLIENT_ID", "github.oauth.client_id", str(func(s *Server) *string { return &s.GitHub.OAuth.ClientID })},
+		{"GITHUB_OAUTH_CLIENT_SECRET", "github.oauth.client_secret", str(func(s *Server) *string { return &s.GitHub.OAuth.ClientSecret })},
+		{"LENSGATE_DETAILS_SESSION_KEY", "details.session_key", str(func(s *Server) *string { return &s.Details.SessionKey })},
+		{"LENSGATE_DETAILS_PUBLIC_REPOS", "details.public_repos", func(s *Server, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return err
+			}
+			s.Details.PublicRepos = b
 			return nil
 		}},
 		{"GITHUB_WEB_URL", "github.web_url", str(func(s *Server) *string { return &s.GitHub.WebURL })},
@@ -565,6 +603,7 @@ func (s *Server) Validate() error {
 	if len(s.Runtime.Enabled) == 0 {
 		add("runtimes.enabled", "is empty: no runtime could review")
 	}
+	s.validateDetails(add)
 	if len(p) > 0 {
 		return fmt.Errorf("server config:\n  %s", strings.Join(p, "\n  "))
 	}
@@ -622,4 +661,44 @@ func ServerCheckPrivateKey(pemBytes []byte) error {
 		return errors.New("not an RSA private key")
 	}
 	return rk.Validate()
+}
+
+// MinSessionKeyBytes is the shortest details.session_key accepted.
+const MinSessionKeyBytes = 32
+
+// validateDetails checks the details page settings: they matter only once public_url is set.
+func (s *Server) validateDetails(add func(key, format string, args ...any)) {
+	o := s.GitHub.OAuth
+	if (o.ClientID == "") != (o.ClientSecret == "") {
+		add("github.oauth.client_secret", "client_id and client_secret go together")
+	}
+	if s.PublicURL == "" {
+		return
+	}
+	if pu, err := url.Parse(s.PublicURL); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" ||
+		(pu.Path != "" && pu.Path != "/") || pu.RawQuery != "" {
+		add("public_url", "%q is not an http(s) origin such as https://lensgate.example.com", s.PublicURL)
+	}
+	if _, err := s.SessionKeyBytes(); err != nil {
+		add("details.session_key", "%v", err)
+	}
+	if o.ClientID == "" && !s.Details.PublicRepos {
+		add("github.oauth.client_id", "the details page needs the App's OAuth client (or details.public_repos to serve public repositories only)")
+	}
+}
+
+// SessionKeyBytes decodes details.session_key.
+func (s *Server) SessionKeyBytes() ([]byte, error) {
+	k := strings.TrimSpace(s.Details.SessionKey)
+	if k == "" {
+		return nil, errors.New("is required when public_url is set (openssl rand -hex 32)")
+	}
+	b, err := hex.DecodeString(k)
+	if err != nil {
+		return nil, errors.New("must be hex (openssl rand -hex 32)")
+	}
+	if len(b) < MinSessionKeyBytes {
+		return nil, fmt.Errorf("has %d bytes; want at least %d", len(b), MinSessionKeyBytes)
+	}
+	return b, nil
 }
