@@ -15,6 +15,7 @@ import (
 // pattern strings without the /api/v3 prefix.
 func (s *Server) routes(mux *http.ServeMux) {
 	s.routesApp(mux)
+	s.routesOAuth(mux)
 	s.handle(mux, "GET /repos/{owner}/{repo}", authAny, s.getRepo)
 	s.handle(mux, "GET /repos/{owner}/{repo}/contents/{path...}", authInstallation, s.getContents)
 	s.handle(mux, "GET /repos/{owner}/{repo}/collaborators/{user}/permission", authInstallation, s.getPermission)

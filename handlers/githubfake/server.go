@@ -57,6 +57,9 @@ type Server struct {
 	faults    map[string][]*Fault
 	hooks     map[string][]func(*http.Request)
 
+	oauthCodes map[string]oauthGrant
+	userTokens map[string]string // user token -> login
+
 	deliveries   []*HookDelivery
 	redeliveries []int64
 	rerequests   []Rerequest
@@ -114,6 +117,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		calls:          map[string]int{},
 		faults:         map[string][]*Fault{},
 		hooks:          map[string][]func(*http.Request){},
+		oauthCodes:     map[string]oauthGrant{},
+		userTokens:     map[string]string{},
 	}
 	for _, o := range opts {
 		o(s)
