@@ -61,6 +61,9 @@ type Options struct {
 	InitialBackoff, MaxBackoff time.Duration
 	// Version is reported in the User-Agent and /healthz.
 	Version string
+	// CheckName is the gate check run's name the details page reads (the publisher's default
+	// when empty).
+	CheckName string
 	// Role splits a deployment: RoleAll (default) takes webhooks and runs reviews, RoleWeb only
 	// takes webhooks (a durable queue carries the jobs to workers), RoleWorker only runs reviews.
 	Role string
@@ -87,8 +90,10 @@ type Server struct {
 	role     string
 	// catchupDone is closed when the start-up catch-up finished (nil when it does not run).
 	catchupDone chan struct{}
-	ready       atomic.Bool
-	started     atomic.Bool
+	// app is the App identity read at Start, for the details page.
+	app     atomic.Pointer[AppIdentity]
+	ready   atomic.Bool
+	started atomic.Bool
 }
 
 // New assembles the App without contacting GitHub; Start does that.
@@ -199,6 +204,17 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET "+RouteReady, s.readiness)
 	mux.Handle("GET "+RouteMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET "+RouteKeys, s.serveKeys)
+	if opts.Role != RoleWorker {
+		page, err := s.newDetails(h, opts)
+		if err != nil {
+			return nil, fmt.Errorf("details page: %w", err)
+		}
+		if page != nil {
+			for _, route := range page.Routes() {
+				mux.Handle(route, recoverer(page, opts.Logger))
+			}
+		}
+	}
 	s.handler = mux
 	return s, nil
 }
@@ -223,6 +239,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.worker.App = app
+	s.app.Store(&app)
 	if s.role != RoleWeb {
 		if err := s.queue.Start(ctx, s.worker.Handle); err != nil {
 			return fmt.Errorf("start queue: %w", err)

@@ -176,7 +176,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 				Msg("the audit ledger ended in a torn line (a crash while writing); it is kept in set_aside and the chain continues from the last whole record")
 		}
 		closers = append(closers, func() { _ = sink.Close() })
-		p, err := publish.New(publish.Options{Signer: signer, Audit: sink})
+		p, err := publish.New(publish.Options{Signer: signer, Audit: sink, DetailsURL: cfg.PublicURL})
 		if err != nil {
 			return fail(err)
 		}

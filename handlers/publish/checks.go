@@ -75,8 +75,8 @@ func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name stri
 		if conclusion != "" {
 			opts.Conclusion = github.String(conclusion)
 		}
-		if r.p.detailsURL != "" {
-			opts.DetailsURL = github.String(r.p.detailsURL)
+		if u := r.p.detailsLink(r.info, r.info.headSHA); u != "" {
+			opts.DetailsURL = github.String(u)
 		}
 		err := r.p.call(ctx, "create check run "+name, func(ctx context.Context) (*github.Response, error) {
 			cr, resp, err := r.gh.Checks.CreateCheckRun(ctx, r.info.owner, r.info.repo, opts)
@@ -100,6 +100,9 @@ func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name stri
 		return nil
 	}
 	opts := github.UpdateCheckRunOptions{Name: name, Status: github.String(status), Output: out}
+	if u := r.p.detailsLink(r.info, r.info.headSHA); u != "" {
+		opts.DetailsURL = github.String(u)
+	}
 	if conclusion != "" {
 		opts.Conclusion = github.String(conclusion)
 	}
@@ -220,7 +223,7 @@ func (r *run) completeGate(ctx context.Context, d *review.Decision, rc *receiptI
 	if nb.Len() > 0 {
 		nb.WriteString("\n")
 	}
-	text := checkText(d, moved, nb.String(), receipt)
+	text := checkText(d, moved, nb.String(), receipt, r.record)
 	batches := [][]*github.CheckRunAnnotation{nil}
 	if existing == nil || existing.GetOutput().GetAnnotationsCount() == 0 {
 		batches = batches[:0]

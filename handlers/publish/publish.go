@@ -20,13 +20,14 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 )
 
 // DefaultCheckName is the gate check run's name.
-const DefaultCheckName = "lensgate"
+const DefaultCheckName = details.DefaultCheckName
 
 // Options configure a Publisher.
 type Options struct {
@@ -37,7 +38,9 @@ type Options struct {
 	Audit pdp.Sink
 	// CheckName is the gate check run's name (DefaultCheckName when empty).
 	CheckName string
-	// DetailsURL is linked from check runs (optional).
+	// DetailsURL is the App's public base URL (https://lensgate.example.com): check runs and the
+	// advisory comment link to its details page, /details/{owner}/{repo}/{number}/{head}.
+	// Empty links nothing.
 	DetailsURL string
 	// AllowRequestChanges lets a failing gate publish its review as REQUEST_CHANGES.
 	AllowRequestChanges bool
@@ -124,6 +127,8 @@ type run struct {
 	state     string
 	// bodyRefused is why the body's disclosure markers were refused ("" when they were not).
 	bodyRefused string
+	// record is the hidden details record for the gate check run's text ("" when none).
+	record string
 }
 
 func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers.Publication, phase string) *run {
@@ -342,6 +347,7 @@ func (r *run) finish(ctx context.Context) error {
 // reactions and per-lens checks.
 func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 	d := pub.Decision
+	r.setRecord(pub, nil)
 	pr, err := r.getPull(ctx)
 	if err != nil {
 		r.fail(err)
@@ -369,6 +375,7 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 	if err != nil {
 		r.fail(err)
 	}
+	r.setRecord(pub, plan.placed)
 	r.unchanged = sticky != nil && hiddenValue(sticky.GetBody(), markerState) == r.stateOf(d, pr.GetBody())
 	rc := r.disclose(ctx, r.pullTarget(d), pr.GetBody(), pr.GetUpdatedAt().Time, sticky)
 	if len(plan.post) > 0 {

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -18,6 +19,7 @@ const (
 	markerReview   = "<!-- lensgate:review "
 	markerFP       = "<!-- lensgate:fp:"
 	markerState    = "<!-- lensgate:state "
+	markerHeads    = "<!-- lensgate:heads "
 	markerEnd      = " -->"
 )
 
@@ -229,23 +231,7 @@ func receiptSection(envelope []byte, receiptDigest, subjectDigest string) string
 }
 
 // extractEnvelope reads the receipt back from a comment lensgate wrote.
-func extractEnvelope(body string) []byte {
-	i := strings.Index(body, markerReceipt)
-	if i < 0 {
-		return nil
-	}
-	rest := body[i:]
-	j := strings.Index(rest, "```json\n")
-	if j < 0 {
-		return nil
-	}
-	rest = rest[j+len("```json\n"):]
-	k := strings.Index(rest, "\n```")
-	if k < 0 {
-		return nil
-	}
-	return []byte(rest[:k] + "\n")
-}
+func extractEnvelope(body string) []byte { return details.ExtractEnvelope(body) }
 
 func hiddenValue(body, marker string) string {
 	i := strings.Index(body, marker)
@@ -262,7 +248,7 @@ func hiddenValue(body, marker string) string {
 
 // checkText is the check-run text: every finding and the receipt, within GitHub's limit. The
 // receipt is kept whole; findings are cut first.
-func checkText(d *review.Decision, moved []string, notes, receipt string) string {
+func checkText(d *review.Decision, moved []string, notes, receipt, record string) string {
 	var b strings.Builder
 	if len(d.Findings) > 0 {
 		b.WriteString("### Findings\n\n")
@@ -282,6 +268,7 @@ func checkText(d *review.Decision, moved []string, notes, receipt string) string
 		fmt.Fprintf(&b, "- gap: %s — %s\n", code(g.Path, 200), oneLine(g.Reason, 200))
 	}
 	const cut = "\n\n(truncated; the advisory comment lists the rest)\n"
+	receipt += record
 	fixed := len(notes) + len(receipt)
 	if fixed+len(cut) > maxCheckText {
 		// Only by a pathological number of notes: the notes give way, the receipt stays.

@@ -155,6 +155,7 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 	}
 	b.WriteString(subjectLine(r.info, d) + "\n\n")
 	b.WriteString(r.refusedBlockNotice())
+	b.WriteString(r.detailsLine())
 	b.WriteString(lensTable(d) + "\n")
 	b.WriteString(configSection(pub))
 	if len(plan.moved) > 0 {
@@ -198,7 +199,7 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 		b.WriteString("\n")
 	}
 	b.WriteString("lensgate recommends; it never approves or merges. A human decides.\n\n")
-	r.writeSticky(ctx, existing, fitComment(b.String(), r.stickyTail(rc)))
+	r.writeSticky(ctx, existing, fitComment(b.String(), r.stickyTail(rc, hiddenValue(existing.GetBody(), markerHeads))))
 }
 
 // refusedBlockNotice says in the comment, not only in the check text, that the body's
@@ -214,7 +215,7 @@ func (r *run) refusedBlockNotice() string {
 
 // stickyTail is the end of the advisory comment that must survive any cut: the signed receipt
 // and the state marker a re-run recognises its own outcome by.
-func (r *run) stickyTail(rc *receiptInfo) string {
+func (r *run) stickyTail(rc *receiptInfo, priorHeads string) string {
 	state := r.state
 	if rc != nil && rc.state != "" {
 		state = rc.state
@@ -228,6 +229,7 @@ func (r *run) stickyTail(rc *receiptInfo) string {
 			r.notes = append(r.notes, "signed receipt too large for the comment and the check text")
 		}
 	}
+	tail += r.reviewedHeads(priorHeads)
 	if state != "" {
 		tail += markerState + state + markerEnd + "\n"
 	}

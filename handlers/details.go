@@ -1,0 +1,55 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/lensgate/lensgate/handlers/details"
+	"github.com/lensgate/lensgate/handlers/queue"
+)
+
+// ReasonDetailsRerun is the job reason of a re-run asked for on the details page.
+const ReasonDetailsRerun = "details.rerun"
+
+// newDetails builds the details page when the configuration turns it on (public_url set).
+func (s *Server) newDetails(h *hooks, opts Options) (*details.Handler, error) {
+	cfg := s.cfg
+	if cfg.PublicURL == "" {
+		return nil, nil
+	}
+	key, err := cfg.SessionKeyBytes()
+	if err != nil {
+		return nil, err
+	}
+	audit := ""
+	if !cfg.DryRun {
+		audit = cfg.AuditFile
+	}
+	return details.New(details.Options{
+		Clients: s.clients,
+		App: func() (int64, string) {
+			if a := s.app.Load(); a != nil {
+				return a.ID, a.Slug
+			}
+			return 0, ""
+		},
+		WebURL: cfg.GitHub.WebURL, V3APIURL: cfg.GitHub.V3APIURL,
+		ClientID: cfg.GitHub.OAuth.ClientID, ClientSecret: cfg.GitHub.OAuth.ClientSecret,
+		SessionKey: key, PublicURL: cfg.PublicURL, PublicRepos: cfg.Details.PublicRepos,
+		Keys: opts.SigningKeys, KeysPath: RouteKeys, AuditFile: audit, CheckName: opts.CheckName,
+		Logger: opts.Logger,
+		Rerun: func(ctx context.Context, r details.Rerun) error {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			return h.enqueue(ctx, queue.Job{
+				Key:            JobKey(r.Owner, r.Repo, r.Number),
+				DeliveryID:     "details-" + hex.EncodeToString(b[:]),
+				Kind:           queue.KindPullRequest,
+				InstallationID: r.InstallationID,
+				Owner:          r.Owner, Repo: r.Repo, Number: r.Number, HeadSHA: r.HeadSHA,
+				Reason: ReasonDetailsRerun,
+			})
+		},
+	})
+}

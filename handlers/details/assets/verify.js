@@ -1,0 +1,151 @@
+// lensgate details page: the reader's browser verifies the receipt itself. It fetches the
+// exact envelope bytes offered for download and the public keys the App publishes, checks the
+// DSSE signature with WebCrypto Ed25519 and recomputes the digests. Nothing the server says
+// about the result is used; every line written here is what this browser computed.
+(function () {
+  "use strict";
+
+  var PAYLOAD_TYPE = "application/vnd.in-toto+json";
+
+  function bytesFromBase64(s) {
+    var bin = atob(s);
+    var out = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+
+  function bytesFromBase64URL(s) {
+    s = s.replace(/-/g, "+").replace(/_/g, "/");
+    while (s.length % 4) s += "=";
+    return bytesFromBase64(s);
+  }
+
+  function hex(buf) {
+    var b = new Uint8Array(buf), s = "";
+    for (var i = 0; i < b.length; i++) s += (b[i] < 16 ? "0" : "") + b[i].toString(16);
+    return s;
+  }
+
+  function concat(a, b) {
+    var out = new Uint8Array(a.length + b.length);
+    out.set(a, 0);
+    out.set(b, a.length);
+    return out;
+  }
+
+  // DSSE pre-authentication encoding: "DSSEv1 " len(type) " " type " " len(body) " " body.
+  function pae(type, body) {
+    var enc = new TextEncoder();
+    var t = enc.encode(type);
+    var head = enc.encode("DSSEv1 " + t.length + " " + type + " " + body.length + " ");
+    return concat(head, body);
+  }
+
+  async function sha256(bytes) {
+    return hex(await crypto.subtle.digest("SHA-256", bytes));
+  }
+
+  async function fetchBytes(url) {
+    var resp = await fetch(url, { credentials: "same-origin", cache: "no-store" });
+    if (!resp.ok) throw new Error("GET " + url + " answered " + resp.status);
+    return new Uint8Array(await resp.arrayBuffer());
+  }
+
+  async function verify(box) {
+    var lines = [];
+    var ok = true;
+    var envBytes = await fetchBytes(box.dataset.receipt);
+    var keysResp = await fetch(box.dataset.keys, { credentials: "same-origin", cache: "no-store" });
+    if (!keysResp.ok) throw new Error("the published keys could not be read (" + keysResp.status + ")");
+    var keys = (await keysResp.json()).keys || [];
+
+    lines.push("Envelope file digest computed by your browser: " + (await sha256(envBytes)) + ".");
+    var env;
+    try {
+      env = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(envBytes));
+    } catch (e) {
+      return { ok: false, lines: lines.concat(["The envelope is not valid JSON: " + e.message + "."]) };
+    }
+    if (env.payloadType !== PAYLOAD_TYPE) {
+      ok = false;
+      lines.push("Payload type is " + JSON.stringify(env.payloadType) + ", not " + PAYLOAD_TYPE + ".");
+    }
+    var payload;
+    try {
+      payload = bytesFromBase64(String(env.payload));
+    } catch (e) {
+      return { ok: false, lines: lines.concat(["The payload is not base64."]) };
+    }
+    var digest = await sha256(payload);
+    if (digest === box.dataset.digest) {
+      lines.push("Payload digest computed by your browser: sha256:" + digest + ", the same as this page shows.");
+    } else {
+      ok = false;
+      lines.push("Payload digest computed by your browser: sha256:" + digest + ", NOT the sha256:" + box.dataset.digest + " this page shows.");
+    }
+    var sigs = Array.isArray(env.signatures) ? env.signatures : [];
+    if (sigs.length === 0) {
+      return { ok: false, lines: lines.concat(["The envelope carries no signature."]) };
+    }
+    var message = pae(String(env.payloadType), payload);
+    var verifiedBy = "";
+    for (var i = 0; i < sigs.length && !verifiedBy; i++) {
+      var sig;
+      try {
+        sig = bytesFromBase64(String(sigs[i].sig));
+      } catch (e) {
+        continue;
+      }
+      for (var j = 0; j < keys.length && !verifiedBy; j++) {
+        if (keys[j].kty !== "OKP" || keys[j].crv !== "Ed25519") continue;
+        var key = await crypto.subtle.importKey("raw", bytesFromBase64URL(keys[j].x), { name: "Ed25519" }, false, ["verify"]);
+        if (await crypto.subtle.verify({ name: "Ed25519" }, key, sig, message)) verifiedBy = keys[j].hex || keys[j].kid;
+      }
+    }
+    if (verifiedBy) {
+      lines.push("Ed25519 signature checked by your browser: valid, with the published key " + verifiedBy + ".");
+    } else {
+      ok = false;
+      lines.push("Ed25519 signature checked by your browser: NOT valid for any of the " + keys.length + " published keys.");
+    }
+    return { ok: ok, lines: lines };
+  }
+
+  function show(box, state, headline, lines) {
+    box.dataset.state = state;
+    var out = document.getElementById("browser-result");
+    out.textContent = headline;
+    var old = document.getElementById("browser-lines");
+    if (old) old.remove();
+    if (lines && lines.length) {
+      var ul = document.createElement("ul");
+      ul.id = "browser-lines";
+      lines.forEach(function (l) {
+        var li = document.createElement("li");
+        li.textContent = l;
+        ul.appendChild(li);
+      });
+      box.appendChild(ul);
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var box = document.getElementById("browser-verify");
+    if (!box || !box.dataset.receipt) return;
+    if (!window.crypto || !crypto.subtle) {
+      show(box, "unsupported", "Your browser offers no WebCrypto here (it needs https); download the receipt and use lensgate receipt verify.", []);
+      return;
+    }
+    show(box, "running", "Your browser is checking the receipt…", []);
+    verify(box).then(function (r) {
+      show(box, r.ok ? "ok" : "fail", r.ok
+        ? "✔ Your browser verified this receipt: the signature is valid and the digests are as shown."
+        : "✘ Your browser could NOT verify this receipt.", r.lines);
+    }, function (e) {
+      var unsupported = e && e.name === "NotSupportedError";
+      show(box, unsupported ? "unsupported" : "fail", unsupported
+        ? "Your browser does not offer Ed25519 in WebCrypto; download the receipt and use lensgate receipt verify."
+        : "✘ Your browser could NOT verify this receipt: " + (e && e.message ? e.message : String(e)), []);
+    });
+  });
+})();

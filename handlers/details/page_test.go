@@ -1,0 +1,236 @@
+package details_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/lensgate/lensgate/handlers/githubfake"
+)
+
+func TestCheckRunAndCommentLinkThePage(t *testing.T) {
+	st := newStack(t, stackOptions{})
+	st.review(stackOptions{})
+	cr := st.gateRun(fixtureHead)
+	if want := st.pageURL(fixtureHead); cr.DetailsURL != want {
+		t.Fatalf("details_url %q, want %q", cr.DetailsURL, want)
+	}
+	var sticky string
+	for _, c := range st.gh.Comments(fixtureRepo, fixturePR) {
+		if strings.HasPrefix(c.Body, "<!-- lensgate:advisory -->") {
+			sticky = c.Body
+		}
+	}
+	if !strings.Contains(sticky, "[Details]("+st.pageURL("")+")") {
+		t.Fatalf("advisory comment does not link the page:\n%s", sticky)
+	}
+	if !strings.Contains(sticky, "<!-- lensgate:heads "+fixtureHead+" -->") {
+		t.Fatalf("advisory comment does not name the reviewed head:\n%s", sticky)
+	}
+}
+
+func TestAccess(t *testing.T) {
+	st := newStack(t, stackOptions{})
+	st.review(stackOptions{})
+
+	anon := st.client()
+	anon.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := anon.Get(st.pageURL(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(resp.Header.Get("Location"), "/api/github/auth?return=") {
+		t.Fatalf("anonymous reader: %d Location %q, want a login redirect", resp.StatusCode, resp.Header.Get("Location"))
+	}
+
+	cases := []struct {
+		login      string
+		wantStatus int
+		wantText   string
+	}{
+		{writer, http.StatusOK, `id="lenses"`},
+		{reader, http.StatusOK, `id="lenses"`},
+		{stranger, http.StatusNotFound, "There is no page here, or you cannot see it."},
+	}
+	for _, c := range cases {
+		t.Run(c.login, func(t *testing.T) {
+			cl := st.client()
+			st.login(cl, c.login)
+			status, body, hdr := get(t, cl, st.pageURL(""))
+			if status != c.wantStatus || !strings.Contains(body, c.wantText) {
+				t.Fatalf("status %d, want %d with %q; body:\n%s", status, c.wantStatus, c.wantText, body)
+			}
+			if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") {
+				t.Fatalf("CSP %q", csp)
+			}
+			// The same vague answer for a pull request that does not exist and a repository
+			// without the App: nothing tells them apart from a missing permission.
+			if c.login == stranger {
+				for _, u := range []string{st.srv.URL + "/details/" + fixtureRepo + "/999", st.srv.URL + "/details/nobody/nothing/1"} {
+					s2, b2, _ := get(t, cl, u)
+					if s2 != http.StatusNotFound || b2 != body {
+						t.Fatalf("%s: %d, want the same 404 page", u, s2)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestSessionCookieIsSignedAndHttpOnly(t *testing.T) {
+	st := newStack(t, stackOptions{})
+	st.review(stackOptions{})
+	cl := st.client()
+	st.login(cl, reader)
+	u, _ := url.Parse(st.srv.URL)
+	var sess *http.Cookie
+	for _, c := range cl.Jar.Cookies(u) {
+		if c.Name == "lensgate_session" {
+			sess = c
+		}
+	}
+	if sess == nil {
+		t.Fatal("no session cookie after login")
+	}
+	// The jar hides attributes; read them from a fresh login's Set-Cookie.
+	raw := st.loginSetCookie(reader)
+	for _, want := range []string{"HttpOnly", "SameSite=Lax", "Path=/"} {
+		if !strings.Contains(raw, want) {
+			t.Fatalf("Set-Cookie %q lacks %s", raw, want)
+		}
+	}
+	// A forged session (a login changed in the value) is not a session.
+	body, sig, _ := strings.Cut(sess.Value, ".")
+	forged := &http.Cookie{Name: "lensgate_session", Value: body[:len(body)-1] + flip(body[len(body)-1]) + "." + sig}
+	cl2 := st.client()
+	cl2.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	cl2.Jar.SetCookies(u, []*http.Cookie{forged})
+	resp, err := cl2.Get(st.pageURL(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("forged session answered %d, want a login redirect", resp.StatusCode)
+	}
+}
+
+func flip(b byte) string {
+	if b == 'A' {
+		return "B"
+	}
+	return "A"
+}
+
+// loginSetCookie logs in without a jar and returns the session's Set-Cookie header.
+func (st *stack) loginSetCookie(login string) string {
+	st.t.Helper()
+	cl := st.client()
+	var found string
+	cl.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.Response != nil {
+			for _, h := range req.Response.Header.Values("Set-Cookie") {
+				if strings.HasPrefix(h, "lensgate_session=") {
+					found = h
+				}
+			}
+		}
+		return nil
+	}
+	st.login(cl, login)
+	return found
+}
+
+func TestPublicRepositoryWithoutLogin(t *testing.T) {
+	o := stackOptions{public: true, publicRepos: true}
+	st := newStack(t, o)
+	st.review(o)
+	status, body, _ := get(t, st.client(), st.pageURL(""))
+	if status != http.StatusOK || !strings.Contains(body, "Viewing a public repository without login.") {
+		t.Fatalf("status %d; body:\n%s", status, body)
+	}
+	if strings.Contains(body, `id="rerun-form"`) {
+		t.Fatal("an anonymous reader is offered the re-run")
+	}
+}
+
+func TestStaleHeadOffersRerunToWritersOnly(t *testing.T) {
+	st := newStack(t, stackOptions{})
+	st.review(stackOptions{})
+	// A push whose webhook never arrived.
+	st.gh.Push(fixtureRepo, fixturePR, newHead, []byte(fixtureDiff+"+TODO: more\n"), nil)
+
+	rc := st.client()
+	st.login(rc, reader)
+	_, body, _ := get(t, rc, st.pageURL(""))
+	if !strings.Contains(body, `id="stale"`) || strings.Contains(body, `id="rerun-form"`) {
+		t.Fatalf("reader: want the stale banner without the re-run form; body:\n%s", body)
+	}
+
+	wc := st.client()
+	st.login(wc, writer)
+	_, body, _ = get(t, wc, st.pageURL(""))
+	if !strings.Contains(body, `id="rerun-form"`) {
+		t.Fatalf("writer: no re-run form; body:\n%s", body)
+	}
+	token := hiddenValue(body, "csrf")
+	post := func(c *http.Client, form url.Values, origin string) int {
+		req, _ := http.NewRequest(http.MethodPost, st.pageURL("")+"/rerun", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		defer func() { c.CheckRedirect = nil }()
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := post(wc, url.Values{}, ""); s != http.StatusForbidden {
+		t.Fatalf("POST without a CSRF token: %d, want 403", s)
+	}
+	if s := post(wc, url.Values{"csrf": {token}}, "http://evil.example"); s != http.StatusForbidden {
+		t.Fatalf("POST from another origin: %d, want 403", s)
+	}
+	if s := post(rc, url.Values{"csrf": {token}}, ""); s != http.StatusForbidden {
+		t.Fatalf("reader with the writer's token: %d, want 403", s)
+	}
+	if s := post(wc, url.Values{"csrf": {token}}, st.srv.URL); s != http.StatusSeeOther {
+		t.Fatalf("writer's re-run: %d, want 303", s)
+	}
+	st.wait("re-run of the new head")
+	if cr := st.gateRun(newHead); cr.Status != "completed" {
+		t.Fatalf("new head's gate check run: %+v", cr)
+	}
+	_, body, _ = get(t, wc, st.pageURL(""))
+	if strings.Contains(body, `id="stale"`) {
+		t.Fatal("still stale after the re-run")
+	}
+	// The history shows both heads and what superseded what.
+	if !strings.Contains(body, newHead[:12]) || !strings.Contains(body, fixtureHead[:12]) || !strings.Contains(body, "new head "+newHead) {
+		t.Fatalf("history lacks the heads or the supersession; body:\n%s", body)
+	}
+}
+
+func TestReceiptDownloadIsTheExactEnvelope(t *testing.T) {
+	st := newStack(t, stackOptions{})
+	st.review(stackOptions{})
+	cl := st.client()
+	st.login(cl, reader)
+	status, body, hdr := get(t, cl, st.pageURL(fixtureHead)+"/receipt.json")
+	if status != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("download: %d %v", status, hdr)
+	}
+	text := st.gateRun(fixtureHead).Text
+	i := strings.Index(text, "```json\n")
+	j := strings.Index(text[i+8:], "\n```")
+	if want := text[i+8:i+8+j] + "\n"; body != want {
+		t.Fatalf("downloaded bytes differ from the published envelope")
+	}
+	_ = githubfake.OAuthClientID
+}

@@ -1,0 +1,196 @@
+package details
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Cookie names. Both are HttpOnly, SameSite=Lax (the OAuth redirect back from GitHub is a
+// cross-site navigation that must carry the login state) and Secure behind https.
+const (
+	cookieSession = "lensgate_session"
+	cookieLogin   = "lensgate_login"
+)
+
+const (
+	sessionTTL = 12 * time.Hour
+	loginTTL   = 10 * time.Minute
+)
+
+// signer signs small JSON values into cookie-safe strings: base64url(JSON) "." base64url(MAC),
+// each purpose under its own derived key so a value of one kind never passes for another.
+type signer struct {
+	key []byte
+	now func() time.Time
+}
+
+func (s signer) mac(purpose string, data []byte) []byte {
+	k := hmac.New(sha256.New, s.key)
+	k.Write([]byte("lensgate details " + purpose))
+	m := hmac.New(sha256.New, k.Sum(nil))
+	m.Write(data)
+	return m.Sum(nil)
+}
+
+func (s signer) seal(purpose string, v any) (string, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(data) + "." + base64.RawURLEncoding.EncodeToString(s.mac(purpose, data)), nil
+}
+
+var errBadValue = errors.New("invalid signed value")
+
+func (s signer) open(purpose, value string, v any) error {
+	body, sig, ok := strings.Cut(value, ".")
+	if !ok || len(value) > 4096 {
+		return errBadValue
+	}
+	data, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		return errBadValue
+	}
+	want, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(want, s.mac(purpose, data)) {
+		return errBadValue
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return errBadValue
+	}
+	return nil
+}
+
+// session is a logged-in reader.
+type session struct {
+	Login   string `json:"l"`
+	ID      string `json:"i"` // random per login; the CSRF token is derived from it
+	Expires int64  `json:"e"`
+}
+
+// loginState is the OAuth state of a login in progress and where to return afterwards.
+type loginState struct {
+	State   string `json:"s"`
+	Return  string `json:"r"`
+	Expires int64  `json:"e"`
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, name, value string, ttl time.Duration) {
+	c := &http.Cookie{
+		Name: name, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: h.secure(r), MaxAge: int(ttl / time.Second),
+	}
+	if ttl <= 0 {
+		c.MaxAge = -1
+	}
+	http.SetCookie(w, c)
+}
+
+// secure reports whether cookies must be Secure: the public URL is https or the request came
+// over TLS.
+func (h *Handler) secure(r *http.Request) bool {
+	return strings.HasPrefix(h.publicURL, "https://") || r.TLS != nil
+}
+
+// viewer returns the logged-in reader, or nil.
+func (h *Handler) viewer(r *http.Request) *session {
+	c, err := r.Cookie(cookieSession)
+	if err != nil {
+		return nil
+	}
+	var s session
+	if h.sign.open(cookieSession, c.Value, &s) != nil || s.Login == "" || h.sign.now().Unix() > s.Expires {
+		return nil
+	}
+	return &s
+}
+
+// csrfToken is the token the re-run form carries: bound to the session, so a form of one
+// login never works for another.
+func (h *Handler) csrfToken(s *session) string {
+	return base64.RawURLEncoding.EncodeToString(h.sign.mac("csrf", []byte(s.ID+"\x00"+s.Login)))
+}
+
+func (h *Handler) checkCSRF(r *http.Request, s *session) bool {
+	got, err := base64.RawURLEncoding.DecodeString(r.PostFormValue("csrf"))
+	if err != nil || !hmac.Equal(got, h.sign.mac("csrf", []byte(s.ID+"\x00"+s.Login))) {
+		return false
+	}
+	// A browser names the page that sent a POST; one from another origin is refused even with
+	// a token.
+	if o := r.Header.Get("Origin"); o != "" && o != "null" && o != h.origin(r) {
+		return false
+	}
+	return true
+}
+
+// origin is the page's own origin as a browser names it.
+func (h *Handler) origin(r *http.Request) string {
+	if h.publicURL != "" {
+		return strings.TrimSuffix(h.publicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// stateStore keeps the OAuth state in a signed cookie (go-githubapp's oauth2.StateStore).
+type stateStore struct{ h *Handler }
+
+func (st stateStore) GenerateState(w http.ResponseWriter, r *http.Request) (string, error) {
+	state, err := randomHex(20)
+	if err != nil {
+		return "", err
+	}
+	v, err := st.h.sign.seal(cookieLogin, loginState{State: state, Return: safeReturn(r.URL.Query().Get("return")),
+		Expires: st.h.sign.now().Add(loginTTL).Unix()})
+	if err != nil {
+		return "", err
+	}
+	st.h.setCookie(w, r, cookieLogin, v, loginTTL)
+	return state, nil
+}
+
+func (st stateStore) VerifyState(r *http.Request, state string) (bool, error) {
+	ls, ok := st.h.loginState(r)
+	return ok && state != "" && hmac.Equal([]byte(ls.State), []byte(state)), nil
+}
+
+func (h *Handler) loginState(r *http.Request) (loginState, bool) {
+	c, err := r.Cookie(cookieLogin)
+	if err != nil {
+		return loginState{}, false
+	}
+	var ls loginState
+	if h.sign.open(cookieLogin, c.Value, &ls) != nil || h.sign.now().Unix() > ls.Expires {
+		return loginState{}, false
+	}
+	return ls, true
+}
+
+// safeReturn keeps a return path only when it is one of the page's own paths, so the login
+// cannot be used to redirect anywhere else.
+func safeReturn(p string) string {
+	if !strings.HasPrefix(p, Route) || strings.ContainsAny(p, "\\\r\n") || strings.Contains(p, "//") || len(p) > 1024 {
+		return ""
+	}
+	return p
+}

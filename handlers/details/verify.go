@@ -1,0 +1,319 @@
+package details
+
+import (
+	"bufio"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/google/go-github/v62/github"
+
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/review/pdp"
+)
+
+// receiptFacts is what the page reads from a receipt's payload to show it (the verification
+// is separate, below).
+type receiptFacts struct {
+	PayloadDigest string
+	FileDigest    string // sha256 of the envelope bytes, as the body's Receipt line names it
+	KeyID         string
+	PredicateType string
+	HeadSHA       string
+	BaseSHA       string
+	ReviewID      string
+	Coverage      string
+	KnownGaps     []string
+	Limitations   []string
+	Findings      []receiptFinding
+	Supersedes    []supersedeView
+	SubjectCtx    any
+	Bytes         int
+}
+
+type receiptFinding struct {
+	ID, Severity, Title, Disposition string
+}
+
+// readReceipt decodes the payload of an envelope without trusting it.
+func readReceipt(env []byte) *receiptFacts {
+	f := &receiptFacts{FileDigest: sha256Hex(env), Bytes: len(env)}
+	var e struct {
+		Payload    string `json:"payload"`
+		Signatures []struct {
+			KeyID string `json:"keyid"`
+		} `json:"signatures"`
+	}
+	if json.Unmarshal(env, &e) != nil {
+		return f
+	}
+	if len(e.Signatures) > 0 {
+		f.KeyID = e.Signatures[0].KeyID
+	}
+	raw, err := base64.StdEncoding.DecodeString(e.Payload)
+	if err != nil {
+		return f
+	}
+	f.PayloadDigest = sha256Hex(raw)
+	var st struct {
+		PredicateType string `json:"predicateType"`
+		Predicate     struct {
+			ReviewID       string `json:"reviewId"`
+			SubjectContext struct {
+				HeadSHA string `json:"headSha"`
+				BaseSHA string `json:"baseSha"`
+			} `json:"subjectContext"`
+			Coverage struct {
+				Status    string   `json:"status"`
+				KnownGaps []string `json:"knownGaps"`
+			} `json:"coverage"`
+			Limitations []string `json:"limitations"`
+			Declaration struct {
+				Findings []map[string]any `json:"findings"`
+			} `json:"declaration"`
+			Supersession struct {
+				Supersedes []struct {
+					PriorDigest struct {
+						SHA256 string `json:"sha256"`
+					} `json:"priorDigest"`
+					Reason string `json:"reason"`
+				} `json:"supersedes"`
+			} `json:"supersession"`
+		} `json:"predicate"`
+	}
+	if json.Unmarshal(raw, &st) != nil {
+		return f
+	}
+	p := st.Predicate
+	f.PredicateType, f.ReviewID = st.PredicateType, p.ReviewID
+	f.HeadSHA, f.BaseSHA = p.SubjectContext.HeadSHA, p.SubjectContext.BaseSHA
+	f.Coverage, f.KnownGaps, f.Limitations = p.Coverage.Status, p.Coverage.KnownGaps, p.Limitations
+	for _, x := range p.Declaration.Findings {
+		s := func(k string) string { v, _ := x[k].(string); return v }
+		f.Findings = append(f.Findings, receiptFinding{ID: s("id"), Severity: s("severity"), Title: s("title"), Disposition: s("disposition")})
+	}
+	for _, s := range p.Supersession.Supersedes {
+		f.Supersedes = append(f.Supersedes, supersedeView{Digest: s.PriorDigest.SHA256, Reason: s.Reason})
+	}
+	if tree, err := jcs.Parse(raw); err == nil {
+		if m, ok := tree.(map[string]any); ok {
+			if pm, ok := m["predicate"].(map[string]any); ok {
+				f.SubjectCtx = pm["subjectContext"]
+			}
+		}
+	}
+	return f
+}
+
+// serverVerification is the server's own verification of a receipt, axis by axis.
+type serverVerification struct {
+	OK            bool
+	Key           string // hex of the key that verified the signature ("" when none did)
+	Axes          []axis
+	ReasonCodes   []string
+	AdvisoryCodes []string
+	Errors        []string
+	Warnings      []string
+	// Expectation says where the expected subject digest came from.
+	Expectation string
+	BodyChecked bool
+}
+
+type axis struct {
+	Name  string
+	Value string
+	State string // "ok", "fail" or "info": the template shows it as a word and a symbol
+}
+
+// verifyServer verifies an envelope with each published key (the first that verifies the
+// signature decides), against a subject expectation built from what GitHub says of the pull
+// request, and against the current body when the receipt is the current head's.
+func (h *Handler) verifyServer(env []byte, pr *github.PullRequest, body *string) *serverVerification {
+	sv := &serverVerification{BodyChecked: body != nil}
+	facts := readReceipt(env)
+	expected := ""
+	switch {
+	case facts.SubjectCtx == nil:
+		sv.Expectation = "none: the payload has no readable subject context"
+	default:
+		var sc struct {
+			RepositoryID      string `json:"repositoryId"`
+			PullRequestNodeID string `json:"pullRequestNodeId"`
+		}
+		if b, err := json.Marshal(facts.SubjectCtx); err == nil {
+			_ = json.Unmarshal(b, &sc)
+		}
+		repoID := pr.GetBase().GetRepo().GetNodeID()
+		switch {
+		case sc.PullRequestNodeID != pr.GetNodeID():
+			sv.Expectation = "none: the receipt names another pull request than GitHub's " + pr.GetNodeID()
+		case repoID != "" && sc.RepositoryID != repoID:
+			sv.Expectation = "none: the receipt names another repository than GitHub's " + repoID
+		default:
+			d, err := disclosure.SubjectDigest(facts.SubjectCtx)
+			if err != nil {
+				sv.Expectation = "none: " + err.Error()
+				break
+			}
+			expected = d
+			sv.Expectation = "derived from the receipt's subject context after checking its repository and pull request ids against GitHub; the reviewed diff digest is the receipt's own claim"
+		}
+	}
+	var rep *disclosure.Report
+	keys := h.o.Keys
+	if len(keys) == 0 {
+		keys = []ed25519.PublicKey{make(ed25519.PublicKey, ed25519.PublicKeySize)}
+	}
+	for _, k := range keys {
+		r := disclosure.Verify(env, disclosure.Options{PublicKey: k, ExpectedSubjectDigest: expected, Body: body, Policy: disclosure.DefaultPolicy()})
+		if rep == nil || (r.CryptoOK != nil && *r.CryptoOK) {
+			rep = r
+			if r.CryptoOK != nil && *r.CryptoOK && len(h.o.Keys) > 0 {
+				sv.Key = hex.EncodeToString(k)
+				break
+			}
+		}
+	}
+	sv.OK = rep.OK
+	b := func(name string, v *bool) {
+		switch {
+		case v == nil:
+			sv.Axes = append(sv.Axes, axis{name, "not evaluated", "info"})
+		case *v:
+			sv.Axes = append(sv.Axes, axis{name, "yes", "ok"})
+		default:
+			sv.Axes = append(sv.Axes, axis{name, "no", "fail"})
+		}
+	}
+	s := func(name, v string) {
+		if v == "" {
+			return
+		}
+		st := "info"
+		switch strings.ToLower(v) {
+		case "match", "matched", "ok", "allow", "current":
+			st = "ok"
+		case "mismatch", "deny", "fail", "failed":
+			st = "fail"
+		}
+		sv.Axes = append(sv.Axes, axis{name, v, st})
+	}
+	ptr := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	b("structure", rep.StructureOK)
+	b("signature (crypto)", rep.CryptoOK)
+	b("predicate type", rep.PredicateTypeOK)
+	b("statement shape", rep.StatementShapeOK)
+	b("subject binding", rep.SubjectBindingOK)
+	s("expected subject match", rep.ExpectedSubjectMatch)
+	b("internal subject consistency", rep.InternalSubjectConsistencyOK)
+	b("internal consistency", rep.InternalConsistencyOK)
+	s("body core digest", rep.BodyCoreDigestMatch)
+	s("disclosure core digest", rep.DisclosureCoreDigestMatch)
+	b("findings root", rep.FindingsRootOK)
+	b("assurance", rep.AssuranceOK)
+	s("currentness", rep.Currentness)
+	s("time semantics", ptr(rep.TimeSemantics))
+	s("event time", rep.EventTimeStatus)
+	s("observation time", rep.ObservationTimeStatus)
+	s("signature time", rep.SignatureTimeStatus)
+	s("external time", rep.ExternalTimeStatus)
+	if rep.TimeConsistencyOK != nil {
+		b("time consistency", rep.TimeConsistencyOK)
+	}
+	s("policy decision", ptr(rep.PolicyDecision))
+	s("predicate version", rep.PredicateVersionStatus)
+	s("payload digest", rep.ReceiptDigest)
+	s("subject digest", rep.SubjectDigest)
+	sv.ReasonCodes, sv.AdvisoryCodes, sv.Errors, sv.Warnings = rep.ReasonCodes, rep.AdvisoryCodes, rep.Errors, rep.Warnings
+	return sv
+}
+
+// Bounds of the audit section.
+const (
+	maxAuditShown = 200
+	maxAuditBytes = 1 << 30
+)
+
+type auditView struct {
+	Configured bool
+	Records    []pdp.Record
+	Total      int    // matching records (more than shown when over the bound)
+	Chain      string // the ledger's chain verification
+	ChainOK    bool
+	Error      string
+}
+
+// readAudit reads this pull request's records from the local ledger and verifies its chain.
+func (h *Handler) readAudit(t target) auditView {
+	if h.o.AuditFile == "" {
+		return auditView{}
+	}
+	av := auditView{Configured: true}
+	f, err := os.Open(h.o.AuditFile)
+	if err != nil {
+		av.Error = "the audit ledger could not be opened on this replica"
+		return av
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > maxAuditBytes {
+		av.Error = fmt.Sprintf("the audit ledger is larger than %d MiB; read it with lensgate's ledger tools", maxAuditBytes>>20)
+		return av
+	}
+	repo := t.owner + "/" + t.repo
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var r pdp.Record
+		if json.Unmarshal(line, &r) != nil {
+			continue
+		}
+		if !strings.EqualFold(r.Target.Repo, repo) || r.Target.PR != t.number {
+			continue
+		}
+		av.Total++
+		av.Records = append(av.Records, r)
+		if len(av.Records) > maxAuditShown {
+			av.Records = av.Records[1:]
+		}
+	}
+	if err := sc.Err(); err != nil {
+		av.Error = "the audit ledger could not be read: " + err.Error()
+		return av
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		av.Error = "the audit ledger could not be read: " + err.Error()
+		return av
+	}
+	res, err := pdp.Verify(f)
+	if err != nil {
+		av.Chain = "broken: " + err.Error()
+	} else {
+		av.ChainOK = true
+		av.Chain = fmt.Sprintf("intact: %d records, last %s", res.Records, res.Last)
+	}
+	// Newest first.
+	for i, j := 0, len(av.Records)-1; i < j; i, j = i+1, j-1 {
+		av.Records[i], av.Records[j] = av.Records[j], av.Records[i]
+	}
+	return av
+}
+
+// ChainState is "ok" or "broken", for the template's status badge.
+func (a auditView) ChainState() string {
+	if a.ChainOK {
+		return "ok"
+	}
+	return "broken"
+}
