@@ -151,6 +151,8 @@ func appManifest(data []byte, base, name, redirect string) (map[string]any, erro
 	hook["url"] = base + "/api/github/hook"
 	hook["active"] = true
 	m["hook_attributes"] = hook
+	// Readers of the details page log in through the App's OAuth client, which returns here.
+	m["callback_urls"] = []any{base + "/api/github/auth"}
 	if name != "" {
 		m["name"] = name
 	}
@@ -284,7 +286,7 @@ func (c *setupCreateCmd) Run(e *env) error {
 		once.Do(func() {
 			handled = true
 			var buf strings.Builder
-			err := convertManifest(r.Context(), c.APIURL, q.Get("code"), c.Out, &buf)
+			err := convertManifest(r.Context(), c.APIURL, q.Get("code"), c.Out, c.URL, &buf)
 			if err != nil {
 				http.Error(w, "registration failed; see the terminal", http.StatusBadGateway)
 			} else {
@@ -334,15 +336,16 @@ type setupConvertCmd struct {
 	Code   string `required:"" help:"The code GitHub appended to the redirect URL after creating the App."`
 	APIURL string `name:"api-url" default:"https://api.github.com/" env:"GITHUB_V3_API_URL" help:"GitHub REST API base (GitHub Enterprise Server: https://HOST/api/v3/)."`
 	Out    string `required:"" type:"path" help:"Directory for lensgate.yml, app-key.pem and signing.key (created 0700)."`
+	URL    string `help:"Public base URL of this lensgate server, written as public_url (turns the details page on)."`
 }
 
 func (c *setupConvertCmd) Run(e *env) error {
-	return convertManifest(e.ctx, c.APIURL, c.Code, c.Out, e.stdout)
+	return convertManifest(e.ctx, c.APIURL, c.Code, c.Out, c.URL, e.stdout)
 }
 
 // convertManifest exchanges the code for the App's credentials, writes the configuration and
 // keys under out and tells w what was written (never a secret).
-func convertManifest(ctx context.Context, apiURL, code, out string, w io.Writer) error {
+func convertManifest(ctx context.Context, apiURL, code, out, publicURL string, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, defaultHTTPTimeout)
 	defer cancel()
 	client, err := github.NewClient(nil).WithEnterpriseURLs(apiURL, apiURL)
@@ -359,7 +362,7 @@ func convertManifest(ctx context.Context, apiURL, code, out string, w io.Writer)
 	if app.GetID() == 0 || app.GetPEM() == "" || app.GetWebhookSecret() == "" {
 		return errors.New("manifest conversion: GitHub's answer lacks the App id, key or webhook secret")
 	}
-	paths, err := writeSetup(out, apiURL, app)
+	paths, err := writeSetup(out, apiURL, publicURL, app)
 	if err != nil {
 		return err
 	}
@@ -392,7 +395,7 @@ type setupPaths struct{ config, appKey, signingKey, publicKey string }
 
 // writeSetup writes the App key, a new receipt signing key and a server config naming both.
 // Secrets go into files of mode 0600 and never to stdout.
-func writeSetup(dir, apiURL string, app *github.AppConfig) (setupPaths, error) {
+func writeSetup(dir, apiURL, publicURL string, app *github.AppConfig) (setupPaths, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return setupPaths{}, err
 	}
@@ -436,6 +439,19 @@ func writeSetup(dir, apiURL string, app *github.AppConfig) (setupPaths, error) {
 	// The state (durable queue and audit ledger) goes next to the keys, not into whatever
 	// directory serve starts in.
 	cfg := map[string]any{"signing_key_file": p.signingKey, "state_dir": filepath.Join(abs, "state"), "github": gh}
+	// The details page: its readers log in with the App's OAuth client; the session key is
+	// fresh. It is on once public_url is set (the origin of --url).
+	if app.GetClientID() != "" && app.GetClientSecret() != "" {
+		gh["oauth"] = map[string]any{"client_id": app.GetClientID(), "client_secret": app.GetClientSecret()}
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return setupPaths{}, err
+	}
+	cfg["details"] = map[string]any{"session_key": hex.EncodeToString(key)}
+	if u, err := url.Parse(publicURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && gh["oauth"] != nil {
+		cfg["public_url"] = u.Scheme + "://" + u.Host
+	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return setupPaths{}, err

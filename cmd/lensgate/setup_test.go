@@ -102,6 +102,14 @@ func TestSetupConvert(t *testing.T) {
 	if !strings.Contains(out.String(), "installations/new") {
 		t.Errorf("no install hint in %q", out.String())
 	}
+	// The details page's login: the App's OAuth client and a fresh session key; without --url
+	// the page stays off.
+	if o := s.GitHub.OAuth; o.ClientID != "Iv1.x" || o.ClientSecret != "client-secret-from-github" {
+		t.Errorf("oauth client %+v", o)
+	}
+	if k, err := s.SessionKeyBytes(); err != nil || len(k) != 32 || s.PublicURL != "" {
+		t.Errorf("session key %d bytes (%v), public_url %q", len(k), err, s.PublicURL)
+	}
 
 	// A second run never overwrites the keys it wrote.
 	out.Reset()
@@ -320,6 +328,12 @@ func TestSetupCreate(t *testing.T) {
 	}
 	if s.GitHub.App.IntegrationID != 4242 {
 		t.Errorf("App id %d", s.GitHub.App.IntegrationID)
+	}
+	if s.PublicURL != "https://lg.example.com" || s.GitHub.OAuth.ClientID != "Iv1.x" {
+		t.Errorf("details page not configured: public_url %q, client %q", s.PublicURL, s.GitHub.OAuth.ClientID)
+	}
+	if cb, _ := manifest["callback_urls"].([]any); len(cb) != 1 || cb[0] != "https://lg.example.com/api/github/auth" {
+		t.Errorf("callback_urls %v", manifest["callback_urls"])
 	}
 }
 
