@@ -59,6 +59,9 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Backoff overrides the retry delays of GitHub reads (tests shorten them).
 	InitialBackoff, MaxBackoff time.Duration
+	// MaxUnverifiedBytes bounds the body bytes held by webhook requests whose signature is not
+	// checked yet, all together (DefaultMaxUnverifiedBytes when zero); beyond it they get 503.
+	MaxUnverifiedBytes int64
 	// Version is reported in the User-Agent and /healthz.
 	Version string
 	// CheckName is the gate check run's name the details page reads (the publisher's default
@@ -198,7 +201,7 @@ func New(opts Options) (*Server, error) {
 
 	mux := http.NewServeMux()
 	if opts.Role != RoleWorker {
-		mux.Handle(RouteHook, recoverer(hookHandler(dispatcher, em, opts.Logger), opts.Logger))
+		mux.Handle(RouteHook, recoverer(newHookHandler(dispatcher, em, opts.Logger, cfg.GitHub.App.WebhookSecret, opts.MaxUnverifiedBytes), opts.Logger))
 	}
 	mux.HandleFunc("GET "+RouteHealth, s.health)
 	mux.HandleFunc("GET "+RouteReady, s.readiness)

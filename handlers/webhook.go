@@ -1,13 +1,19 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
@@ -131,7 +137,7 @@ func newEventMetrics(reg prometheus.Registerer) *eventMetrics {
 	m := &eventMetrics{
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lensgate_webhook_rejected_total",
-			Help: "Webhook requests refused, by reason (signature, payload, too-large, method, queue-full, error).",
+			Help: "Webhook requests refused, by reason (signature, payload, too-large, busy, method, queue-full, error).",
 		}, []string{"reason"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lensgate_webhook_events_total",
@@ -193,27 +199,168 @@ func hookErrorCallback(m *eventMetrics, fallback githubapp.ErrorCallback) github
 	}
 }
 
+// DefaultMaxUnverifiedBytes bounds the request body bytes held, all requests together, before
+// their signature is checked. 20 concurrent 25 MiB bodies would otherwise take 500 MiB from
+// anyone who can reach the endpoint.
+const DefaultMaxUnverifiedBytes = 64 << 20
+
+// Draining an oversized body after the 413 lets a client that is still sending read the answer
+// instead of a connection reset; the drain is bounded in bytes and time.
+const (
+	maxDrainBytes = 2 * MaxWebhookBytes
+	drainTimeout  = 10 * time.Second
+)
+
+// bodyBudget counts the bytes held by requests whose signature is not checked yet.
+type bodyBudget struct {
+	mu          sync.Mutex
+	used, limit int64
+}
+
+func (b *bodyBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > 0 && b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *bodyBudget) give(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+}
+
 // hookHandler wraps go-githubapp's dispatcher with what it leaves out: POST only, a size limit,
-// a required SHA-256 signature (the library would fall back to SHA-1), and the request logger.
-func hookHandler(d http.Handler, m *eventMetrics, logger zerolog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			m.reject("method")
-			w.Header().Set("Allow", http.MethodPost)
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
+// a bound on the memory unverified requests hold, a required SHA-256 signature (the library
+// would fall back to SHA-1) checked while the body is read, and the request logger.
+type hookHandler struct {
+	next   http.Handler
+	m      *eventMetrics
+	log    zerolog.Logger
+	secret []byte
+	budget *bodyBudget
+}
+
+func newHookHandler(d http.Handler, m *eventMetrics, logger zerolog.Logger, secret string, maxUnverified int64) *hookHandler {
+	if maxUnverified <= 0 {
+		maxUnverified = DefaultMaxUnverifiedBytes
+	}
+	return &hookHandler{next: d, m: m, log: logger, secret: []byte(secret), budget: &bodyBudget{limit: maxUnverified}}
+}
+
+func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		h.m.reject("method")
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if r.ContentLength > MaxWebhookBytes {
+		h.tooLarge(w, r)
+		return
+	}
+	sig, ok := strings.CutPrefix(r.Header.Get(github.SHA256SignatureHeader), "sha256=")
+	if !ok {
+		h.m.reject("signature")
+		http.Error(w, "missing X-Hub-Signature-256", http.StatusBadRequest)
+		return
+	}
+	want, err := hex.DecodeString(sig)
+	if err != nil || len(want) != sha256.Size {
+		h.m.reject("signature")
+		http.Error(w, "malformed X-Hub-Signature-256", http.StatusBadRequest)
+		return
+	}
+	body, ok := h.readVerified(w, r, want)
+	if !ok {
+		return
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	h.next.ServeHTTP(w, r.WithContext(h.log.WithContext(r.Context())))
+}
+
+// readVerified reads the body within the unverified budget and checks its HMAC as it goes.
+// The budget is given back once the signature is checked: a verified body is GitHub's.
+func (h *hookHandler) readVerified(w http.ResponseWriter, r *http.Request, want []byte) ([]byte, bool) {
+	var held int64
+	defer func() { h.budget.give(held) }()
+	grow := func(n int64) bool {
+		if !h.budget.take(n - held) {
+			return false
 		}
-		if r.ContentLength > MaxWebhookBytes {
-			m.reject("too-large")
-			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
-			return
+		held = n
+		return true
+	}
+	var buf []byte
+	if r.ContentLength > 0 {
+		if !grow(r.ContentLength) {
+			h.busy(w)
+			return nil, false
 		}
-		if !strings.HasPrefix(r.Header.Get(github.SHA256SignatureHeader), "sha256=") {
-			m.reject("signature")
-			http.Error(w, "missing X-Hub-Signature-256", http.StatusBadRequest)
-			return
+		buf = make([]byte, 0, r.ContentLength)
+	}
+	mac := hmac.New(sha256.New, h.secret)
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := r.Body.Read(chunk)
+		if n > 0 {
+			if len(buf)+n > MaxWebhookBytes {
+				h.tooLarge(w, r)
+				return nil, false
+			}
+			if len(buf)+n > cap(buf) {
+				// A body without a length grows in doubling steps, each taken from the budget first.
+				c := min(max(2*cap(buf), len(buf)+n, 64<<10), MaxWebhookBytes)
+				if !grow(int64(c)) {
+					h.busy(w)
+					return nil, false
+				}
+				nb := make([]byte, len(buf), c)
+				copy(nb, buf)
+				buf = nb
+			}
+			buf = append(buf, chunk[:n]...)
+			mac.Write(chunk[:n])
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxWebhookBytes)
-		d.ServeHTTP(w, r.WithContext(logger.WithContext(r.Context())))
-	})
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			h.m.reject("payload")
+			http.Error(w, "could not read the body", http.StatusBadRequest)
+			return nil, false
+		}
+	}
+	if !hmac.Equal(mac.Sum(nil), want) {
+		h.m.reject("signature")
+		http.Error(w, "invalid webhook signature", http.StatusBadRequest)
+		return nil, false
+	}
+	return buf, true
+}
+
+// busy answers 503 with Retry-After without reading the body: the bytes in flight of unverified
+// requests are at their bound.
+func (h *hookHandler) busy(w http.ResponseWriter) {
+	h.m.reject("busy")
+	h.log.Warn().Int64("limit", h.budget.limit).Msg("webhook refused: unverified request bodies at their memory bound")
+	w.Header().Set("Retry-After", "5")
+	w.Header().Set("Connection", "close")
+	http.Error(w, "too many webhook bodies in flight, retry later", http.StatusServiceUnavailable)
+}
+
+// tooLarge answers 413 and then reads (and discards) what the client is still sending, a bounded
+// amount for a bounded time, so the client gets to read the answer instead of a reset.
+func (h *hookHandler) tooLarge(w http.ResponseWriter, r *http.Request) {
+	h.m.reject("too-large")
+	rc := http.NewResponseController(w)
+	_ = rc.EnableFullDuplex()
+	w.Header().Set("Connection", "close")
+	http.Error(w, fmt.Sprintf("payload too large: webhook bodies are limited to %d bytes", MaxWebhookBytes), http.StatusRequestEntityTooLarge)
+	_ = rc.Flush()
+	_ = rc.SetReadDeadline(time.Now().Add(drainTimeout))
+	_, _ = io.CopyN(io.Discard, r.Body, maxDrainBytes)
 }
