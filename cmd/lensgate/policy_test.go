@@ -100,3 +100,48 @@ func TestPolicyBadInputNamesFile(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyInteropWithYAGA: what YAGA's Python does with line endings, format names, big and
+// long integers, and a YAML file, through the CLI.
+func TestPolicyInteropWithYAGA(t *testing.T) {
+	dir := t.TempDir()
+	unix := "[agent-review]\nversion = 1\nrequired = [\"a\"]\n[agent-review.agents.a]\npreset = \"p\"\ninstruction = \"\"\"\nLook at\nthe change.\n\"\"\"\n"
+	lf := writeTestFile(t, dir, "lf.toml", unix)
+	crlf := writeTestFile(t, dir, "crlf.toml", strings.ReplaceAll(unix, "\n", "\r\n"))
+	_, a, _ := runPolicyCLI(t, "policy", "plan", "--file", lf, "--format", "json")
+	_, b, _ := runPolicyCLI(t, "policy", "plan", "--file", crlf, "--format", "json")
+	if a == "" || a != b {
+		t.Errorf("CR LF changes the plan:\n%s\nvs\n%s", a, b)
+	}
+	// Python's str.lower does not fold İ to i: gİthub is not github, and the error is text.
+	results := writeTestFile(t, dir, "r.json", "{}")
+	code, out, errOut := runPolicyCLI(t, "policy", "evaluate", "--file", lf, "--results", results, "--format", "gİthub")
+	if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "YAGA configuration error: Agent review results.version must be integer 1") {
+		t.Errorf("gİthub: %d %q %q", code, out, errOut)
+	}
+	code, _, errOut = runPolicyCLI(t, "policy", "evaluate", "--file", lf, "--results", results, "--format", "GITHUB")
+	if code != exitUsage || !strings.HasPrefix(errOut, "::error title=YAGA Agent review::Agent review results.version") {
+		t.Errorf("GITHUB: %d %q", code, errOut)
+	}
+	// Integers of any size: a version beyond 64 bits is simply not 1; beyond 4,300 digits it
+	// is Python's own input error.
+	big := writeTestFile(t, dir, "big.toml", strings.Replace(unix, "version = 1", "version = 99999999999999999999", 1))
+	if _, _, errOut := runPolicyCLI(t, "policy", "check", "--file", big); errOut != "YAGA configuration error: agent-review.version must be integer 1 in "+big+"\n" {
+		t.Errorf("big version: %q", errOut)
+	}
+	long := writeTestFile(t, dir, "long.toml", strings.Replace(unix, "version = 1", "version = "+strings.Repeat("1", 4301), 1))
+	if _, _, errOut := runPolicyCLI(t, "policy", "check", "--file", long); errOut != "YAGA input error: Exceeds the limit (4300 digits) for integer string conversion: value has 4301 digits; use sys.set_int_max_str_digits() to increase the limit\n" {
+		t.Errorf("long version: %q", errOut)
+	}
+	// TOML 1.1 is refused with tomllib's message.
+	esc := writeTestFile(t, dir, "esc.toml", strings.Replace(unix, "preset = \"p\"", "preset = \"\\e\"", 1))
+	if _, _, errOut := runPolicyCLI(t, "policy", "check", "--file", esc); errOut != "YAGA configuration error: invalid Agent review policy TOML in "+esc+": Unescaped '\\' in a string (at line 5, column 13)\n" {
+		t.Errorf("\\e: %q", errOut)
+	}
+	// A .yml policy is lensgate's own extension, read as YAML; the same policy as YAML has the
+	// TOML digest.
+	yml := writeTestFile(t, dir, "policy.yml", "agent_review:\n  version: 1\n  required: [a]\n  agents:\n    a:\n      preset: p\n      instruction: \"Look at\\nthe change.\\n\"\n")
+	if _, c, _ := runPolicyCLI(t, "policy", "plan", "--file", yml, "--format", "json"); c != a {
+		t.Errorf("YAML plan differs:\n%s\nvs\n%s", c, a)
+	}
+}

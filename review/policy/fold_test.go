@@ -1,6 +1,15 @@
 package policy
 
-import "testing"
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf16"
+
+	"github.com/lensgate/lensgate/config/pyoracle"
+)
 
 // TestFoldFormat: --format values fold as Python's str.lower does, so only a value Python
 // lower-cases to a format name selects it.
@@ -29,4 +38,51 @@ func TestFoldFormat(t *testing.T) {
 	if f, err := ParseFormat("GITHUB", FormatText, FormatJSON, FormatGitHub); err != nil || f != FormatGitHub {
 		t.Errorf("GITHUB: %v %v", f, err)
 	}
+}
+
+// TestFoldFormatAgainstPython: every code point Python's Unicode tables assign, and words that
+// exercise the final-sigma rule, fold as str.lower folds them.
+func TestFoldFormatAgainstPython(t *testing.T) {
+	o := pyoracle.Start(t)
+	all := o.Ask(t, map[string]any{"op": "lower-all"})
+	var changed map[string]string
+	if err := json.Unmarshal(all.Value, &changed); err != nil {
+		t.Fatal(err)
+	}
+	unassigned := map[int]bool{}
+	for _, cp := range all.Unassigned {
+		unassigned[cp] = true
+	}
+	compared, before, after := 0, 0, 0
+	for cp := rune(0); cp <= unicode.MaxRune; cp++ {
+		if utf16.IsSurrogate(cp) || unassigned[int(cp)] {
+			continue
+		}
+		compared++
+		want, ok := changed[strconv.Itoa(int(cp))]
+		if !ok {
+			want = string(cp)
+		}
+		if strings.ToLower(string(cp)) != want {
+			before++
+		}
+		if got := string(FoldFormat(string(cp))); got != want {
+			after++
+			if after <= 10 {
+				t.Errorf("U+%04X: FoldFormat %q, Python %q", cp, got, want)
+			}
+		}
+	}
+	words := []string{"ΑΣ", "ΑΣ.", "ΑΣΑ", "Σ", "Α'Σ'", "ΑΣ'Α", "Α\u0301Σ", "ΑΣ\u0301", "ΑΣ Σ", "1Σ", "ΌΣΟΣ", "gİthub", "JSON", "Text"}
+	lower := o.Ask(t, map[string]any{"op": "lower", "strings": words})
+	var want []string
+	if err := json.Unmarshal(lower.Value, &want); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range words {
+		if got := string(FoldFormat(w)); got != want[i] {
+			t.Errorf("%q: FoldFormat %q, Python %q", w, got, want[i])
+		}
+	}
+	t.Logf("%d code points compared with Python %s str.lower: strings.ToLower differs on %d, FoldFormat on %d; %d words", compared, all.Unicode, before, after, len(words))
 }
