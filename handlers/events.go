@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
 
 // errBadPayload marks a webhook body that is not the JSON its event type promises; the
@@ -32,6 +33,8 @@ type JobExtra struct {
 	CommentID int64 `json:"comment_id,omitempty"`
 	// CheckRunID is the check run whose re-run was requested.
 	CheckRunID int64 `json:"check_run_id,omitempty"`
+	// Recheck counts the scheduled looks for a delegated answer.
+	Recheck int `json:"recheck,omitempty"`
 }
 
 func (x JobExtra) raw() json.RawMessage {
@@ -68,6 +71,8 @@ type hooks struct {
 	events       *eventMetrics
 	// appID is this App's id: check re-runs of other apps are not lensgate's.
 	appID int64
+	// delegates knows the bots lenses are delegated to (nil: none).
+	delegates *delegate.Runtime
 }
 
 // enqueue offers a job and maps the queue's answers to the webhook's: a duplicate delivery is a

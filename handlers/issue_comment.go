@@ -11,6 +11,7 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
 
 // issueCommentHandler runs the review command from people with write access to the repository.
@@ -46,6 +47,9 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 	inst := githubapp.GetInstallationIDFromEvent(&ev)
 	ctx, log := githubapp.PreparePRContext(ctx, inst, repo, is.GetNumber())
 	reason := eventType + "." + ev.GetAction()
+	if ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 && botOfPresets(h.delegates, c.GetUser()) != "" {
+		return h.delegateAnswer(ctx, ev, deliveryID, reason)
+	}
 	switch {
 	case ev.GetAction() != "created":
 		return h.skip(ctx, reason, "only new comments are commands")
@@ -95,6 +99,37 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 		HeadSHA:        pr.GetHead().GetSHA(),
 		Reason:         reason,
 		Extra:          JobExtra{RequestedBy: login, CommentID: c.GetID()}.raw(),
+	})
+}
+
+// delegateAnswer reviews the head again when a bot a lens is delegated to comments: the comment
+// may be its answer. The delivery id names the comment, so a redelivery and a later scheduled
+// look that finds the same answer do not review twice.
+func (h issueCommentHandler) delegateAnswer(ctx context.Context, ev github.IssueCommentEvent, deliveryID, reason string) error {
+	repo, is, c := ev.GetRepo(), ev.GetIssue(), ev.GetComment()
+	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
+	inst := githubapp.GetInstallationIDFromEvent(&ev)
+	client, err := h.clients.NewInstallationClient(inst)
+	if err != nil {
+		return fmt.Errorf("installation client: %w", err)
+	}
+	pr, err := h.fetch.GetPull(ctx, client, owner, name, is.GetNumber())
+	if err != nil {
+		return err
+	}
+	if pr.GetState() == "closed" {
+		return h.skip(ctx, reason, "pull request is closed")
+	}
+	return h.enqueue(ctx, queue.Job{
+		Key:            JobKey(owner, name, pr.GetNumber()),
+		DeliveryID:     EvidenceDelivery(owner, name, pr.GetNumber(), delegate.EvidenceComment, c.GetID()),
+		Kind:           queue.KindPullRequest,
+		InstallationID: inst,
+		Owner:          owner,
+		Repo:           name,
+		Number:         pr.GetNumber(),
+		HeadSHA:        pr.GetHead().GetSHA(),
+		Reason:         "delegate." + reason,
 	})
 }
 

@@ -67,6 +67,11 @@ type Options struct {
 	// CheckName is the gate check run's name the details page reads (the publisher's default
 	// when empty).
 	CheckName string
+	// Delegation configures lenses answered by another review bot (its Runtime must be the
+	// delegate runtime the Reviewer's pipeline uses).
+	Delegation Delegation
+	// Now is the clock of requests, waits and looks (time.Now when nil); tests move it.
+	Now func() time.Time
 	// Role splits a deployment: RoleAll (default) takes webhooks and runs reviews, RoleWeb only
 	// takes webhooks (a durable queue carries the jobs to workers), RoleWorker only runs reviews.
 	Role string
@@ -157,6 +162,10 @@ func New(opts Options) (*Server, error) {
 			Logger:   opts.Logger,
 		})
 	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	fetch := Fetcher{Attempts: cfg.Review.SnapshotAttempts, InitialBackoff: opts.InitialBackoff, MaxBackoff: opts.MaxBackoff}
 	s := &Server{
 		cfg:      cfg,
@@ -175,13 +184,17 @@ func New(opts Options) (*Server, error) {
 			Triager:    opts.Triager,
 			Publisher:  opts.Publisher,
 			JobTimeout: cfg.Review.JobTimeout,
+			Delegates:  opts.Delegation,
+			Queue:      q,
+			Command:    cfg.Review.Command,
+			Now:        opts.Now,
 			Logger:     opts.Logger,
 			Metrics:    NewWorkerMetrics(reg),
 		},
 	}
 
 	h := &hooks{queue: q, clients: cc, fetch: fetch, reviewDrafts: cfg.Review.ReviewDrafts, backfill: cfg.Review.BackfillOnInstall,
-		command: cfg.Review.Command, now: time.Now, events: em, appID: cfg.GitHub.App.IntegrationID}
+		command: cfg.Review.Command, now: now, events: em, appID: cfg.GitHub.App.IntegrationID, delegates: opts.Delegation.Runtime}
 	async := githubapp.QueueAsyncScheduler(cfg.Queue.EventQueueSize, cfg.Queue.EventWorkers,
 		githubapp.WithSchedulingMetrics(gm),
 		githubapp.WithAsyncErrorCallback(func(ctx context.Context, d githubapp.Dispatch, err error) {
@@ -193,7 +206,7 @@ func New(opts Options) (*Server, error) {
 			githubapp.MetricsAsyncErrorCallback(gm)(ctx, d, err)
 		}))
 	dispatcher := githubapp.NewEventDispatcher(
-		[]githubapp.EventHandler{pullRequestHandler{h}, issuesHandler{h}, issueCommentHandler{h}, checkHandler{h}, installationHandler{h}},
+		[]githubapp.EventHandler{pullRequestHandler{h}, pullRequestReviewHandler{h}, issuesHandler{h}, issueCommentHandler{h}, checkHandler{h}, installationHandler{h}},
 		cfg.GitHub.App.WebhookSecret,
 		githubapp.WithScheduler(hookScheduler{async: async, replays: newReplayGuard(maxRememberedBodies), events: em}),
 		githubapp.WithErrorCallback(hookErrorCallback(em, githubapp.MetricsErrorCallback(gm))),
@@ -384,5 +397,5 @@ func recoverer(next http.Handler, log zerolog.Logger) http.Handler {
 // SubscribedEvents are the webhook events the App must subscribe to (app.yml default_events).
 // installation and installation_repositories are handled too but always delivered.
 func SubscribedEvents() []string {
-	return []string{"check_run", "check_suite", "issue_comment", "issues", "pull_request"}
+	return []string{"check_run", "check_suite", "issue_comment", "issues", "pull_request", "pull_request_review"}
 }

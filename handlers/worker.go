@@ -43,6 +43,14 @@ type Worker struct {
 	App AppIdentity
 	// JobTimeout bounds one job; zero means no bound beyond the queue's.
 	JobTimeout time.Duration
+	// Delegates configures lenses answered by another review bot.
+	Delegates Delegation
+	// Queue takes the follow-up jobs of delegated lenses (scheduled looks, settled answers).
+	Queue queue.Queue
+	// Command is the review command, named when a maintainer's approval is needed.
+	Command string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 	Logger     zerolog.Logger
 	Metrics    *WorkerMetrics
 }
@@ -91,6 +99,8 @@ func (w *Worker) Handle(ctx context.Context, job queue.Job) error {
 		return w.reviewPull(ctx, client, job)
 	case queue.KindIssue:
 		return w.triageIssue(ctx, client, job)
+	case queue.KindDelegate:
+		return w.recheckDelegate(ctx, client, job)
 	}
 	return queue.Permanent(fmt.Errorf("unknown job kind %q", job.Kind))
 }
@@ -160,6 +170,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		w.count("pull_request", "invalid-config")
 		return w.publish(ctx, client, pub)
 	}
+	subj.Delegation = w.prepareDelegation(ctx, client, job, pr, subj, trusted.Repo)
 	d, err := w.Reviewer.Review(ctx, subj, trusted.Repo)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -188,7 +199,11 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	}
 	pub.Decision = d
 	w.count("pull_request", string(d.Gate.State))
-	return w.publish(ctx, client, pub)
+	if err := w.publish(ctx, client, pub); err != nil {
+		return err
+	}
+	w.afterDelegation(ctx, job, subj, trusted.Repo, subj.Delegation, 0)
+	return nil
 }
 
 func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job queue.Job) error {

@@ -60,11 +60,14 @@ type Memory struct {
 	seen     map[string]struct{}
 	seenRing []string
 	seenNext int
-	started  bool
-	stopping bool
-	baseCtx  context.Context
-	cancel   context.CancelCauseFunc
-	wg       sync.WaitGroup
+	// scheduled holds jobs waiting for their NotBefore, by key: a newer job of the key replaces
+	// the waiting one.
+	scheduled map[string]*time.Timer
+	started   bool
+	stopping  bool
+	baseCtx   context.Context
+	cancel    context.CancelCauseFunc
+	wg        sync.WaitGroup
 }
 
 type run struct {
@@ -93,12 +96,13 @@ func NewMemory(opts MemoryOptions) *Memory {
 		m = NewMetrics(nil)
 	}
 	q := &Memory{
-		opts:     opts,
-		m:        m,
-		pending:  make(map[string]*Job),
-		running:  make(map[string]*run),
-		seen:     make(map[string]struct{}),
-		seenRing: make([]string, opts.SeenDeliveries),
+		opts:      opts,
+		m:         m,
+		pending:   make(map[string]*Job),
+		running:   make(map[string]*run),
+		seen:      make(map[string]struct{}),
+		seenRing:  make([]string, opts.SeenDeliveries),
+		scheduled: make(map[string]*time.Timer),
 	}
 	q.cond = sync.NewCond(&q.mu)
 	return q
@@ -126,6 +130,41 @@ func (q *Memory) Enqueue(ctx context.Context, job Job) error {
 			return ErrDuplicate
 		}
 	}
+	if t, ok := q.scheduled[job.Key]; ok {
+		t.Stop()
+		delete(q.scheduled, job.Key)
+	}
+	if wait := job.NotBefore.Sub(q.opts.Now()); !job.NotBefore.IsZero() && wait > 0 {
+		q.remember(job.DeliveryID)
+		var t *time.Timer
+		t = time.AfterFunc(wait, func() { q.release(job, t) })
+		q.scheduled[job.Key] = t
+		return nil
+	}
+	if err := q.admitLocked(job); err != nil {
+		return err
+	}
+	q.remember(job.DeliveryID)
+	return nil
+}
+
+// release moves a scheduled job into the queue once its time has come.
+func (q *Memory) release(job Job, t *time.Timer) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.scheduled[job.Key] != t || q.stopping {
+		// A newer job of the key replaced this one, or the queue stops.
+		return
+	}
+	delete(q.scheduled, job.Key)
+	job.NotBefore = time.Time{}
+	if err := q.admitLocked(job); err != nil {
+		q.opts.Logger.Warn().Err(err).Str("job_key", job.Key).Msg("scheduled job dropped")
+	}
+}
+
+// admitLocked queues a job whose delivery id is new; q.mu is held.
+func (q *Memory) admitLocked(job Job) error {
 	if old, ok := q.pending[job.Key]; ok {
 		// Keep the first arrival time so the age metric shows how long the subject waited.
 		job.EnqueuedAt = old.EnqueuedAt
@@ -140,7 +179,6 @@ func (q *Memory) Enqueue(ctx context.Context, job Job) error {
 		q.order = append(q.order, job.Key)
 		q.m.Depth.Set(float64(len(q.pending)))
 	}
-	q.remember(job.DeliveryID)
 	q.m.Enqueued.Inc()
 	if r, ok := q.running[job.Key]; ok && r.job.HeadSHA != job.HeadSHA {
 		r.cancel(&SupersededError{Head: job.HeadSHA})
@@ -220,6 +258,10 @@ func (q *Memory) Stop(ctx context.Context) error {
 		q.mu.Unlock()
 	}
 	q.mu.Lock()
+	for k, t := range q.scheduled {
+		t.Stop()
+		delete(q.scheduled, k)
+	}
 	left := len(q.pending)
 	for k := range q.pending {
 		delete(q.pending, k)

@@ -362,3 +362,36 @@ func TestMemoryStopDoesNotWaitForeverOnAStuckJob(t *testing.T) {
 		t.Fatalf("Stop = %v", err)
 	}
 }
+
+func TestMemoryScheduledJobs(t *testing.T) {
+	ran := make(chan Job, 4)
+	q := NewMemory(MemoryOptions{Workers: 1})
+	if err := q.Start(context.Background(), func(_ context.Context, j Job) error { ran <- j; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop(context.Background())
+	ctx := context.Background()
+	soon := time.Now().Add(20 * time.Millisecond)
+	if err := q.Enqueue(ctx, Job{Key: "a", DeliveryID: "d1", HeadSHA: "h1", NotBefore: soon.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	// A newer job of the key replaces the waiting one; its delivery id is remembered at once.
+	if err := q.Enqueue(ctx, Job{Key: "a", DeliveryID: "d2", HeadSHA: "h2", NotBefore: soon}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, Job{Key: "a", DeliveryID: "d2", HeadSHA: "h2"}); err != ErrDuplicate {
+		t.Fatalf("repeated delivery of a scheduled job: %v", err)
+	}
+	if queued, running := q.Len(); queued != 0 || running != 0 {
+		t.Fatalf("a scheduled job is queued early: %d queued, %d running", queued, running)
+	}
+	j := <-ran
+	if j.DeliveryID != "d2" || !j.NotBefore.IsZero() {
+		t.Fatalf("ran %+v", j)
+	}
+	select {
+	case j := <-ran:
+		t.Fatalf("the replaced job ran too: %+v", j)
+	case <-time.After(50 * time.Millisecond):
+	}
+}

@@ -20,6 +20,8 @@ type Kind string
 const (
 	KindPullRequest Kind = "pull_request" // review a pull request
 	KindIssue       Kind = "issue"        // triage an issue
+	// KindDelegate looks again for the answer of a review bot a lens was delegated to.
+	KindDelegate Kind = "delegate"
 )
 
 // Job is one unit of review work. It carries only what a worker needs to fetch a fresh snapshot;
@@ -43,6 +45,9 @@ type Job struct {
 	Resumed    int             `json:"resumed,omitempty"`
 	EnqueuedAt time.Time       `json:"enqueued_at"`
 	Extra      json.RawMessage `json:"extra,omitempty"`
+	// NotBefore schedules the job: it does not run before this time (zero: at once). A
+	// scheduled job still coalesces with later jobs of its key.
+	NotBefore time.Time `json:"not_before,omitzero"`
 }
 
 // Handler runs one job. It must honour ctx: cancellation means a newer job superseded this one or

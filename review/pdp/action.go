@@ -22,6 +22,11 @@ const (
 	KindReactionAdd   Kind = "reaction.add"
 	KindLabelsAdd     Kind = "labels.add"
 	KindDisclosure    Kind = "body.disclosure"
+	// KindDelegateRequest posts the comment that asks another review bot for a review of one
+	// head, with lensgate's binding marker; KindReviewersRequest asks through the
+	// requested-reviewers API.
+	KindDelegateRequest  Kind = "delegate.request"
+	KindReviewersRequest Kind = "reviewers.request"
 )
 
 // Kinds that are always denied. They exist so that a proposal to do them is named, denied and
@@ -38,7 +43,7 @@ const (
 
 var allowList = map[Kind]bool{
 	KindCheckRunCreate: true, KindCheckRunUpdate: true, KindCommentUpsert: true, KindCommentDedupe: true, KindReviewCreate: true,
-	KindReactionAdd: true, KindLabelsAdd: true, KindDisclosure: true,
+	KindReactionAdd: true, KindLabelsAdd: true, KindDisclosure: true, KindDelegateRequest: true, KindReviewersRequest: true,
 }
 
 var forbidden = map[Kind]bool{

@@ -220,6 +220,9 @@ func (p *PDP) publicationAllows(k Kind, lens string) (string, bool) {
 	switch k {
 	case KindCheckRunCreate, KindCheckRunUpdate, KindCommentUpsert, KindCommentDedupe, KindDisclosure:
 		return "", true
+	case KindDelegateRequest, KindReviewersRequest:
+		// Asking the bot a lens is delegated to is how that lens runs, whatever it publishes.
+		return "", true
 	case KindReviewCreate:
 		if mode == config.PublicationReview || mode == config.PublicationInline {
 			return "", true

@@ -245,11 +245,12 @@ var activeStates = []rivertype.JobState{
 }
 
 // ForcesRerun reports whether an event asks for a new review of a head that was already
-// reviewed: a re-run request (check run or suite), a review command in a comment, or an edit of
-// the title, body or base (the receipt binds the body). Other events for a reviewed head coalesce.
+// reviewed: a re-run request (check run or suite), a review command in a comment, an edit of
+// the title, body or base (the receipt binds the body), or news of a delegated lens (its bot
+// answered, its wait ended, or it is time to look again). Other events for a reviewed head coalesce.
 func ForcesRerun(reason string) bool {
 	return strings.HasSuffix(reason, ".rerequested") || strings.HasSuffix(reason, ".edited") ||
-		strings.HasPrefix(reason, "issue_comment.")
+		strings.HasPrefix(reason, "issue_comment.") || strings.HasPrefix(reason, "delegate.")
 }
 
 // riverQueue implements queue.Queue over a River client of either driver.
@@ -419,6 +420,9 @@ func (q *riverQueue[TTx]) enqueue(ctx context.Context, job queue.Job) (enqueueRe
 		}
 		args := reviewArgs{Key: job.Key, Head: job.HeadSHA, Rerun: rerun, Job: job}
 		insertOpts := &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: activeStates}}
+		if !job.NotBefore.IsZero() {
+			insertOpts.ScheduledAt = job.NotBefore
+		}
 		ins, err := q.client.InsertTx(ctx, tx, args, insertOpts)
 		if err != nil {
 			return fmt.Errorf("insert job: %w", err)

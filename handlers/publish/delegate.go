@@ -1,0 +1,95 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/review/pdp"
+	"github.com/lensgate/lensgate/review/runtime/delegate"
+)
+
+var _ handlers.DelegateRequester = (*Publisher)(nil)
+
+// RequestDelegate posts the request comment for one head (authorised and audited by the PDP)
+// and, for a reviewers preset, asks for the bot's review through the requested-reviewers API.
+// A failed answer to the POST is re-checked by listing the comments before it is repeated, so
+// the request is never posted twice.
+func (p *Publisher) RequestDelegate(ctx context.Context, gh *github.Client, dr *handlers.DelegateRequest) (int64, time.Time, error) {
+	if dr == nil || dr.Subject == nil {
+		return 0, time.Time{}, errors.New("no delegate request")
+	}
+	pub := &handlers.Publication{Job: dr.Job, App: dr.App, Subject: dr.Subject, Repo: dr.Repo}
+	r := p.newRun(ctx, gh, pub, "delegate-"+dr.Preset.Name)
+	if dr.Repo != nil {
+		for _, l := range dr.Repo.Policy.Lenses {
+			r.info.publication[l.Name] = l.Publication
+		}
+	}
+	body := delegate.RequestBody(dr.Preset, dr.Binding)
+	if !r.authorize(ctx, pdp.Action{Kind: pdp.KindDelegateRequest, Target: "delegate:" + dr.Preset.Name, Lenses: dr.Lenses}) {
+		return 0, time.Time{}, errors.New(strings.Join(r.notes, "; "))
+	}
+	var posted *github.IssueComment
+	marker := dr.Binding.Marker()
+	err := p.call(ctx, "post the delegate request", func(ctx context.Context) (*github.Response, error) {
+		c, resp, err := gh.Issues.CreateComment(ctx, r.info.owner, r.info.repo, r.info.number, &github.IssueComment{Body: github.String(body)})
+		posted = c
+		return resp, err
+	}, func(ctx context.Context) (bool, error) {
+		c, err := r.findOwnComment(ctx, marker)
+		if c != nil {
+			posted = c
+		}
+		return c != nil, err
+	})
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	if dr.Preset.RequestVia == delegate.RequestReviewers {
+		if r.authorize(ctx, pdp.Action{Kind: pdp.KindReviewersRequest, Target: "reviewers:" + dr.Preset.Name, Lenses: dr.Lenses}) {
+			err := p.call(ctx, "request a review from "+dr.Preset.Reviewer, func(ctx context.Context) (*github.Response, error) {
+				_, resp, err := gh.PullRequests.RequestReviewers(ctx, r.info.owner, r.info.repo, r.info.number,
+					github.ReviewersRequest{Reviewers: []string{dr.Preset.Reviewer}})
+				return resp, err
+			}, nil)
+			if err != nil {
+				// The request comment stands as the record; without the reviewer request the
+				// bot may never answer, and the lens then times out as pending.
+				zerolog.Ctx(ctx).Warn().Err(err).Str("reviewer", dr.Preset.Reviewer).Msg("requested-reviewers call failed")
+			}
+		}
+	}
+	_ = r.finish(ctx)
+	if posted == nil || posted.GetID() == 0 {
+		return 0, time.Time{}, fmt.Errorf("post the delegate request: GitHub returned no comment")
+	}
+	return posted.GetID(), posted.GetCreatedAt().Time, nil
+}
+
+// findOwnComment returns the App's own conversation comment holding marker, or nil.
+func (r *run) findOwnComment(ctx context.Context, marker string) (*github.IssueComment, error) {
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for page := 0; page < 10; page++ {
+		cs, resp, err := r.gh.Issues.ListComments(ctx, r.info.owner, r.info.repo, r.info.number, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if c.GetUser().GetLogin() == r.info.botLogin && strings.Contains(c.GetBody(), marker) {
+				return c, nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return nil, nil
+		}
+		opts.Page = resp.NextPage
+	}
+	return nil, nil
+}
