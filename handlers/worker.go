@@ -50,9 +50,9 @@ type Worker struct {
 	// Command is the review command, named when a maintainer's approval is needed.
 	Command string
 	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-	Logger     zerolog.Logger
-	Metrics    *WorkerMetrics
+	Now     func() time.Time
+	Logger  zerolog.Logger
+	Metrics *WorkerMetrics
 }
 
 // WorkerMetrics count review outcomes.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 )
@@ -16,6 +17,9 @@ func (s *Server) apiURL(format string, args ...any) string {
 func (s *Server) userJSON(login string) *github.User {
 	if login == s.BotLogin() {
 		return s.botUser()
+	}
+	if b, ok := s.bots[login]; ok {
+		return &github.User{Login: github.String(b.Login), Type: github.String("Bot"), ID: github.Int64(b.UserID)}
 	}
 	t := "User"
 	return &github.User{Login: github.String(login), Type: github.String(t), ID: github.Int64(int64(len(login)) * 7919)}
@@ -99,7 +103,17 @@ func (s *Server) issueJSON(st *repoState, number int) *github.Issue {
 	}
 }
 
-func (s *Server) commentJSON(st *repoState, c *Comment) *github.IssueComment {
+// issueCommentJSON adds what go-github does not model: the App a comment was made through.
+type issueCommentJSON struct {
+	*github.IssueComment
+	PerformedViaGithubApp *github.App `json:"performed_via_github_app,omitempty"`
+}
+
+func (s *Server) commentJSON(st *repoState, c *Comment) issueCommentJSON {
+	return issueCommentJSON{IssueComment: s.plainCommentJSON(st, c), PerformedViaGithubApp: s.viaApp(c.User)}
+}
+
+func (s *Server) plainCommentJSON(st *repoState, c *Comment) *github.IssueComment {
 	return &github.IssueComment{
 		ID: github.Int64(c.ID), NodeID: github.String(c.NodeID), Body: github.String(c.Body),
 		User:      s.userJSON(c.User),
@@ -150,8 +164,16 @@ func (s *Server) reviewJSON(st *repoState, r *Review) *github.PullRequestReview 
 	return &github.PullRequestReview{
 		ID: github.Int64(r.ID), NodeID: github.String(r.NodeID), User: s.userJSON(r.User),
 		Body: github.String(r.Body), CommitID: github.String(r.CommitID), State: github.String(r.State),
-		HTMLURL: github.String(fmt.Sprintf("%s/%s/pull/%d#pullrequestreview-%d", s.srv.URL, st.FullName(), r.Number, r.ID)),
+		HTMLURL:     github.String(fmt.Sprintf("%s/%s/pull/%d#pullrequestreview-%d", s.srv.URL, st.FullName(), r.Number, r.ID)),
+		SubmittedAt: timestamp(r.SubmittedAt),
 	}
+}
+
+func timestamp(t time.Time) *github.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return &github.Timestamp{Time: t}
 }
 
 func (s *Server) reviewCommentJSON(st *repoState, number int, c *ReviewComment) *github.PullRequestComment {

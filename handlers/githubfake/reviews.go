@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 )
@@ -92,6 +93,9 @@ func (s *Server) createReview(w http.ResponseWriter, r *http.Request) {
 	if rv.CommitID == "" {
 		rv.CommitID = pr.HeadSHA
 	}
+	if state != "PENDING" {
+		rv.SubmittedAt = s.now().UTC().Truncate(time.Second)
+	}
 	rv.NodeID = fmt.Sprintf("PRR_fake%d", rv.ID)
 	var errs []string
 	for _, c := range in.Comments {
@@ -148,6 +152,7 @@ func (s *Server) submitReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rv.Event, rv.State = in.Event, state
+	rv.SubmittedAt = s.now().UTC().Truncate(time.Second)
 	if in.Body != "" {
 		rv.Body = in.Body
 	}

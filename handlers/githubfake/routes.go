@@ -32,6 +32,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	s.handle(mux, "POST /repos/{owner}/{repo}/pulls/{number}/reviews/{id}/events", authInstallation, s.submitReview)
 	s.handle(mux, "GET /repos/{owner}/{repo}/pulls/{number}/reviews/{id}/comments", authInstallation, s.listReviewCommentsOfReview)
 	s.handle(mux, "GET /repos/{owner}/{repo}/pulls/{number}/comments", authInstallation, s.listReviewComments)
+	s.handle(mux, "POST /repos/{owner}/{repo}/pulls/{number}/requested_reviewers", authInstallation, s.requestReviewers)
 
 	s.handle(mux, "GET /repos/{owner}/{repo}/issues/{number}", authInstallation, s.getIssue)
 	s.handle(mux, "PATCH /repos/{owner}/{repo}/issues/{number}", authInstallation, s.editIssue)
@@ -390,7 +391,7 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
 	if st == nil {
 		return
 	}
-	var out []*github.IssueComment
+	var out []issueCommentJSON
 	for _, c := range st.comments {
 		if c.Number == n {
 			out = append(out, s.commentJSON(st, c))
@@ -424,6 +425,7 @@ func (s *Server) createComment(w http.ResponseWriter, r *http.Request) {
 	c := s.newComment(n, s.BotLogin(), *in.Body)
 	st.comments = append(st.comments, c)
 	writeJSON(w, http.StatusCreated, s.commentJSON(st, c))
+	s.requested(st, n, c)
 }
 
 func (s *Server) findComment(w http.ResponseWriter, r *http.Request) (*repoState, int) {
@@ -553,7 +555,7 @@ func (s *Server) react(w http.ResponseWriter, r *http.Request, st *repoState, su
 			return
 		}
 	}
-	x := &Reaction{ID: s.id(), Subject: subject, Content: in.Content, User: s.BotLogin()}
+	x := &Reaction{ID: s.id(), Subject: subject, Content: in.Content, User: s.BotLogin(), CreatedAt: s.now().UTC().Truncate(time.Second)}
 	st.reactions = append(st.reactions, x)
 	writeJSON(w, http.StatusCreated, &github.Reaction{ID: github.Int64(x.ID), Content: github.String(x.Content), User: s.botUser()})
 }
@@ -569,13 +571,14 @@ func (s *Server) listIssueReactions(w http.ResponseWriter, r *http.Request) {
 	if st == nil {
 		return
 	}
-	out := []*github.Reaction{}
+	out := []reactionJSON{}
 	for _, x := range st.reactions {
 		if x.Subject == "issue/"+strconv.Itoa(n) {
-			out = append(out, &github.Reaction{ID: github.Int64(x.ID), Content: github.String(x.Content), User: s.userJSON(x.User)})
+			out = append(out, reactionJSON{Reaction: &github.Reaction{ID: github.Int64(x.ID), Content: github.String(x.Content), User: s.userJSON(x.User)},
+				CreatedAt: timestamp(x.CreatedAt)})
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	writePage(w, r, out)
 }
 
 func (s *Server) reactComment(w http.ResponseWriter, r *http.Request) {

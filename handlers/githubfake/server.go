@@ -59,6 +59,10 @@ type Server struct {
 
 	oauthCodes map[string]oauthGrant
 	userTokens map[string]string // user token -> login
+	// bots are other Apps' bot accounts by login; connectors script some of them.
+	bots       map[string]Bot
+	connectors []*connector
+	onEvent    func(event string, payload []byte)
 
 	deliveries   []*HookDelivery
 	redeliveries []int64
@@ -119,6 +123,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		hooks:          map[string][]func(*http.Request){},
 		oauthCodes:     map[string]oauthGrant{},
 		userTokens:     map[string]string{},
+		bots:           map[string]Bot{},
 	}
 	for _, o := range opts {
 		o(s)

@@ -135,6 +135,8 @@ type Review struct {
 	Body     string
 	CommitID string
 	Comments []ReviewComment
+	// SubmittedAt is when the review was submitted (zero while pending).
+	SubmittedAt time.Time
 }
 
 // ReviewComment is an inline comment.
@@ -153,10 +155,11 @@ type ReviewComment struct {
 
 // Reaction is a reaction on an issue, a pull request or a comment.
 type Reaction struct {
-	ID      int64
-	Subject string // "issue/N", "comment/ID" or "review_comment/ID"
-	Content string
-	User    string
+	ID        int64
+	Subject   string // "issue/N", "comment/ID" or "review_comment/ID"
+	Content   string
+	User      string
+	CreatedAt time.Time
 }
 
 // HookDelivery is one recorded App webhook delivery, for catch-up tests.
@@ -187,6 +190,8 @@ type repoState struct {
 	reactions   []*Reaction
 	labels      map[string]bool
 	permissions map[string]string
+	// reviewRequests are the reviewers requested through the API, by pull request.
+	reviewRequests map[int][]string
 }
 
 // claimNumber returns n, or the next free number when n is 0, and keeps later numbers past it:
@@ -229,6 +234,8 @@ func (s *Server) AddRepo(r Repo) int64 {
 		issues:      map[int]*Issue{},
 		labels:      map[string]bool{},
 		permissions: map[string]string{},
+
+		reviewRequests: map[int][]string{},
 	}
 	return id
 }

@@ -62,13 +62,16 @@ type Memory struct {
 	seenNext int
 	// scheduled holds jobs waiting for their NotBefore, by key: a newer job of the key replaces
 	// the waiting one.
-	scheduled map[string]*time.Timer
+	scheduled map[string]*waiting
 	started   bool
 	stopping  bool
 	baseCtx   context.Context
 	cancel    context.CancelCauseFunc
 	wg        sync.WaitGroup
 }
+
+// waiting is a scheduled job's timer; its identity tells a replaced job from the current one.
+type waiting struct{ timer *time.Timer }
 
 type run struct {
 	job    Job
@@ -102,7 +105,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 		running:   make(map[string]*run),
 		seen:      make(map[string]struct{}),
 		seenRing:  make([]string, opts.SeenDeliveries),
-		scheduled: make(map[string]*time.Timer),
+		scheduled: make(map[string]*waiting),
 	}
 	q.cond = sync.NewCond(&q.mu)
 	return q
@@ -130,15 +133,15 @@ func (q *Memory) Enqueue(ctx context.Context, job Job) error {
 			return ErrDuplicate
 		}
 	}
-	if t, ok := q.scheduled[job.Key]; ok {
-		t.Stop()
+	if w, ok := q.scheduled[job.Key]; ok {
+		w.timer.Stop()
 		delete(q.scheduled, job.Key)
 	}
 	if wait := job.NotBefore.Sub(q.opts.Now()); !job.NotBefore.IsZero() && wait > 0 {
 		q.remember(job.DeliveryID)
-		var t *time.Timer
-		t = time.AfterFunc(wait, func() { q.release(job, t) })
-		q.scheduled[job.Key] = t
+		w := &waiting{}
+		w.timer = time.AfterFunc(wait, func() { q.release(job, w) })
+		q.scheduled[job.Key] = w
 		return nil
 	}
 	if err := q.admitLocked(job); err != nil {
@@ -149,10 +152,10 @@ func (q *Memory) Enqueue(ctx context.Context, job Job) error {
 }
 
 // release moves a scheduled job into the queue once its time has come.
-func (q *Memory) release(job Job, t *time.Timer) {
+func (q *Memory) release(job Job, w *waiting) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.scheduled[job.Key] != t || q.stopping {
+	if q.scheduled[job.Key] != w || q.stopping {
 		// A newer job of the key replaced this one, or the queue stops.
 		return
 	}
@@ -258,8 +261,8 @@ func (q *Memory) Stop(ctx context.Context) error {
 		q.mu.Unlock()
 	}
 	q.mu.Lock()
-	for k, t := range q.scheduled {
-		t.Stop()
+	for k, w := range q.scheduled {
+		w.timer.Stop()
 		delete(q.scheduled, k)
 	}
 	left := len(q.pending)
