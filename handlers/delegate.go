@@ -474,4 +474,3 @@ func (w *Worker) now() time.Time {
 	}
 	return time.Now()
 }
-
