@@ -39,6 +39,14 @@ type Server struct {
 	// current key so old receipts stay verifiable. Env LENSGATE_PREVIOUS_PUBLIC_KEYS
 	// (comma-separated).
 	PreviousPublicKeys []string `yaml:"previous_public_keys"`
+	// WitnessKeyFile is the Ed25519 key that signs review-run observations (what the runner saw
+	// beside each receipt). It must differ from the receipt key; its public key is served at
+	// /.well-known/lensgate/keys with the role "witness". Env LENSGATE_WITNESS_KEY_FILE.
+	// Optional: without it receipts are published without an observation.
+	WitnessKeyFile string `yaml:"witness_key_file"`
+	// PreviousWitnessPublicKeys are retired witness public keys, served after the current one.
+	// Env LENSGATE_PREVIOUS_WITNESS_PUBLIC_KEYS (comma-separated).
+	PreviousWitnessPublicKeys []string `yaml:"previous_witness_public_keys"`
 	// StateDir holds what must outlive a restart: the SQLite queue (queue.db) and the audit
 	// ledger (audit.jsonl), unless queue.dsn and audit_file name other places. It is created at
 	// start (mode 0700). Env LENSGATE_STATE_DIR. Default: $STATE_DIRECTORY when systemd's
@@ -223,6 +231,11 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_LOG_FORMAT", "log_format", str(func(s *Server) *string { return &s.LogFormat })},
 		{"LENSGATE_SHUTDOWN_TIMEOUT", "shutdown_timeout", dur(func(s *Server) *time.Duration { return &s.ShutdownTimeout })},
 		{"LENSGATE_SIGNING_KEY_FILE", "signing_key_file", str(func(s *Server) *string { return &s.SigningKeyFile })},
+		{"LENSGATE_WITNESS_KEY_FILE", "witness_key_file", str(func(s *Server) *string { return &s.WitnessKeyFile })},
+		{"LENSGATE_PREVIOUS_WITNESS_PUBLIC_KEYS", "previous_witness_public_keys", func(s *Server, v string) error {
+			s.PreviousWitnessPublicKeys = splitList(v)
+			return nil
+		}},
 		{"LENSGATE_PREVIOUS_PUBLIC_KEYS", "previous_public_keys", func(s *Server, v string) error {
 			s.PreviousPublicKeys = splitList(v)
 			return nil
@@ -533,6 +546,14 @@ func (s *Server) Validate() error {
 			p = append(p, fmt.Sprintf("previous_public_keys[%d] (LENSGATE_PREVIOUS_PUBLIC_KEYS): not a 64-hex Ed25519 public key", i))
 		}
 	}
+	for i, k := range s.PreviousWitnessPublicKeys {
+		if b, err := hex.DecodeString(strings.TrimSpace(k)); err != nil || len(b) != 32 {
+			p = append(p, fmt.Sprintf("previous_witness_public_keys[%d] (LENSGATE_PREVIOUS_WITNESS_PUBLIC_KEYS): not a 64-hex Ed25519 public key", i))
+		}
+	}
+	if s.WitnessKeyFile != "" && s.WitnessKeyFile == s.SigningKeyFile {
+		add("witness_key_file", "is the receipt key file: the witness key must be a key of its own")
+	}
 	if s.AuditFile == "" && !s.DryRun {
 		add("audit_file", "is empty: every GitHub write needs an audit record")
 	}
@@ -622,9 +643,14 @@ func ServerKeyName(key string) string {
 }
 
 // ServerPreviousKeys decodes PreviousPublicKeys (validated by Validate).
-func (s *Server) ServerPreviousKeys() [][]byte {
+func (s *Server) ServerPreviousKeys() [][]byte { return decodeKeys(s.PreviousPublicKeys) }
+
+// ServerPreviousWitnessKeys decodes PreviousWitnessPublicKeys (validated by Validate).
+func (s *Server) ServerPreviousWitnessKeys() [][]byte { return decodeKeys(s.PreviousWitnessPublicKeys) }
+
+func decodeKeys(keys []string) [][]byte {
 	var out [][]byte
-	for _, k := range s.PreviousPublicKeys {
+	for _, k := range keys {
 		if b, err := hex.DecodeString(strings.TrimSpace(k)); err == nil && len(b) == 32 {
 			out = append(out, b)
 		}

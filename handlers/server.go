@@ -53,6 +53,8 @@ type Options struct {
 	DefaultRepo *config.Repo
 	// SigningKeys are the receipt public keys served at RouteKeys.
 	SigningKeys []ed25519.PublicKey
+	// WitnessKeys are the observation (runner witness) public keys served at RouteKeys.
+	WitnessKeys []ed25519.PublicKey
 	// ClientOptions are appended to the GitHub client options (tests pass WithTransport).
 	ClientOptions []githubapp.ClientOption
 	// Registry receives every metric; nil creates one with the Go and process collectors.
@@ -94,6 +96,7 @@ type Server struct {
 	registry *prometheus.Registry
 	handler  http.Handler
 	keys     []ed25519.PublicKey
+	witness  []ed25519.PublicKey
 	version  string
 	role     string
 	// catchupDone is closed when the start-up catch-up finished (nil when it does not run).
@@ -174,6 +177,7 @@ func New(opts Options) (*Server, error) {
 		queue:    q,
 		registry: reg,
 		keys:     opts.SigningKeys,
+		witness:  opts.WitnessKeys,
 		version:  opts.Version,
 		role:     opts.Role,
 		worker: &Worker{
@@ -339,11 +343,18 @@ func (s *Server) readiness(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// KeySet is the document served at RouteKeys: the receipt signing public keys, as a JWK set
-// with the hex form `lensgate receipt verify --public-key` takes.
+// KeySet is the document served at RouteKeys: the public keys, as a JWK set with the hex form
+// `lensgate receipt verify` takes. Receipt keys come first (the current one at index 0), then
+// the witness keys that sign review-run observations; each entry names its role.
 type KeySet struct {
 	Keys []PublicKey `json:"keys"`
 }
+
+// Key roles.
+const (
+	RoleReceipt = "receipt"
+	RoleWitness = "witness"
+)
 
 // PublicKey is one Ed25519 public key.
 type PublicKey struct {
@@ -354,22 +365,31 @@ type PublicKey struct {
 	Kid string `json:"kid"` // hex SHA-256 of the raw key
 	X   string `json:"x"`   // base64url raw key
 	Hex string `json:"hex"` // hex raw key
+	// Role is RoleReceipt or RoleWitness: a witness key never verifies a receipt, and a
+	// receipt key never verifies an observation.
+	Role string `json:"role"`
 }
 
-// NewKeySet describes keys.
-func NewKeySet(keys []ed25519.PublicKey) KeySet {
+// NewKeySet describes receipt keys and, after them, witness keys.
+func NewKeySet(keys []ed25519.PublicKey, witness ...ed25519.PublicKey) KeySet {
 	ks := KeySet{Keys: []PublicKey{}}
-	for _, k := range keys {
+	add := func(k ed25519.PublicKey, role string) {
 		sum := sha256.Sum256(k)
 		ks.Keys = append(ks.Keys, PublicKey{Kty: "OKP", Crv: "Ed25519", Alg: "EdDSA", Use: "sig",
-			Kid: hex.EncodeToString(sum[:]), X: base64.RawURLEncoding.EncodeToString(k), Hex: hex.EncodeToString(k)})
+			Kid: hex.EncodeToString(sum[:]), X: base64.RawURLEncoding.EncodeToString(k), Hex: hex.EncodeToString(k), Role: role})
+	}
+	for _, k := range keys {
+		add(k, RoleReceipt)
+	}
+	for _, k := range witness {
+		add(k, RoleWitness)
 	}
 	return ks
 }
 
 func (s *Server) serveKeys(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	writeJSON(w, http.StatusOK, NewKeySet(s.keys))
+	writeJSON(w, http.StatusOK, NewKeySet(s.keys, s.witness...))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/conformance"
+	"github.com/lensgate/lensgate/disclosure/observation"
 )
 
 // receiptCmd groups the receipt subcommands.
@@ -69,6 +70,11 @@ type receiptVerifyCmd struct {
 	Body          string `type:"path" help:"Body as the reader sees it; checks the visible block against the signed predicate."`
 	Policy        string `default:"default" help:"default, none, or a policy JSON file."`
 	Format        string `default:"text" enum:"text,json" help:"Output format."`
+	// The runner observation is a separate axis: it never changes the receipt's ok.
+	Observation        string   `type:"path" help:"Runner observation (review-run statement) published beside the receipt; reported as the runner_observation axis."`
+	WitnessKey         string   `name:"witness-key" help:"The runner's witness public key (role witness at /.well-known/lensgate/keys): 64 hex characters or a file holding them."`
+	ExpectRuntime      []string `name:"expect-runtime" placeholder:"NAME=WHAT" help:"Runtime identity every call by runtime NAME must show: NAME=sha256:HEX (executable or binary), NAME=version:V, NAME=host:H or NAME=model:M (the model that answered). Repeatable."`
+	RequireObservation bool     `name:"require-observation" help:"Exit 1 unless the runner observation is MATCH (the receipt must still be ok)."`
 }
 
 func (c *receiptVerifyCmd) Run(e *env) error {
@@ -104,15 +110,27 @@ func (c *receiptVerifyCmd) Run(e *env) error {
 		body := string(raw)
 		opts.Body = &body
 	}
+	obsOpts, obsEnv, err := c.observationInput(envelope, pub)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
 	rep := disclosure.Verify(envelope, opts)
+	obs := observation.Verify(obsEnv, obsOpts)
 	if c.Format == "json" {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		out := struct {
+			*disclosure.Report
+			RunnerObservation string              `json:"runner_observation"`
+			Observation       *observation.Result `json:"observation"`
+		}{rep, obs.RunnerObservation, obs}
+		if err := enc.Encode(out); err != nil {
 			return err
 		}
 	} else {
 		writeReportText(e.stdout, rep)
+		fmt.Fprintln(e.stdout)
+		fmt.Fprint(e.stdout, obs.Text())
 	}
 	var obj map[string]json.RawMessage
 	if slices.Contains(rep.ReasonCodes, disclosure.CodeEnvelopeUnreadable) && json.Unmarshal(envelope, &obj) != nil {
@@ -123,7 +141,56 @@ func (c *receiptVerifyCmd) Run(e *env) error {
 	if !rep.OK || rep.VisibleBlockRendering == disclosure.MatchMismatch {
 		return exitWith(exitNegative, nil)
 	}
+	if c.RequireObservation && obs.RunnerObservation != observation.Match {
+		return exitWith(exitNegative, nil)
+	}
 	return nil
+}
+
+// observationInput reads --observation, --witness-key and --expect-runtime.
+func (c *receiptVerifyCmd) observationInput(receipt, receiptKey []byte) (observation.Options, []byte, error) {
+	o := observation.Options{Receipt: receipt, ReceiptKey: receiptKey}
+	if c.Observation == "" {
+		if c.WitnessKey != "" || len(c.ExpectRuntime) > 0 {
+			return o, nil, errors.New("--witness-key and --expect-runtime need --observation")
+		}
+		return o, nil, nil
+	}
+	if c.WitnessKey == "" {
+		return o, nil, errors.New("--observation needs --witness-key: the runner's public key, taken from the operator, never from the observation")
+	}
+	env, err := readInput(c.Observation, observation.MaxEnvelopeBytes)
+	if err != nil {
+		return o, nil, err
+	}
+	if o.WitnessKey, err = loadPublicKey(c.WitnessKey); err != nil {
+		return o, nil, fmt.Errorf("--witness-key: %w", err)
+	}
+	for _, x := range c.ExpectRuntime {
+		name, what, ok := strings.Cut(x, "=")
+		kind, val, ok2 := strings.Cut(what, ":")
+		if !ok || !ok2 || name == "" || val == "" {
+			return o, nil, fmt.Errorf("--expect-runtime %q: want NAME=sha256:HEX, NAME=version:V, NAME=host:H or NAME=model:M", x)
+		}
+		ex := observation.Expectation{Name: name}
+		switch kind {
+		case "sha256":
+			if val = strings.ToLower(val); !isHex64(val) {
+				return o, nil, fmt.Errorf("--expect-runtime %q: the digest must be 64 hex characters", x)
+			}
+			ex.ExecutableSHA256 = val
+		case "version":
+			ex.Version = val
+		case "host":
+			ex.EndpointHost = val
+		case "model":
+			ex.ModelResponded = val
+		default:
+			return o, nil, fmt.Errorf("--expect-runtime %q: unknown kind %q (sha256, version, host, model)", x, kind)
+		}
+		o.Expected = append(o.Expected, ex)
+	}
+	return o, env, nil
 }
 
 // loadPublicKey accepts 64 hex characters or a path to a .publickey.hex file.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
@@ -36,6 +37,10 @@ type reviewCmd struct {
 	Preset   map[string]string `placeholder:"NAME=RUNTIME" help:"Operator-defined preset: lenses whose preset is NAME are reviewed by the enabled runtime RUNTIME. Repeatable."`
 	Format   string            `default:"text" enum:"text,json,markdown" help:"Output format: text, json or markdown."`
 	SignKey  string            `placeholder:"FILE" help:"Ed25519 key file (lensgate keygen): also print the signed receipt."`
+	// WitnessKey signs what this process observed while it ran the lenses, beside the receipt.
+	WitnessKey string `placeholder:"FILE" help:"Ed25519 witness key file (lensgate keygen, not the --sign-key): also print the runner's signed observation of the review. Needs --sign-key."`
+	// ObservationOut writes the observation envelope to a file as well.
+	ObservationOut string `name:"observation-out" placeholder:"FILE" help:"Also write the observation envelope to FILE (with --witness-key)."`
 }
 
 // Run implements the command. Exit 0: gate passed; 1: not passed; 2: unusable input.
@@ -55,6 +60,20 @@ func (c *reviewCmd) Run(e *env) error {
 		}
 		signer = &disclosure.Signer{Key: key}
 	}
+	var witness *observation.Signer
+	if c.WitnessKey != "" {
+		if signer == nil {
+			return exitWith(exitUsage, errors.New("--witness-key needs --sign-key: an observation accompanies a receipt"))
+		}
+		key, err := disclosure.LoadPrivateKey(c.WitnessKey)
+		if err != nil {
+			return exitWith(exitUsage, fmt.Errorf("--witness-key: %w", err))
+		}
+		if key.Equal(signer.Key) {
+			return exitWith(exitUsage, errors.New("--witness-key is the --sign-key: the witness key must be a key of its own"))
+		}
+		witness = &observation.Signer{Key: key}
+	}
 	reg, err := c.registry(cfg)
 	if err != nil {
 		return exitWith(exitUsage, err)
@@ -65,7 +84,7 @@ func (c *reviewCmd) Run(e *env) error {
 	}
 	// Runtime failures are already in the output as pending causes; only errors are logged.
 	p := review.NewPipeline(review.Options{Runtimes: reg, Logger: zerolog.New(e.stderr).Level(zerolog.ErrorLevel),
-		EnableHint: "for openai set ASDD_MODEL_URL and ASDD_RUNTIME_TOKEN, for an adapter pass --adapters DIR"})
+		EnableHint: "for openai set ASDD_MODEL_URL and ASDD_RUNTIME_TOKEN, for an adapter pass --adapters DIR", Version: version})
 	dec, err := p.Review(e.ctx, subj, cfg)
 	if err != nil {
 		return exitWith(exitUsage, err)
@@ -79,7 +98,18 @@ func (c *reviewCmd) Run(e *env) error {
 			return exitWith(exitUsage, fmt.Errorf("sign the receipt: %w", err))
 		}
 	}
-	if err := writeReview(e.stdout, c.Format, dec, disc); err != nil {
+	var obs *observation.Signed
+	if witness != nil {
+		if obs, err = review.SignObservation(dec, disc.Receipt, version, *witness, 0); err != nil {
+			return exitWith(exitUsage, fmt.Errorf("sign the observation: %w", err))
+		}
+		if c.ObservationOut != "" {
+			if err := os.WriteFile(c.ObservationOut, obs.Envelope, 0o644); err != nil {
+				return exitWith(exitUsage, fmt.Errorf("write the observation: %w", err))
+			}
+		}
+	}
+	if err := writeReview(e.stdout, c.Format, dec, disc, obs); err != nil {
 		return err
 	}
 	if !dec.Gate.Passed() {
@@ -217,17 +247,21 @@ func (c *reviewCmd) registry(cfg *config.Repo) (*runtime.Registry, error) {
 	return reg, nil
 }
 
-func writeReview(w io.Writer, format string, d *review.Decision, disc *disclosure.Disclosure) error {
+func writeReview(w io.Writer, format string, d *review.Decision, disc *disclosure.Disclosure, obs *observation.Signed) error {
 	switch format {
 	case "json":
 		doc := struct {
 			*review.Decision
 			Receipt         json.RawMessage `json:"receipt,omitempty"`
 			DisclosureBlock string          `json:"disclosure_block,omitempty"`
+			Observation     json.RawMessage `json:"observation,omitempty"`
 		}{Decision: d}
 		if disc != nil {
 			doc.Receipt = disc.Receipt.Envelope
 			doc.DisclosureBlock = disc.Block
+		}
+		if obs != nil {
+			doc.Observation = obs.Envelope
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -241,6 +275,9 @@ func writeReview(w io.Writer, format string, d *review.Decision, disc *disclosur
 	if disc != nil {
 		fmt.Fprintf(w, "\nDisclosure block (bound to the head commit message as the body):\n%s\n", disc.Block)
 		fmt.Fprintf(w, "\nSigned receipt (DSSE envelope, receipt digest %s):\n%s", disc.Receipt.ReceiptDigest, disc.Receipt.Envelope)
+	}
+	if obs != nil {
+		fmt.Fprintf(w, "\nThis review was also observed by the runner: observation sha256:%s, signed with the witness key:\n%s", obs.Digest, obs.Envelope)
 	}
 	return nil
 }

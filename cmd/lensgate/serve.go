@@ -20,6 +20,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/publish"
 	"github.com/lensgate/lensgate/handlers/queue"
@@ -132,7 +133,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	if err := ensureStateDir(cfg); err != nil {
 		return fail(err)
 	}
-	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log,
+	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log, Version: version,
 		Tokens: review.NewTokenLedger(cfg.Runtime.MaxTokensPerInstallationPerDay, nil)})
 
 	var defaultRepo *config.Repo
@@ -165,6 +166,29 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		}
 	}
 
+	var witnessKeys []ed25519.PublicKey
+	var witness *observation.Signer
+	if cfg.WitnessKeyFile != "" {
+		k, err := disclosure.LoadPrivateKey(cfg.WitnessKeyFile)
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", config.ServerKeyName("witness_key_file"), err))
+		}
+		wpub := k.Public().(ed25519.PublicKey)
+		if slices.ContainsFunc(keys, func(rk ed25519.PublicKey) bool { return rk.Equal(wpub) }) {
+			return fail(fmt.Errorf("%s: the witness key is a receipt key; make a key of its own with lensgate keygen", config.ServerKeyName("witness_key_file")))
+		}
+		witnessKeys = append(witnessKeys, wpub)
+		witness = &observation.Signer{Key: k}
+		if signer == nil {
+			log.Warn().Msg("witness_key_file without signing_key_file: no receipts, so no observations are published")
+		}
+	}
+	for _, pk := range cfg.ServerPreviousWitnessKeys() {
+		if !slices.ContainsFunc(witnessKeys, func(k ed25519.PublicKey) bool { return k.Equal(ed25519.PublicKey(pk)) }) {
+			witnessKeys = append(witnessKeys, ed25519.PublicKey(pk))
+		}
+	}
+
 	var pub handlers.Publisher = handlers.LogPublisher{}
 	if !cfg.DryRun {
 		sink, err := pdp.OpenFileSink(cfg.AuditFile)
@@ -176,7 +200,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 				Msg("the audit ledger ended in a torn line (a crash while writing); it is kept in set_aside and the chain continues from the last whole record")
 		}
 		closers = append(closers, func() { _ = sink.Close() })
-		p, err := publish.New(publish.Options{Signer: signer, Audit: sink, DetailsURL: cfg.PublicURL})
+		p, err := publish.New(publish.Options{Signer: signer, Witness: witness, RunnerVersion: version, Audit: sink, DetailsURL: cfg.PublicURL})
 		if err != nil {
 			return fail(err)
 		}
@@ -209,6 +233,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		Queue:       q,
 		DefaultRepo: defaultRepo,
 		SigningKeys: keys,
+		WitnessKeys: witnessKeys,
 		Registry:    promReg,
 		Version:     version,
 		Role:        role,

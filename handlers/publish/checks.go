@@ -198,6 +198,8 @@ func (r *run) completeGate(ctx context.Context, d *review.Decision, rc *receiptI
 		if len(receipt) > maxCheckText/2 {
 			receipt = ""
 			r.notes = append(r.notes, fmt.Sprintf("the signed receipt (%d bytes) is too large for the check text and the comment; the Receipt line of the pull request body names its digest", len(rc.envelope)))
+		} else {
+			receipt += observationSection(rc.observation, rc.observationDigest)
 		}
 	}
 	all := annotations(d.Findings)
@@ -313,9 +315,13 @@ type receiptInfo struct {
 	envelope      []byte
 	receiptDigest string // payload digest, the key for supersession
 	fileDigest    string // sha256 of the envelope bytes, shown on the Receipt line
-	subjectDigest string
-	fresh         bool
-	state         string // stateKey of what the receipt states
+	// observation is the runner's signed observation beside the receipt (nil without a
+	// witness key), and observationDigest its payload digest.
+	observation       []byte
+	observationDigest string
+	subjectDigest     string
+	fresh             bool
+	state             string // stateKey of what the receipt states
 }
 
 func (r *run) receiptFromEnvelope(env []byte) *receiptInfo {

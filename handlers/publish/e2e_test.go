@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/review"
@@ -207,14 +209,16 @@ func edit(t *testing.T, payload []byte, f func(map[string]any)) []byte {
 
 // stack is the App (webhook handler, queue, worker) with this publisher against the fake.
 type stack struct {
-	t      *testing.T
-	gh     *githubfake.Server
-	key    ed25519.PrivateKey
-	srv    *httptest.Server
-	done   chan error
-	logs   *syncBuffer
-	ledger string
-	calls  map[string][2]int
+	t   *testing.T
+	gh  *githubfake.Server
+	key ed25519.PrivateKey
+	// witness signs the runner's observations; it is not the receipt key.
+	witness ed25519.PrivateKey
+	srv     *httptest.Server
+	done    chan error
+	logs    *syncBuffer
+	ledger  string
+	calls   map[string][2]int
 	// decisions records what the reviewer decided, in order.
 	decisions *decisionLog
 }
@@ -248,13 +252,15 @@ func newStack(t *testing.T, reviewer handlers.Reviewer, diff string, with ...fun
 	}
 	seed := sha256.Sum256([]byte("lensgate e2e key"))
 	st.key = ed25519.NewKeyFromSeed(seed[:])
+	wseed := sha256.Sum256([]byte("lensgate e2e witness key"))
+	st.witness = ed25519.NewKeyFromSeed(wseed[:])
 	st.ledger = filepath.Join(t.TempDir(), "audit.jsonl")
 	sink, err := pdp.OpenFileSink(st.ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sink.Close() })
-	pubr, err := New(Options{Signer: &disclosure.Signer{Key: st.key}, Audit: sink,
+	pubr, err := New(Options{Signer: &disclosure.Signer{Key: st.key}, Witness: &observation.Signer{Key: st.witness}, RunnerVersion: "test", Audit: sink,
 		Retry: Retry{Attempts: 3, Backoff: time.Millisecond, MaxWait: time.Second}})
 	if err != nil {
 		t.Fatal(err)
@@ -271,6 +277,7 @@ func newStack(t *testing.T, reviewer handlers.Reviewer, diff string, with ...fun
 		Config: cfg, Logger: zerolog.New(st.logs), Reviewer: st.decisions,
 		Publisher:      notifyingPublisher{next: pubr, done: st.done},
 		SigningKeys:    []ed25519.PublicKey{st.key.Public().(ed25519.PublicKey)},
+		WitnessKeys:    []ed25519.PublicKey{st.witness.Public().(ed25519.PublicKey)},
 		InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Version: "test",
 	}
 	for _, f := range with {
@@ -421,6 +428,7 @@ func (st *stack) assertPublished(authorBody string, first []byte) (comment strin
 	if g := gateOf(st.gh, e2eHead2); !strings.Contains(g.Text, strings.TrimSpace(string(second))) {
 		t.Error("the gate check text does not carry the published receipt")
 	}
+	st.assertObserved(comments[0].Body, second)
 	f, err := os.Open(st.ledger)
 	if err != nil {
 		t.Fatal(err)
@@ -441,6 +449,41 @@ func (st *stack) assertPublished(authorBody string, first []byte) (comment strin
 		_ = os.WriteFile(filepath.Join(dir, "comment.md"), []byte(comments[0].Body), 0o644)
 	}
 	return comments[0].Body
+}
+
+// assertObserved: a review the pipeline made carries, in the comment and in the gate check
+// text, the runner's observation of it, which verifies MATCH against the published receipt;
+// a decision that did not come from the pipeline carries none.
+func (st *stack) assertObserved(comment string, receipt []byte) {
+	t := st.t
+	obs := extractObservation(comment)
+	if st.decisions.last().Observed == nil {
+		if obs != nil || strings.Contains(comment, "observed by the runner") {
+			t.Fatal("an observation was published for a decision the pipeline did not observe")
+		}
+		return
+	}
+	res := observation.Verify(obs, observation.Options{
+		WitnessKey: st.witness.Public().(ed25519.PublicKey), ReceiptKey: st.key.Public().(ed25519.PublicKey), Receipt: receipt,
+	})
+	if res.RunnerObservation != observation.Match {
+		t.Fatalf("observation: %s %v %v", res.RunnerObservation, res.ReasonCodes, res.Errors)
+	}
+	line := "This review was also observed by the runner: observation `sha256:" + res.ObservationDigest + "`"
+	if strings.Count(comment, line) != 1 {
+		t.Errorf("the comment lacks the line %q", line)
+	}
+	if g := gateOf(st.gh, e2eHead2); !strings.Contains(g.Text, strings.TrimSpace(string(obs))) {
+		t.Error("the gate check text does not carry the observation")
+	}
+	// The disclosure block in the body stays the predicate's own: no word of the observation.
+	if body := st.gh.PullBody(e2eRepo, e2ePR); strings.Contains(body, "observ") {
+		t.Errorf("the body mentions the observation:\n%s", body)
+	}
+	if dir := os.Getenv("LENSGATE_PUBLISH_OUT"); dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, "observation.json"), obs, 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "witness.publickey.hex"), []byte(hex.EncodeToString(st.witness.Public().(ed25519.PublicKey))+"\n"), 0o644)
+	}
 }
 
 // TestServerStackEndToEnd runs the App with this publisher against the fake GitHub: opened,
@@ -485,7 +528,14 @@ func TestServerStackWithBuiltinPipeline(t *testing.T) {
 	st := newStack(t, p, conflictDiff1)
 	authorBody := st.gh.PullBody(e2eRepo, e2ePR)
 	first := st.lifecycle(conflictDiff2)
-	st.assertPublished(authorBody, first)
+	comment := st.assertPublished(authorBody, first)
+	// The observation of head 2 does not back the receipt of head 1.
+	res := observation.Verify(extractObservation(comment), observation.Options{
+		WitnessKey: st.witness.Public().(ed25519.PublicKey), ReceiptKey: st.key.Public().(ed25519.PublicKey), Receipt: first,
+	})
+	if res.RunnerObservation != observation.Mismatch || !slices.Contains(res.ReasonCodes, observation.CodeSubjectDiffers) {
+		t.Fatalf("receipt from another head: %s %v", res.RunnerObservation, res.ReasonCodes)
+	}
 	d := st.decisions.last()
 	t.Logf("builtin gate %s, %d findings, %d inline", d.Gate.State, len(d.Findings), len(d.Inline))
 	if len(d.Findings) == 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/handlers/queue"
@@ -34,6 +35,11 @@ type Options struct {
 	// Signer signs receipts with the App's Ed25519 key. Nil publishes no receipt and no
 	// disclosure block (the comment and check still appear).
 	Signer *disclosure.Signer
+	// Witness signs the review-run observation published beside each pull request receipt
+	// with the runner's witness key. Nil publishes receipts without an observation.
+	Witness *observation.Signer
+	// RunnerVersion is the lensgate version named in observations ("dev" when empty).
+	RunnerVersion string
 	// Audit receives every PDP decision. Required.
 	Audit pdp.Sink
 	// CheckName is the gate check run's name (DefaultCheckName when empty).
@@ -55,6 +61,8 @@ type Options struct {
 // Publisher implements handlers.Publisher.
 type Publisher struct {
 	signer              *disclosure.Signer
+	witness             *observation.Signer
+	runnerVersion       string
 	audit               pdp.Sink
 	checkName           string
 	detailsURL          string
@@ -75,7 +83,7 @@ func New(o Options) (*Publisher, error) {
 		return nil, errors.New("publish: an audit sink is required")
 	}
 	p := &Publisher{
-		signer: o.Signer, audit: o.Audit, checkName: o.CheckName, detailsURL: o.DetailsURL,
+		signer: o.Signer, witness: o.Witness, runnerVersion: o.RunnerVersion, audit: o.Audit, checkName: o.CheckName, detailsURL: o.DetailsURL,
 		allowRequestChanges: o.AllowRequestChanges, retry: o.Retry, callTimeout: o.CallTimeout, now: o.Now,
 		checks: map[string]*github.CheckRun{},
 	}

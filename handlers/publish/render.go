@@ -16,6 +16,7 @@ import (
 const (
 	markerAdvisory = "<!-- lensgate:advisory -->"
 	markerReceipt  = "<!-- lensgate:receipt -->"
+	markerObserved = "<!-- lensgate:observation -->"
 	markerReview   = "<!-- lensgate:review "
 	markerFP       = "<!-- lensgate:fp:"
 	markerState    = "<!-- lensgate:state "
@@ -30,9 +31,12 @@ const (
 	// maxReceiptEnvelope keeps a signed receipt within half of the check text and of a comment,
 	// with room for the section around it.
 	maxReceiptEnvelope = maxCheckText/2 - 2048
-	annotationBatch    = 50
-	maxInlinePerRun    = 30
-	maxFindingDetail   = 600
+	// maxObservationEnvelope bounds the runner's observation beside the receipt, so both fit
+	// the check text and the comment with room for the review itself.
+	maxObservationEnvelope = 16 << 10
+	annotationBatch        = 50
+	maxInlinePerRun        = 30
+	maxFindingDetail       = 600
 )
 
 var (
@@ -230,8 +234,35 @@ func receiptSection(envelope []byte, receiptDigest, subjectDigest string) string
 	return b.String()
 }
 
+// observationSection publishes the runner's observation beside the receipt: one line that
+// says the review was also observed, with the observation's digest, and the envelope itself.
+func observationSection(envelope []byte, digest string) string {
+	if len(envelope) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nThis review was also observed by the runner: observation `sha256:" + digest + "`, signed with the witness key.\n")
+	b.WriteString(markerObserved + "\n<details><summary>Runner observation <code>sha256:" + digest + "</code></summary>\n\n")
+	b.WriteString("What the runner saw while it ran each lens (runtime identity, its own clock, digests of the exact bytes). " +
+		"Verify with `lensgate receipt verify --envelope receipt.json --public-key KEY --observation observation.json --witness-key WITNESS_KEY` (see docs/review-run.md).\n\n")
+	b.WriteString("```json\n")
+	b.WriteString(strings.TrimSuffix(string(envelope), "\n"))
+	b.WriteString("\n```\n</details>\n")
+	return b.String()
+}
+
 // extractEnvelope reads the receipt back from a comment lensgate wrote.
 func extractEnvelope(body string) []byte { return details.ExtractEnvelope(body) }
+
+// extractObservation reads the runner's observation back from a comment lensgate wrote: the
+// first JSON block after its marker.
+func extractObservation(body string) []byte {
+	i := strings.Index(body, markerObserved)
+	if i < 0 {
+		return nil
+	}
+	return details.ExtractEnvelope(strings.Replace(body[i:], markerObserved, "<!-- lensgate:receipt -->", 1))
+}
 
 func hiddenValue(body, marker string) string {
 	i := strings.Index(body, marker)

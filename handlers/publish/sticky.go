@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
@@ -227,6 +229,8 @@ func (r *run) stickyTail(rc *receiptInfo, priorHeads string) string {
 			// A receipt over so many findings does not fit a comment; say where it is bound.
 			tail = fmt.Sprintf("The signed receipt (%d bytes) is too large for a comment; the `Receipt:` line of the pull request body names its digest.\n", len(rc.envelope))
 			r.notes = append(r.notes, "signed receipt too large for the comment and the check text")
+		} else {
+			tail += observationSection(rc.observation, rc.observationDigest)
 		}
 	}
 	tail += r.reviewedHeads(priorHeads)
@@ -276,6 +280,8 @@ type bodyTarget struct {
 	predicate func(revisedAt time.Time, prior, reason string) *disclosure.Predicate
 	// reason explains why a new receipt supersedes prior.
 	reason func(prior *receiptInfo) string
+	// observe signs the runner's observation beside a new receipt (nil: none).
+	observe func(rc *disclosure.Receipt) (*observation.Signed, error)
 }
 
 // disclose signs the receipt and splices its block into the body. It re-reads the body right
@@ -291,6 +297,9 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 	if sticky != nil {
 		prior = r.receiptFromEnvelope(extractEnvelope(sticky.GetBody()))
 		priorState = hiddenValue(sticky.GetBody(), markerState)
+		if prior != nil && tgt.observe != nil {
+			r.keepObservation(prior, extractObservation(sticky.GetBody()))
+		}
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		prepared, err := block.Prepare(body)
@@ -328,6 +337,13 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 			envelope: disc.Receipt.Envelope, receiptDigest: disc.Receipt.ReceiptDigest,
 			fileDigest: sha256Hex(disc.Receipt.Envelope), subjectDigest: disc.Receipt.SubjectDigest,
 			fresh: true, state: state,
+		}
+		if tgt.observe != nil {
+			if obs, err := tgt.observe(disc.Receipt); err != nil {
+				r.notes = append(r.notes, "runner observation not signed: "+oneLine(err.Error(), 500))
+			} else {
+				rc.observation, rc.observationDigest = obs.Envelope, obs.Digest
+			}
 		}
 		// Re-read just before writing: an author edit since the first read means starting over.
 		current, rev, err := tgt.read(ctx)
@@ -374,12 +390,37 @@ func (r *run) pullTarget(d *review.Decision) bodyTarget {
 		predicate: func(_ time.Time, prior, reason string) *disclosure.Predicate {
 			return predicate(r.info, d, r.p.now().UTC(), prior, reason)
 		},
+		observe: r.observer(d),
 		reason: func(prior *receiptInfo) string {
 			if priorHead(prior.envelope) != r.info.headSHA {
 				return "new head " + r.info.headSHA
 			}
 			return "pull request body or outcome changed"
 		},
+	}
+}
+
+// observer signs the decision's observation with the witness key, or is nil without one.
+func (r *run) observer(d *review.Decision) func(rc *disclosure.Receipt) (*observation.Signed, error) {
+	if r.p.witness == nil || d.Observed == nil {
+		return nil
+	}
+	return func(rc *disclosure.Receipt) (*observation.Signed, error) {
+		return review.SignObservation(d, rc, r.p.runnerVersion, *r.p.witness, maxObservationEnvelope)
+	}
+}
+
+// keepObservation keeps the observation published beside a kept receipt, when it is this
+// runner's own and bound to that receipt.
+func (r *run) keepObservation(prior *receiptInfo, env []byte) {
+	if len(env) == 0 {
+		return
+	}
+	res := observation.Verify(env, observation.Options{
+		WitnessKey: r.p.witness.Key.Public().(ed25519.PublicKey), Receipt: prior.envelope,
+	})
+	if res.RunnerObservation == observation.Match {
+		prior.observation, prior.observationDigest = env, res.ObservationDigest
 	}
 }
 
