@@ -90,6 +90,14 @@ func TestLoadServerRefuses(t *testing.T) {
 		m[k] = v
 		return m
 	}
+	withAll := func(extra map[string]string) map[string]string {
+		m := with("", "")
+		delete(m, "")
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -108,6 +116,8 @@ func TestLoadServerRefuses(t *testing.T) {
 		{"zero queue size names key and env", with("LENSGATE_QUEUE_SIZE", "0"), "queue.size (LENSGATE_QUEUE_SIZE): must be at least 1"},
 		{"bad log level names key and env", with("LENSGATE_LOG_LEVEL", "loud"), "log_level (LENSGATE_LOG_LEVEL)"},
 		{"bad previous key", with("LENSGATE_PREVIOUS_PUBLIC_KEYS", strings.Repeat("ab", 32)+",xyz"), "previous_public_keys[1] (LENSGATE_PREVIOUS_PUBLIC_KEYS)"},
+		{"bad previous witness key", with("LENSGATE_PREVIOUS_WITNESS_PUBLIC_KEYS", "xyz"), "previous_witness_public_keys[0] (LENSGATE_PREVIOUS_WITNESS_PUBLIC_KEYS)"},
+		{"witness key is the receipt key", withAll(map[string]string{"LENSGATE_SIGNING_KEY_FILE": "/k", "LENSGATE_WITNESS_KEY_FILE": "/k"}), "witness_key_file (LENSGATE_WITNESS_KEY_FILE): is the receipt key file"},
 		{"negative catch-up", with("LENSGATE_CATCHUP_WINDOW", "-1h"), "queue.catchup_window (LENSGATE_CATCHUP_WINDOW)"},
 		{"empty secret names env", with("GITHUB_APP_WEBHOOK_SECRET", ""), "github.app.webhook_secret (GITHUB_APP_WEBHOOK_SECRET): is empty"},
 	}

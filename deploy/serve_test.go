@@ -153,6 +153,7 @@ func freeAddr(t testing.TB) string {
 type fakeEnv struct {
 	gh         *githubfake.Server
 	signingPub string // hex
+	witnessPub string // hex
 	vars       map[string]string
 }
 
@@ -169,8 +170,13 @@ func newFakeEnv(t testing.TB) *fakeEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wk := filepath.Join(dir, "witness.key")
+	wpub, err := disclosure.GenerateKey(wk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ac := gh.AppConfig()
-	return &fakeEnv{gh: gh, signingPub: hex.EncodeToString(pub), vars: map[string]string{
+	return &fakeEnv{gh: gh, signingPub: hex.EncodeToString(pub), witnessPub: hex.EncodeToString(wpub), vars: map[string]string{
 		"LENSGATE_LISTEN":                      freeAddr(t),
 		"GITHUB_WEB_URL":                       ac.WebURL,
 		"GITHUB_V3_API_URL":                    ac.V3APIURL,
@@ -179,6 +185,7 @@ func newFakeEnv(t testing.TB) *fakeEnv {
 		"GITHUB_APP_WEBHOOK_SECRET":            gh.WebhookSecret(),
 		"LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE": appKey,
 		"LENSGATE_SIGNING_KEY_FILE":            sk,
+		"LENSGATE_WITNESS_KEY_FILE":            wk,
 		"LENSGATE_AUDIT_FILE":                  filepath.Join(dir, "audit.jsonl"),
 	}}
 }
@@ -719,11 +726,18 @@ func TestKeyRotationKeepsOldReceiptsVerifiable(t *testing.T) {
 	vars["LENSGATE_SIGNING_KEY_FILE"] = newKey
 	vars["LENSGATE_PREVIOUS_PUBLIC_KEYS"] = fe.signingPub
 	s2 := startServe(t, vars)
-	var set struct{ Keys []struct{ Hex string } }
-	if err := json.Unmarshal([]byte(s2.mustGet("/.well-known/lensgate/keys")), &set); err != nil {
+	var all struct{ Keys []struct{ Hex, Role string } }
+	if err := json.Unmarshal([]byte(s2.mustGet("/.well-known/lensgate/keys")), &all); err != nil {
 		t.Fatal(err)
 	}
 	s2.stop()
+	// Receipt keys only: the witness key that follows them signs observations, not receipts.
+	var set struct{ Keys []struct{ Hex string } }
+	for _, k := range all.Keys {
+		if k.Role == "receipt" {
+			set.Keys = append(set.Keys, struct{ Hex string }{k.Hex})
+		}
+	}
 	if len(set.Keys) != 2 || set.Keys[0].Hex != hex.EncodeToString(newPub) || set.Keys[1].Hex != fe.signingPub {
 		t.Fatalf("published keys %+v, want the new key then the retired one", set.Keys)
 	}

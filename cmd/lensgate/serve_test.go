@@ -115,9 +115,14 @@ func TestServeRunsAndShutsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("LENSGATE_PREVIOUS_PUBLIC_KEYS", hex.EncodeToString(oldPub)+","+hex.EncodeToString(pub))
+	witnessFile := filepath.Join(dir, "witness.key")
+	witnessPub, err := disclosure.GenerateKey(witnessFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfgFile := filepath.Join(dir, "server.yml")
 	addr := freeAddr(t)
-	if err := os.WriteFile(cfgFile, []byte("listen: "+addr+"\nsigning_key_file: "+keyFile+"\nshutdown_timeout: 5s\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfgFile, []byte("listen: "+addr+"\nsigning_key_file: "+keyFile+"\nwitness_key_file: "+witnessFile+"\nshutdown_timeout: 5s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -144,11 +149,16 @@ func TestServeRunsAndShutsDown(t *testing.T) {
 	code, body := get(handlers.RouteKeys)
 	var ks handlers.KeySet
 	// The current key first, then the retired one; the current key listed again is not repeated.
-	if err := json.Unmarshal([]byte(body), &ks); code != http.StatusOK || err != nil || len(ks.Keys) != 2 {
+	// The witness key follows the receipt keys, with its own role.
+	if err := json.Unmarshal([]byte(body), &ks); code != http.StatusOK || err != nil || len(ks.Keys) != 3 {
 		t.Fatalf("keys %d %s", code, body)
 	}
-	if ks.Keys[0].Hex != hex.EncodeToString(pub) || ks.Keys[0].Crv != "Ed25519" || ks.Keys[1].Hex != hex.EncodeToString(oldPub) {
+	if ks.Keys[0].Hex != hex.EncodeToString(pub) || ks.Keys[0].Crv != "Ed25519" || ks.Keys[1].Hex != hex.EncodeToString(oldPub) ||
+		ks.Keys[0].Role != handlers.RoleReceipt || ks.Keys[1].Role != handlers.RoleReceipt {
 		t.Fatalf("served keys %+v, want %x then %x", ks.Keys, pub, oldPub)
+	}
+	if ks.Keys[2].Hex != hex.EncodeToString(witnessPub) || ks.Keys[2].Role != handlers.RoleWitness {
+		t.Fatalf("witness key %+v, want %x with role witness", ks.Keys[2], witnessPub)
 	}
 	// A signed unknown event is acknowledged; a metric scrape shows the App and client metrics.
 	req, _ := githubfake.WebhookRequest(base+handlers.RouteHook, "star", "d1", gh.WebhookSecret(), []byte(`{"action":"created"}`))

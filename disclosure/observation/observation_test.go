@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -317,4 +319,41 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("rebuilt payload differs")
 		}
 	})
+}
+
+// TestPublishedExample: the example in docs/review-run.md (an observation the server stack
+// published beside its receipt) verifies MATCH with the published keys, and its payload is
+// exactly what this package rebuilds from the parsed statement.
+func TestPublishedExample(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	key := func(name string) ed25519.PublicKey {
+		b, err := hex.DecodeString(strings.TrimSpace(string(read(name))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	env, receipt := read("example.observation.json"), read("example.receipt.json")
+	res := Verify(env, Options{WitnessKey: key("example.witness.publickey.hex"), ReceiptKey: key("example.receipt.publickey.hex"), Receipt: receipt})
+	if res.RunnerObservation != Match || res.ObservationDigest != "01eacb5d7e82855005230a3a72831a713c0d85eb5f396851af98da2f345e1993" {
+		t.Fatalf("%s %s %v %v", res.RunnerObservation, res.ObservationDigest, res.ReasonCodes, res.Errors)
+	}
+	p, err := Parse(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := Sign(p.Statement, Signer{Key: witnessKey})
+	if err != nil || signed.Digest != res.ObservationDigest {
+		t.Fatalf("rebuilt digest %v %v", signed, err)
+	}
+	res = Verify(env, Options{WitnessKey: key("example.receipt.publickey.hex"), ReceiptKey: key("example.receipt.publickey.hex"), Receipt: receipt})
+	if !slices.Contains(res.ReasonCodes, CodeWrongWitnessKey) {
+		t.Fatalf("%v", res.ReasonCodes)
+	}
 }

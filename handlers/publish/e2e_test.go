@@ -231,6 +231,10 @@ type decisionLog struct {
 
 func (l *decisionLog) Review(ctx context.Context, s *review.Subject, c *config.Repo) (*review.Decision, error) {
 	d, err := l.next.Review(ctx, s, c)
+	if d == nil {
+		// A cancelled review decides nothing; it may return after the newer head's review.
+		return d, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.all = append(l.all, d)
