@@ -183,7 +183,7 @@ func (p *Pipeline) observeCall(rt runtime.Runtime, req *runtime.Request, files o
 		c.Exchanges = c.Exchanges[:observation.MaxExchanges]
 	}
 	if o.Tokens != nil {
-		c.Tokens = &observation.Tokens{Input: o.Tokens.Input, Output: o.Tokens.Output}
+		c.Tokens = &observation.Tokens{Input: int64(o.Tokens.PromptTokens), Output: int64(o.Tokens.CompletionTokens)}
 	}
 	if len(c.Runtime.Version) > 128 {
 		c.Runtime.Version = c.Runtime.Version[:128]

@@ -44,7 +44,7 @@ type Recorder struct {
 	exit       *int
 	requested  string
 	responded  string
-	tokens     *Usage
+	tokens     *Tokens
 }
 
 // Digest is the SHA-256 and the length of exact bytes.
@@ -60,12 +60,6 @@ type Exchange struct {
 	Status   int
 }
 
-// Usage is the token count an endpoint reported.
-type Usage struct {
-	Input  int64
-	Output int64
-}
-
 // Observed is a snapshot of a recorder.
 type Observed struct {
 	Exchanges        []Exchange
@@ -74,7 +68,8 @@ type Observed struct {
 	ExitStatus       *int
 	ModelRequested   string
 	ModelResponded   string
-	Tokens           *Usage
+	// Tokens are the counts the endpoint reported in the response bodies (never an estimate).
+	Tokens *Tokens
 }
 
 // DigestOf is the digest of b.
@@ -159,18 +154,17 @@ func (r *Recorder) Models(requested, responded string) {
 	}
 }
 
-// Tokens adds the token counts of one response.
-func (r *Recorder) Tokens(u Usage) {
+// Tokens adds the token counts one response body reported.
+func (r *Recorder) Tokens(u Tokens) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.tokens == nil {
-		r.tokens = &Usage{}
+		r.tokens = &Tokens{}
 	}
-	r.tokens.Input += u.Input
-	r.tokens.Output += u.Output
+	*r.tokens = r.tokens.Add(u)
 }
 
 // Snapshot returns what was recorded so far.

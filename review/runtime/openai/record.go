@@ -54,14 +54,14 @@ func (t *recordTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var answer struct {
 			Model string `json:"model"`
 			Usage *struct {
-				Prompt     int64 `json:"prompt_tokens"`
-				Completion int64 `json:"completion_tokens"`
+				Prompt     int `json:"prompt_tokens"`
+				Completion int `json:"completion_tokens"`
 			} `json:"usage"`
 		}
 		if json.Unmarshal(got, &answer) == nil {
 			rec.Models("", answer.Model)
 			if answer.Usage != nil && answer.Usage.Prompt >= 0 && answer.Usage.Completion >= 0 {
-				rec.Tokens(runtime.Usage{Input: answer.Usage.Prompt, Output: answer.Usage.Completion})
+				rec.Tokens(runtime.Tokens{PromptTokens: answer.Usage.Prompt, CompletionTokens: answer.Usage.Completion})
 			}
 		}
 	}
