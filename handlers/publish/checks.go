@@ -198,8 +198,11 @@ func (r *run) completeGate(ctx context.Context, d *review.Decision, rc *receiptI
 		if len(receipt) > maxCheckText/2 {
 			receipt = ""
 			r.notes = append(r.notes, fmt.Sprintf("the signed receipt (%d bytes) is too large for the check text and the comment; the Receipt line of the pull request body names its digest", len(rc.envelope)))
-		} else {
-			receipt += observationSection(rc.observation, rc.observationDigest)
+		} else if obs := observationSection(rc.observation, rc.observationDigest); len(receipt)+len(obs)+len(r.record)+4096 <= maxCheckText {
+			receipt += obs
+		} else if obs != "" {
+			// Only beside a receipt near its bound: the comment still carries the observation.
+			r.notes = append(r.notes, "the runner observation does not fit the check text beside the receipt; the advisory comment carries it")
 		}
 	}
 	all := annotations(d.Findings)

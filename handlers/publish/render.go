@@ -261,7 +261,17 @@ func extractObservation(body string) []byte {
 	if i < 0 {
 		return nil
 	}
-	return details.ExtractEnvelope(strings.Replace(body[i:], markerObserved, "<!-- lensgate:receipt -->", 1))
+	rest := body[i:]
+	j := strings.Index(rest, "```json\n")
+	if j < 0 {
+		return nil
+	}
+	rest = rest[j+len("```json\n"):]
+	k := strings.Index(rest, "\n```")
+	if k < 0 {
+		return nil
+	}
+	return []byte(rest[:k] + "\n")
 }
 
 func hiddenValue(body, marker string) string {
