@@ -317,3 +317,29 @@ func waitReady(base string, within time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestServeRefusesOneKeyForBothRoles: a witness key that is also the receipt key (two files of
+// the same key) would make the observation one more self-declaration; serve refuses it.
+func TestServeRefusesOneKeyForBothRoles(t *testing.T) {
+	gh := githubfake.New(t)
+	serveEnv(t, gh)
+	dir := t.TempDir()
+	receipt := filepath.Join(dir, "receipt.key")
+	if _, err := disclosure.GenerateKey(receipt, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(receipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyOf := filepath.Join(dir, "witness.key")
+	if err := os.WriteFile(copyOf, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LENSGATE_SIGNING_KEY_FILE", receipt)
+	t.Setenv("LENSGATE_WITNESS_KEY_FILE", copyOf)
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"serve"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "witness_key_file") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
