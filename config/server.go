@@ -184,9 +184,13 @@ type ServerQueue struct {
 	// of replicas) or "memory" (jobs lost on restart; one process only). Env LENSGATE_QUEUE_DSN.
 	// Default sqlite://<state_dir>/queue.db.
 	DSN string `yaml:"dsn"`
-	// RescueAfter is how long a job may stay running before it counts as abandoned (its worker
-	// died) and River hands it to another worker; at least review.job_timeout. 0 means
-	// job_timeout + 5m. Env LENSGATE_QUEUE_RESCUE_AFTER.
+	// Lease is how long the worker of a running review may go without renewing the job's lease
+	// (it renews every lease/4) before another worker takes the review over: a dead worker's
+	// review resumes within about lease + lease/4. A slow review keeps its lease however long it
+	// runs. 0 means 20s; at least 1s. Env LENSGATE_QUEUE_LEASE.
+	Lease time.Duration `yaml:"lease"`
+	// RescueAfter is River's own last-resort rescue of a job running this long; at least
+	// review.job_timeout. 0 means job_timeout + 5m. Env LENSGATE_QUEUE_RESCUE_AFTER.
 	RescueAfter time.Duration `yaml:"rescue_after"`
 	// CatchupWindow is how far back failed webhook deliveries are redelivered at start (GitHub
 	// does not retry them); 0 turns catch-up off. Env LENSGATE_CATCHUP_WINDOW. Default 24h.
@@ -321,6 +325,7 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_EVENT_QUEUE_SIZE", "queue.event_queue_size", num(func(s *Server) *int { return &s.Queue.EventQueueSize })},
 		{"LENSGATE_EVENT_WORKERS", "queue.event_workers", num(func(s *Server) *int { return &s.Queue.EventWorkers })},
 		{"LENSGATE_QUEUE_DSN", "queue.dsn", str(func(s *Server) *string { return &s.Queue.DSN })},
+		{"LENSGATE_QUEUE_LEASE", "queue.lease", dur(func(s *Server) *time.Duration { return &s.Queue.Lease })},
 		{"LENSGATE_QUEUE_RESCUE_AFTER", "queue.rescue_after", dur(func(s *Server) *time.Duration { return &s.Queue.RescueAfter })},
 		{"LENSGATE_CATCHUP_WINDOW", "queue.catchup_window", dur(func(s *Server) *time.Duration { return &s.Queue.CatchupWindow })},
 	}
@@ -604,6 +609,11 @@ func (s *Server) Validate() error {
 	default:
 		// Never echo the DSN: it may hold a password.
 		add("queue.dsn", "want memory, sqlite:///PATH or postgres://…")
+	}
+	if s.Queue.Lease < 0 {
+		add("queue.lease", "must not be negative (0: 20s)")
+	} else if s.Queue.Lease > 0 && s.Queue.Lease < time.Second {
+		add("queue.lease", "must be at least 1s")
 	}
 	if s.Queue.RescueAfter < 0 {
 		add("queue.rescue_after", "must not be negative (0: job_timeout + 5m)")

@@ -216,6 +216,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 			Workers:              cfg.Queue.Workers,
 			JobTimeout:           cfg.Review.JobTimeout,
 			RescueStuckJobsAfter: cfg.Queue.RescueAfter,
+			LeaseTTL:             cfg.Queue.Lease,
 			MaxQueued:            cfg.Queue.Size,
 			Logger:               &log,
 			Registerer:           promReg,

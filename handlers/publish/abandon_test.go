@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/queue"
@@ -105,5 +107,58 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Abandon and a resumed Begin, one case each: the gate check of the head ends up as the table
+// says, and a check that is already concluded is never reopened.
+func TestAbandonedGateCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		resumed       int
+		why           *handlers.Interruption
+		concluded     bool // the gate check concluded before Abandon
+		status, concl string
+		title         string
+	}{
+		{name: "superseded by a newer head", why: &handlers.Interruption{Superseded: true, SupersededBy: head2},
+			status: "completed", concl: "cancelled", title: "superseded by " + head2[:12]},
+		{name: "superseded, head not known", why: &handlers.Interruption{Superseded: true},
+			status: "completed", concl: "cancelled", title: "superseded by a newer head"},
+		{name: "re-run of the same head owns the check", why: &handlers.Interruption{Superseded: true, SupersededBy: head1},
+			status: "in_progress", title: "review in progress"},
+		{name: "stopped, the queue resumes it", why: &handlers.Interruption{Resuming: true},
+			status: "in_progress", title: "review interrupted, resuming"},
+		{name: "stopped for good", why: &handlers.Interruption{},
+			status: "completed", concl: "cancelled", title: "review interrupted"},
+		{name: "already concluded", why: &handlers.Interruption{Superseded: true, SupersededBy: head2}, concluded: true,
+			status: "completed", concl: "failure"},
+		{name: "resumed after its worker died", resumed: 1,
+			status: "in_progress", title: "review interrupted, resuming"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnv(t)
+			ctx := zerolog.Nop().WithContext(context.Background())
+			s := e.subject()
+			pub := e.publication("d-1", decision(s, review.OutcomeFailed), s)
+			pub.Job.Resumed = tc.resumed
+			if err := e.p.Begin(ctx, e.cl, pub); err != nil {
+				t.Fatal(err)
+			}
+			if tc.concluded {
+				if err := e.p.Publish(ctx, e.cl, pub); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.why != nil {
+				if err := e.p.Abandon(ctx, e.cl, pub, *tc.why); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := e.gateRuns(head1)
+			if len(g) != 1 || g[0].Status != tc.status || g[0].Conclusion != tc.concl || !strings.Contains(g[0].Title, tc.title) {
+				t.Fatalf("gate = %+v, want one %s %s titled %q", g, tc.status, tc.concl, tc.title)
+			}
+		})
 	}
 }

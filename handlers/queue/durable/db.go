@@ -229,7 +229,8 @@ func (d sqliteDB) queryRows(ctx context.Context, tx *sql.Tx, query string, args 
 func (d sqliteDB) close() { _ = d.db.Close() }
 
 // schemaStatements create the tables the queue keeps beside River's: accepted delivery ids
-// (redelivery detection) and the newest job per subject (supersession).
+// (redelivery detection), the newest job per subject (supersession) and the leases of running
+// jobs (crash recovery).
 var schemaStatements = []string{
 	`CREATE TABLE IF NOT EXISTS lensgate_delivery (
 		delivery_id TEXT PRIMARY KEY,
@@ -244,6 +245,12 @@ var schemaStatements = []string{
 		updated_at BIGINT NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS lensgate_subject_updated_at ON lensgate_subject (updated_at)`,
+	// One row per running review attempt, renewed by its worker (milliseconds, database clock).
+	`CREATE TABLE IF NOT EXISTS lensgate_lease (
+		job_id BIGINT PRIMARY KEY,
+		client_id TEXT NOT NULL,
+		renewed_at BIGINT NOT NULL
+	)`,
 }
 
 const (
@@ -284,6 +291,7 @@ const (
 	sqlCountByState     = `SELECT state, count(*) FROM river_job GROUP BY state`
 	sqlPruneDeliveries  = `DELETE FROM lensgate_delivery WHERE received_at < $1`
 	sqlPruneSubjects    = `DELETE FROM lensgate_subject WHERE updated_at < $1`
+	sqlPruneLeases      = `DELETE FROM lensgate_lease WHERE renewed_at < $1`
 	advisoryMigrationID = 7_146_839_221 // any constant; serialises concurrent migrations on PostgreSQL
 )
 

@@ -56,9 +56,13 @@ type Options struct {
 	MaxAttempts int
 	// RetryBase and RetryMax bound the exponential backoff between attempts (default 15s and 15m).
 	RetryBase, RetryMax time.Duration
-	// RescueStuckJobsAfter returns a job that has been running this long (its worker died) to the
-	// queue; at least JobTimeout (default JobTimeout + 5m).
+	// RescueStuckJobsAfter is River's own rescue of a job running this long, at least JobTimeout
+	// (default JobTimeout + 5m). The lease below takes over a dead worker's job long before.
 	RescueStuckJobsAfter time.Duration
+	// LeaseTTL is how long a running job's worker may go without renewing the job's lease (it
+	// renews every LeaseTTL/4) before another replica takes the job over (default 20s; minimum
+	// 1s). A slow review whose worker is alive keeps its lease however long it runs.
+	LeaseTTL time.Duration
 	// MaxQueued makes Enqueue return queue.ErrFull when this many jobs are waiting (0: no limit).
 	MaxQueued int
 	// Retention is how long delivery ids and subject heads are remembered (default 7 days). River
@@ -99,6 +103,10 @@ func (o Options) withDefaults() Options {
 	if o.RescueStuckJobsAfter < o.JobTimeout {
 		o.RescueStuckJobsAfter = o.JobTimeout + 5*time.Minute
 	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 20 * time.Second
+	}
+	o.LeaseTTL = max(o.LeaseTTL, time.Second)
 	if o.Retention <= 0 {
 		o.Retention = 7 * 24 * time.Hour
 	}
@@ -179,7 +187,7 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (queue.Queue, e
 		}()
 		return fn()
 	}
-	q, err := newQueue[pgx.Tx](ctx, "postgres", driver, db, serialize, opts)
+	q, err := newQueue[pgx.Tx](ctx, "postgres", driver, db, serialize, postgresLease, opts)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -210,7 +218,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (queue.Queue, er
 		return nil, fmt.Errorf("durable queue: open SQLite %s: %w", path, err)
 	}
 	q, err := newQueue[*sql.Tx](ctx, "sqlite", riversqlite.New(sqldb), sqliteDB{db: sqldb},
-		func(_ context.Context, fn func() error) error { return fn() }, opts)
+		func(_ context.Context, fn func() error) error { return fn() }, sqliteLease, opts)
 	if err != nil {
 		_ = sqldb.Close()
 		return nil, err
@@ -260,20 +268,23 @@ type riverQueue[TTx any] struct {
 	log     zerolog.Logger
 	client  *river.Client[TTx]
 	db      database[TTx]
+	lq      leaseQueries
 	metrics *metrics
 
 	handler atomic.Pointer[queue.Handler]
 	closed  atomic.Bool // set by Stop; Enqueue then refuses work like a full queue
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
+	mu          sync.Mutex
+	started     bool
+	stopped     bool
+	stopWatcher context.CancelFunc
 }
 
-func newQueue[TTx any](ctx context.Context, backend string, driver riverdriver.Driver[TTx], db database[TTx], serialize func(context.Context, func() error) error, opts Options) (*riverQueue[TTx], error) {
+func newQueue[TTx any](ctx context.Context, backend string, driver riverdriver.Driver[TTx], db database[TTx], serialize func(context.Context, func() error) error, lq leaseQueries, opts Options) (*riverQueue[TTx], error) {
 	q := &riverQueue[TTx]{
 		backend: backend,
 		opts:    opts,
+		lq:      lq,
 		log:     opts.Logger.With().Str("component", "queue").Str("backend", backend).Logger(),
 		db:      db,
 	}
@@ -544,6 +555,9 @@ func (q *riverQueue[TTx]) Start(ctx context.Context, h queue.Handler) error {
 		return fmt.Errorf("durable queue: start workers: %w", err)
 	}
 	q.started = true
+	wctx, stop := context.WithCancel(ctx)
+	q.stopWatcher = stop
+	go q.watchLeases(wctx)
 	q.log.Info().Str("client_id", q.opts.ClientID).Int("workers", q.opts.Workers).Msg("queue workers started")
 	return nil
 }
@@ -559,6 +573,9 @@ func (q *riverQueue[TTx]) Stop(ctx context.Context) error {
 	q.stopped = true
 	q.closed.Store(true)
 	var stopErr error
+	if q.stopWatcher != nil {
+		q.stopWatcher()
+	}
 	if q.started {
 		if err := q.client.Stop(ctx); err != nil {
 			hardCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -107,6 +107,7 @@ type jobInfo struct {
 	Attempt int
 	Key     string
 	Head    string
+	Resumed int
 }
 
 // inspector lets tests read River's job table through the queue's own connection.
@@ -125,7 +126,7 @@ func (q *riverQueue[TTx]) reviewJobs(ctx context.Context) ([]jobInfo, error) {
 		if err := json.Unmarshal(row.EncodedArgs, &a); err != nil {
 			return nil, fmt.Errorf("decode args: %w", err)
 		}
-		out = append(out, jobInfo{ID: row.ID, State: string(row.State), Attempt: row.Attempt, Key: a.Key, Head: a.Head})
+		out = append(out, jobInfo{ID: row.ID, State: string(row.State), Attempt: row.Attempt, Key: a.Key, Head: a.Head, Resumed: a.Job.Resumed})
 	}
 	return out, nil
 }
@@ -142,7 +143,13 @@ func jobsOf(t testing.TB, q queue.Queue) []jobInfo {
 // waitFor polls cond until it holds; the deadline only guards against a hung test.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	waitForLong(t, what, 90*time.Second, cond)
+}
+
+// waitForLong is waitFor with a longer guard, for cases that take long on purpose.
+func waitForLong(t testing.TB, what string, guard time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("gave up waiting for %s", what)
@@ -166,5 +173,28 @@ func prJob(key, head, delivery string) queue.Job {
 	return queue.Job{
 		Key: key, DeliveryID: delivery, Kind: queue.KindPullRequest, InstallationID: 1,
 		Owner: "o", Repo: "r", Number: 1, HeadSHA: head, Reason: "pull_request.synchronize",
+	}
+}
+
+// checkTakenOver checks the jobs of a subject whose worker died mid-job: the dead attempt's job
+// was cancelled and exactly one job, the take-over, completed the review.
+func checkTakenOver(t testing.TB, jobs []jobInfo, key string) {
+	t.Helper()
+	var completed, cancelled []jobInfo
+	for _, j := range jobs {
+		if j.Key != key {
+			continue
+		}
+		switch j.State {
+		case "completed":
+			completed = append(completed, j)
+		case "cancelled":
+			cancelled = append(cancelled, j)
+		default:
+			t.Errorf("job %+v left %s", j, j.State)
+		}
+	}
+	if len(completed) != 1 || completed[0].Resumed != 1 || len(cancelled) != 1 || cancelled[0].Resumed != 0 {
+		t.Fatalf("jobs of %s: completed %+v, cancelled %+v; want the dead attempt cancelled and one take-over completed", key, completed, cancelled)
 	}
 }

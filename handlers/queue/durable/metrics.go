@@ -17,6 +17,7 @@ type metrics struct {
 	jobTime     *prometheus.HistogramVec
 	deadLetters *prometheus.CounterVec
 	superseded  prometheus.Counter
+	resumed     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, byState func(context.Context) (map[string]float64, error)) *metrics {
@@ -42,14 +43,18 @@ func newMetrics(reg prometheus.Registerer, byState func(context.Context) (map[st
 		}, []string{"outcome"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lensgate_durable_queue_dead_letters_total",
-			Help: "Jobs given up on by this replica: permanent failure or attempts exhausted.",
+			Help: "Jobs given up on by this replica: permanent failure, attempts exhausted or workers_died (its workers died MaxAttempts times).",
 		}, []string{"reason"}),
 		superseded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lensgate_durable_queue_superseded_total",
 			Help: "Older jobs cancelled because a newer head or re-run arrived.",
 		}),
+		resumed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lensgate_durable_queue_resumed_total",
+			Help: "Running jobs taken over by this replica because their worker stopped renewing the job's lease (it died).",
+		}),
 	}
-	m.collectors = []prometheus.Collector{m.enqueued, m.enqueueTime, m.jobs, m.jobTime, m.deadLetters, m.superseded,
+	m.collectors = []prometheus.Collector{m.enqueued, m.enqueueTime, m.jobs, m.jobTime, m.deadLetters, m.superseded, m.resumed,
 		&stateCollector{count: byState, desc: prometheus.NewDesc("lensgate_durable_queue_jobs",
 			"Jobs in the database by River state; discarded is the dead-letter backlog.", []string{"state"}, nil)}}
 	if reg != nil {

@@ -30,6 +30,10 @@ const (
 	childRoleEnv = "LENSGATE_QUEUE_TEST_CHILD"
 	childDSNEnv  = "LENSGATE_QUEUE_TEST_CHILD_DSN"
 	childPlanEnv = "LENSGATE_QUEUE_TEST_CHILD_PLAN"
+	// childLeaseEnv, when set, is the child's LeaseTTL (a duration); unset keeps the default.
+	childLeaseEnv = "LENSGATE_QUEUE_TEST_CHILD_LEASE"
+	// childEventsEnv is the file a SQLite worker child appends its events to.
+	childEventsEnv = "LENSGATE_QUEUE_TEST_CHILD_EVENTS"
 )
 
 func TestMain(m *testing.M) {
@@ -40,6 +44,8 @@ func TestMain(m *testing.M) {
 		os.Exit(runWorkerChild())
 	case "web":
 		os.Exit(runWebChild())
+	case "sqlite-worker":
+		os.Exit(runSQLiteWorkerChild())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child role")
 		os.Exit(2)
@@ -51,17 +57,20 @@ type jobExtra struct {
 	SleepMS int `json:"sleep_ms"`
 }
 
-// childOptions make River's rescuer return a dead worker's job within seconds.
+// childOptions keep the default job timeout, rescue and lease settings (a dead worker's job is
+// taken over through its lease), with short retries and polling.
 func childOptions() Options {
-	return Options{
-		Workers:              4,
-		JobTimeout:           5 * time.Second,
-		RescueStuckJobsAfter: 6 * time.Second,
-		MaxAttempts:          5,
-		RetryBase:            50 * time.Millisecond,
-		RetryMax:             200 * time.Millisecond,
-		FetchPollInterval:    100 * time.Millisecond,
+	o := Options{
+		Workers:           4,
+		MaxAttempts:       5,
+		RetryBase:         50 * time.Millisecond,
+		RetryMax:          200 * time.Millisecond,
+		FetchPollInterval: 100 * time.Millisecond,
 	}
+	if d, err := time.ParseDuration(os.Getenv(childLeaseEnv)); err == nil {
+		o.LeaseTTL = d
+	}
+	return o
 }
 
 // runWorkerChild runs a worker replica whose fake review sleeps, checks it is still current and
@@ -209,10 +218,11 @@ type child struct {
 	done   chan error
 }
 
-func startChild(t *testing.T, role, dsn, plan string) *child {
+func startChild(t *testing.T, role, dsn, plan string, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childRoleEnv+"="+role, childDSNEnv+"="+dsn, childPlanEnv+"="+plan)
+	cmd.Env = append(cmd.Env, env...)
 	c := &child{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = &lockedWriter{w: c.stderr}
 	cmd.Stdout = &lockedWriter{w: &bytes.Buffer{}}
@@ -474,29 +484,63 @@ func TestMultiProcess(t *testing.T) {
 		if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		// River's rescuer (on the surviving leader) returns the job after RescueStuckJobsAfter.
+		killed := time.Now()
+		// The survivor finds the dead worker's lease expired and takes the job over.
+		waitFor(t, "the survivor to resume the job", func() bool {
+			var n int
+			_ = pool.QueryRow(ctx, `SELECT count(*) FROM test_event WHERE key = $1 AND event = 'started' AND pid = $2`, job.Key, survivor.cmd.Process.Pid).Scan(&n)
+			return n > 0
+		})
+		resumed := time.Since(killed)
 		var donePID, completions int
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
+		waitFor(t, "the resumed job to complete", func() bool {
 			err := pool.QueryRow(ctx, `SELECT count(*), coalesce(max(pid), 0) FROM test_event WHERE key = $1 AND event = 'completed'`, job.Key).Scan(&completions, &donePID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if completions > 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return err == nil && completions > 0
+		})
 		waitFor(t, "jobs to settle", func() bool { return settled(jobsOf(t, boot)) })
+		t.Logf("killed worker's job resumed on the survivor %s after the SIGKILL (lease %s)", resumed.Round(time.Millisecond), childOptions().withDefaults().LeaseTTL)
 		if completions != 1 || donePID != survivor.cmd.Process.Pid {
 			t.Fatalf("kill job completed %d times by %d, want once by survivor %d", completions, donePID, survivor.cmd.Process.Pid)
 		}
+		if resumed > 60*time.Second {
+			t.Errorf("the job resumed %s after its worker died, want within 60s", resumed)
+		}
+		checkTakenOver(t, jobsOf(t, boot), job.Key)
+		terminate(t, survivor)
+	})
+
+	t.Run("SlowJobNotDuplicated", func(t *testing.T) {
+		// A review that runs for many lease periods keeps its lease: it starts once, completes
+		// once, and the other replica never takes it over.
+		ttl, sleep := 2*time.Second, 9*time.Second
+		env := []string{childLeaseEnv + "=" + ttl.String()}
+		if d, err := time.ParseDuration(os.Getenv("LENSGATE_QUEUE_TEST_SLOW_JOB")); err == nil {
+			env, sleep = nil, d // the long version: default lease, a review of that length
+		}
+		a, b := startChild(t, "worker", dsn, "", env...), startChild(t, "worker", dsn, "", env...)
+		job := prJob("acme/slow#1", "slow-head", "d-slow")
+		job.Extra, _ = json.Marshal(jobExtra{SleepMS: int(sleep.Milliseconds())})
+		if err := boot.Enqueue(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		waitForLong(t, "the slow job to complete", sleep+90*time.Second, func() bool {
+			var n int
+			_ = pool.QueryRow(ctx, `SELECT count(*) FROM test_event WHERE key = $1 AND event = 'completed'`, job.Key).Scan(&n)
+			return n > 0
+		})
+		waitFor(t, "jobs to settle", func() bool { return settled(jobsOf(t, boot)) })
+		var started, completed int
+		_ = pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE event = 'started'), count(*) FILTER (WHERE event = 'completed') FROM test_event WHERE key = $1`, job.Key).Scan(&started, &completed)
+		if started != 1 || completed != 1 {
+			t.Fatalf("slow job started %d and completed %d times, want once each", started, completed)
+		}
 		for _, j := range jobsOf(t, boot) {
-			if j.Key == job.Key && (j.State != "completed" || j.Attempt != 2) {
-				t.Fatalf("kill job = %+v, want completed on attempt 2", j)
+			if j.Key == job.Key && (j.State != "completed" || j.Resumed != 0) {
+				t.Errorf("slow job = %+v, want completed and never taken over", j)
 			}
 		}
-		terminate(t, survivor)
+		t.Logf("a %s review ran once (child lease settings %v; empty is the default %s)", sleep, env, childOptions().withDefaults().LeaseTTL)
+		terminate(t, a, b)
 	})
 
 	t.Run("RestartEverything", func(t *testing.T) {

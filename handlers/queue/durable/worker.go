@@ -43,9 +43,14 @@ func (w *reviewWorker[TTx]) Work(ctx context.Context, job *river.Job[reviewArgs]
 		return err
 	}
 
+	ctx, release, err := q.holdLease(ctx, job.ID)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
-	err := (*h)(queue.WithResumable(queue.WithCurrentCheck(ctx, check)), job.Args.Job)
+	err = (*h)(queue.WithResumable(queue.WithCurrentCheck(ctx, check)), job.Args.Job)
 	took := time.Since(start)
+	release()
 	if err == nil {
 		q.metrics.finished("completed", took)
 		log.Info().Dur("took", took).Msg("job completed")
@@ -93,6 +98,9 @@ func (w *pruneWorker[TTx]) Work(ctx context.Context, _ *river.Job[pruneArgs]) er
 		}
 		if _, err := w.q.db.exec(ctx, tx, sqlPruneSubjects, cutoff); err != nil {
 			return fmt.Errorf("prune subjects: %w", err)
+		}
+		if _, err := w.q.db.exec(ctx, tx, sqlPruneLeases, cutoff*1000); err != nil {
+			return fmt.Errorf("prune leases: %w", err)
 		}
 		return nil
 	})

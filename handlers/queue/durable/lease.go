@@ -1,0 +1,235 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Crash recovery. River returns a running job whose worker died only after RescueStuckJobsAfter
+// (at least the job timeout, 15 minutes by default), and it cannot tell a dead worker from a slow
+// review. So each running review holds a lease row that its worker renews every LeaseTTL/4; a
+// replica whose worker stops renewing (killed, out of memory, node lost) is found by any other
+// replica within LeaseTTL plus one check, which cancels the dead attempt and queues the same
+// review again as a new job of the subject. A live worker that cannot renew for LeaseTTL/2
+// cancels its own attempt, so two workers never run one review at once; and since the new job
+// becomes the subject's current job, the old one can no longer publish.
+
+// ErrLeaseLost is the cancellation cause of a job whose worker could not keep its lease.
+var ErrLeaseLost = errors.New("durable queue: job lease lost (another worker may have taken the job over)")
+
+// leaseQueries are the lease statements with the backend's database clock spliced in, so that
+// replicas on machines whose clocks differ agree on a lease's age.
+type leaseQueries struct {
+	acquire, renew, release, expired, take, finalize string
+}
+
+func newLeaseQueries(nowMS, nowTS string) leaseQueries {
+	r := strings.NewReplacer("{now_ms}", nowMS, "{now_ts}", nowTS)
+	return leaseQueries{
+		acquire: r.Replace(`INSERT INTO lensgate_lease (job_id, client_id, renewed_at) VALUES ($1, $2, {now_ms})
+			ON CONFLICT (job_id) DO UPDATE SET client_id = excluded.client_id, renewed_at = excluded.renewed_at`),
+		renew:   r.Replace(`UPDATE lensgate_lease SET renewed_at = {now_ms} WHERE job_id = $1 AND client_id = $2`),
+		release: `DELETE FROM lensgate_lease WHERE job_id = $1 AND client_id = $2`,
+		expired: r.Replace(`SELECT l.job_id FROM lensgate_lease l JOIN river_job j ON j.id = l.job_id
+			WHERE j.state = 'running' AND l.renewed_at < {now_ms} - $1 ORDER BY l.job_id LIMIT 100`),
+		// take claims an expired lease for the caller's transaction; a renewal or another
+		// replica's claim in between leaves nothing to delete.
+		take: r.Replace(`DELETE FROM lensgate_lease WHERE job_id = $1 AND renewed_at < {now_ms} - $2`),
+		finalize: r.Replace(`UPDATE river_job SET state = 'cancelled', finalized_at = {now_ts}
+			WHERE id = $1 AND state = 'running'`),
+	}
+}
+
+var (
+	postgresLease = newLeaseQueries(`(extract(epoch FROM clock_timestamp()) * 1000)::bigint`, `now()`)
+	sqliteLease   = newLeaseQueries(`CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`, `datetime('now', 'subsec')`)
+)
+
+// holdLease takes the lease of a starting attempt and keeps renewing it until release is
+// called. When renewal shows another replica took the job over, or fails for half the lease
+// period, it cancels ctx with ErrLeaseLost.
+func (q *riverQueue[TTx]) holdLease(ctx context.Context, jobID int64) (context.Context, func(), error) {
+	if err := q.leaseExec(ctx, q.lq.acquire, jobID, q.opts.ClientID); err != nil {
+		return ctx, nil, fmt.Errorf("durable queue: take job lease: %w", err)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		every := q.opts.LeaseTTL / 4
+		t := time.NewTicker(every)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			n, err := q.leaseRenew(ctx, jobID)
+			switch {
+			case err == nil && n == 1:
+				last = time.Now()
+			case err == nil:
+				q.log.Warn().Int64("job_id", jobID).Msg("job lease taken over by another replica; stopping this attempt")
+				cancel(ErrLeaseLost)
+				return
+			case time.Since(last) >= q.opts.LeaseTTL/2:
+				q.log.Error().Err(err).Int64("job_id", jobID).Msg("job lease not renewed; stopping this attempt before another replica takes it over")
+				cancel(ErrLeaseLost)
+				return
+			default:
+				q.log.Warn().Err(err).Int64("job_id", jobID).Msg("job lease renewal failed; retrying")
+			}
+		}
+	}()
+	release := func() {
+		close(done)
+		<-stopped
+		cancel(nil)
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		if err := q.leaseExec(rctx, q.lq.release, jobID, q.opts.ClientID); err != nil {
+			q.log.Warn().Err(err).Int64("job_id", jobID).Msg("job lease not released; it expires")
+		}
+	}
+	return ctx, release, nil
+}
+
+func (q *riverQueue[TTx]) leaseExec(ctx context.Context, query string, args ...any) error {
+	return withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error {
+		_, err := q.db.exec(ctx, tx, query, args...)
+		return err
+	})
+}
+
+func (q *riverQueue[TTx]) leaseRenew(ctx context.Context, jobID int64) (int64, error) {
+	var n int64
+	err := withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error {
+		var err error
+		n, err = q.db.exec(ctx, tx, q.lq.renew, jobID, q.opts.ClientID)
+		return err
+	})
+	return n, err
+}
+
+// watchLeases runs on every worker replica until ctx ends, taking over the jobs of dead workers.
+func (q *riverQueue[TTx]) watchLeases(ctx context.Context) {
+	t := time.NewTicker(q.opts.LeaseTTL / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := q.takeOverExpired(ctx); err != nil && ctx.Err() == nil {
+			q.log.Warn().Err(err).Msg("checking job leases failed")
+		}
+	}
+}
+
+// takeOverExpired takes over every running review whose lease expired.
+func (q *riverQueue[TTx]) takeOverExpired(ctx context.Context) error {
+	ttl := q.opts.LeaseTTL.Milliseconds()
+	var ids []int64
+	err := withTx(ctx, q.db, func(tx TTx) error {
+		return q.db.queryRows(ctx, tx, q.lq.expired, []any{ttl}, func(scan func(...any) error) error {
+			var id int64
+			if err := scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := q.takeOver(ctx, id, ttl); err != nil {
+			return fmt.Errorf("take over job %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// takeOver cancels the dead attempt of job id and, if it is still its subject's current job,
+// queues the same review again as a new job marked resumed. A job whose workers died
+// MaxAttempts times is given up (a dead letter): it is likely what kills them.
+func (q *riverQueue[TTx]) takeOver(ctx context.Context, id, ttl int64) error {
+	var resumedAs int64
+	var args reviewArgs
+	gaveUp := false
+	err := withTx(ctx, q.db, func(tx TTx) error {
+		n, err := q.db.exec(ctx, tx, q.lq.take, id, ttl)
+		if err != nil || n == 0 {
+			return err // renewed meanwhile, or another replica took it
+		}
+		row, err := q.client.JobGetTx(ctx, tx, id)
+		if err != nil {
+			return fmt.Errorf("read job: %w", err)
+		}
+		if row.State != rivertype.JobStateRunning || row.Kind != (reviewArgs{}).Kind() {
+			return nil
+		}
+		if err := json.Unmarshal(row.EncodedArgs, &args); err != nil {
+			return fmt.Errorf("decode job: %w", err)
+		}
+		var head string
+		var current int64
+		if err := q.db.queryRow(ctx, tx, sqlLockSubject, []any{args.Key, time.Now().Unix()}, &head, &current); err != nil {
+			return fmt.Errorf("lock subject: %w", err)
+		}
+		// River's cancellation notifies a worker that is alive after all, and marks the job
+		// so that River's own rescuer leaves it alone; the job then ends here.
+		if err := q.cancel(ctx, tx, id); err != nil {
+			return err
+		}
+		if _, err := q.db.exec(ctx, tx, q.lq.finalize, id); err != nil {
+			return fmt.Errorf("end dead attempt: %w", err)
+		}
+		if current != id {
+			return nil // superseded meanwhile: the newer job reviews the subject
+		}
+		if args.Job.Resumed+1 >= q.opts.MaxAttempts {
+			gaveUp = true
+			return nil
+		}
+		args.Job.Resumed++
+		args.Rerun = "resume-" + strconv.FormatInt(id, 10)
+		ins, err := q.client.InsertTx(ctx, tx, args, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: activeStates}})
+		if err != nil {
+			return fmt.Errorf("queue the review again: %w", err)
+		}
+		resumedAs = ins.Job.ID
+		if _, err := q.db.exec(ctx, tx, sqlUpdateSubject, head, ins.Job.ID, time.Now().Unix(), args.Key); err != nil {
+			return fmt.Errorf("update subject: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	log := q.log.With().Int64("job_id", id).Str("key", args.Key).Str("head_sha", args.Head).Logger()
+	switch {
+	case gaveUp:
+		q.metrics.deadLetters.WithLabelValues("workers_died").Inc()
+		log.Error().Int("resumed", args.Job.Resumed).Msg("job's worker died again; given up (dead letter)")
+	case resumedAs != 0:
+		q.metrics.resumed.Inc()
+		log.Warn().Int64("resumed_as", resumedAs).Int("resumed", args.Job.Resumed).Msg("job's worker stopped renewing its lease; job taken over")
+	}
+	return nil
+}
