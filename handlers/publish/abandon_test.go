@@ -82,8 +82,20 @@ func testSupersededReviewConcludesItsCheck(t *testing.T, q queue.Queue) {
 	if g1.Conclusion != "cancelled" || !strings.Contains(g1.Title, "superseded by "+e2eHead2[:12]) || !strings.Contains(g1.Summary, e2eHead2) {
 		t.Errorf("first head's gate = %s %q %q, want cancelled and superseded by %s", g1.Conclusion, g1.Title, g1.Summary, e2eHead2)
 	}
+	// The cancelled review may return after the newer one: find the newer head's decision.
+	var d2 *review.Decision
+	st.decisions.mu.Lock()
+	for _, d := range st.decisions.all {
+		if d != nil && d.Subject.HeadSHA == e2eHead2 {
+			d2 = d
+		}
+	}
+	st.decisions.mu.Unlock()
+	if d2 == nil {
+		t.Fatal("the newer head was not reviewed")
+	}
 	g2 := gatesOf(st.gh, e2eHead2)
-	if len(g2) != 1 || g2[0].Status != "completed" || g2[0].Conclusion != gateConclusion(st.decisions.last().Gate) {
+	if len(g2) != 1 || g2[0].Status != "completed" || g2[0].Conclusion != gateConclusion(d2.Gate) {
 		t.Errorf("new head's gate = %+v", g2)
 	}
 	for _, h := range []string{e2eHead1, e2eHead2} {
