@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,21 +56,77 @@ type Worker struct {
 	Metrics *WorkerMetrics
 }
 
-// WorkerMetrics count review outcomes.
+// WorkerMetrics count review outcomes and what the model calls of reviews cost.
 type WorkerMetrics struct {
 	Reviews *prometheus.CounterVec // by kind and result
+	// Tokens counts model tokens by kind (prompt, completion) and whether they are lensgate's
+	// estimate ("true") or the server's count ("false").
+	Tokens *prometheus.CounterVec
+	// Calls counts model calls by runtime and result: answered (the answer was used),
+	// rejected (made, but the answer or the endpoint failed), not-sent (a token cap or the
+	// prompt budget stopped it).
+	Calls *prometheus.CounterVec
+	// CallSeconds is the latency of the model calls that were sent, by runtime.
+	CallSeconds *prometheus.HistogramVec
+	// ReviewTokens is the model tokens of each review that called a model.
+	ReviewTokens prometheus.Histogram
 }
 
 // NewWorkerMetrics creates the worker's collectors and registers them when reg is not nil.
 func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
-	m := &WorkerMetrics{Reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "lensgate_reviews_total",
-		Help: "Review and triage runs by kind and result (passed, failed, pending, invalid-config, stale, operational-failure, error).",
-	}, []string{"kind", "result"})}
+	m := &WorkerMetrics{
+		Reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lensgate_reviews_total",
+			Help: "Review and triage runs by kind and result (passed, failed, pending, invalid-config, stale, operational-failure, error).",
+		}, []string{"kind", "result"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lensgate_model_tokens_total",
+			Help: "Model tokens spent by reviews, by kind (prompt, completion) and estimated (true when the server sent no count).",
+		}, []string{"kind", "estimated"}),
+		Calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lensgate_model_calls_total",
+			Help: "Model calls of reviews by runtime and result (answered, rejected, not-sent).",
+		}, []string{"runtime", "result"}),
+		CallSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lensgate_model_call_duration_seconds",
+			Help:    "Latency of the model calls that were sent, retries and response-format fallbacks included.",
+			Buckets: []float64{0.5, 1, 2, 5, 10, 20, 30, 45, 60, 120, 300},
+		}, []string{"runtime"}),
+		ReviewTokens: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "lensgate_model_review_tokens",
+			Help:    "Model tokens of each review that called a model.",
+			Buckets: prometheus.ExponentialBuckets(1000, 2, 10),
+		}),
+	}
 	if reg != nil {
-		reg.MustRegister(m.Reviews)
+		reg.MustRegister(m.Reviews, m.Tokens, m.Calls, m.CallSeconds, m.ReviewTokens)
 	}
 	return m
+}
+
+// observeModel records the model calls of a review.
+func (w *Worker) observeModel(t review.Tokens) {
+	m := w.Metrics
+	if m == nil || m.Tokens == nil || len(t.Calls) == 0 {
+		return
+	}
+	for _, c := range t.Calls {
+		est := strconv.FormatBool(c.Usage.Estimated)
+		m.Tokens.WithLabelValues("prompt", est).Add(float64(c.Usage.PromptTokens))
+		m.Tokens.WithLabelValues("completion", est).Add(float64(c.Usage.CompletionTokens))
+		result := "answered"
+		switch {
+		case c.Attempts == 0:
+			result = "not-sent"
+		case c.Cause != "":
+			result = "rejected"
+		}
+		m.Calls.WithLabelValues(c.Runtime, result).Inc()
+		if c.Attempts > 0 {
+			m.CallSeconds.WithLabelValues(c.Runtime).Observe(c.Duration.Seconds())
+		}
+	}
+	m.ReviewTokens.Observe(float64(t.Total))
 }
 
 func (w *Worker) count(kind, result string) {
@@ -199,6 +256,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	}
 	pub.Decision = d
 	w.count("pull_request", string(d.Gate.State))
+	w.observeModel(d.Tokens)
 	if err := w.publish(ctx, client, pub); err != nil {
 		return err
 	}

@@ -181,6 +181,12 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		}
 	}
 
+	// What model and adapter runtimes get: excluded files left out, secrets replaced.
+	var view modelView
+	if usesPaid {
+		view = newModelView(subj, rtSubj, diffBytes, paid.files, changed, cfg.Models.ExcludePaths)
+	}
+
 	// Group lenses by runtime, keeping plan order.
 	var order []string
 	groups := map[string][]int{}
@@ -204,7 +210,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		if subj.OpenPRsByAuthor >= 0 && !subj.Local {
 			meta["open_pr_count"] = itoa(subj.OpenPRsByAuthor)
 		}
-		wd, err = newWorkDir(p.opts.WorkRoot, subj, paid.files, meta)
+		wd, err = newWorkDir(p.opts.WorkRoot, view.workSubject, view.files, meta)
 		if err != nil {
 			// The work directory is the adapters' only input: without it they cannot run.
 			log.Error().Err(err).Msg("work directory")
@@ -239,6 +245,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	rtErr := map[string]string{}
 	reviewedBy := map[string]bool{}
 	var calls []ModelCall
+	sentToModel := false
 
 	for _, rtName := range order {
 		idx := groups[rtName]
@@ -267,8 +274,12 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		if wd != nil {
 			req.WorkDir = wd.path
 		}
+		given := b.files
 		if !isFree {
+			req.Subject, req.Files, req.Diff, req.Changed = view.subject, view.files, view.diff, view.changed
 			req.Budget = spend
+			given = view.files
+			sentToModel = true
 		}
 		for _, i := range idx {
 			it := lenses[i].item
@@ -283,7 +294,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		res, err := safeReview(runtime.WithRecorder(ctx, rec), rt, req, cfg.Review.TimeoutSeconds)
 		end := p.opts.Now()
 		started[rtName], finished[rtName] = start, end
-		observed.Calls = append(observed.Calls, p.observeCall(rt, req, filesGiven(b.files, blobs),
+		observed.Calls = append(observed.Calls, p.observeCall(rt, req, filesGiven(given, blobs),
 			observedRec{start: start, end: end, obs: rec.Snapshot(), res: res, err: err}))
 		if res != nil {
 			for _, c := range res.Calls {
@@ -344,7 +355,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 
 	dec := &Decision{
 		Gate: gate, PlanDigest: plan.Digest(), Lenses: results, Intake: intake,
-		Runs: runs, Observed: observed, Tokens: tokens,
+		Runs: runs, Observed: observed, Tokens: tokens, ModelInput: ModelInput{WithheldFiles: []string{}},
 		Subject: SubjectContext{
 			Kind: subj.Kind, Owner: subj.Owner, Repo: subj.Repo, Number: subj.Number,
 			RepositoryNodeID: subj.RepositoryNodeID, NodeID: subj.NodeID, HeadSHA: subj.HeadSHA,
@@ -363,7 +374,10 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		}
 		dec.Findings = append(dec.Findings, results[i].Findings...)
 	}
-	dec.Coverage = coverage(changed, files, lenses, reviewedBy, p.free, paid, free, cfg)
+	if sentToModel {
+		dec.ModelInput = view.input
+	}
+	dec.Coverage = coverage(changed, files, lenses, reviewedBy, p.free, paid, free, view.withheld, cfg)
 	dec.Recommendation = RecommendComment
 	if gate.State == OutcomeFailed {
 		dec.Recommendation = RecommendRequestChanges

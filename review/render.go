@@ -23,7 +23,7 @@ const maxCommentBytes = 60000
 const maxCellBytes = 600
 
 func coverage(changed []runtime.Changed, files []diff.File, lenses []lensPlan, reviewedBy map[string]bool,
-	free map[string]bool, paid, freeB budget, cfg *config.Repo) Coverage {
+	free map[string]bool, paid, freeB budget, withheld []Gap, cfg *config.Repo) Coverage {
 	cov := Coverage{FilesTotal: len(changed), Gaps: []Gap{}}
 	used := map[string]bool{}
 	for _, l := range lenses {
@@ -63,6 +63,9 @@ func coverage(changed []runtime.Changed, files []diff.File, lenses []lensPlan, r
 			}
 		} else {
 			for _, g := range paid.gaps {
+				add(g.Path, g.Reason)
+			}
+			for _, g := range withheld {
 				add(g.Path, g.Reason)
 			}
 		}
@@ -203,8 +206,18 @@ func RenderComment(d *Decision) string {
 		}
 		fmt.Fprintf(&b, "- `%s`: %s\n", mdCode(DisplayPath(g.Path)), mdText(g.Reason))
 	}
-	fmt.Fprintf(&b, "\n<sub>Head `%s`, plan `%s`, diff sha256 `%s`.</sub>\n", shortSHA(d.Subject.HeadSHA),
+	if line := RedactedLine(d.ModelInput); line != "" {
+		b.WriteString("\n" + line + "\n")
+	}
+	if w := d.ModelInput.WithheldFiles; len(w) > 0 {
+		fmt.Fprintf(&b, "\n%d file(s) withheld from the model (models.exclude_paths); see the coverage gaps.\n", len(w))
+	}
+	fmt.Fprintf(&b, "\n<sub>Head `%s`, plan `%s`, diff sha256 `%s`.", shortSHA(d.Subject.HeadSHA),
 		shortSHA(d.PlanDigest), shortSHA(d.Subject.ReviewedDiffDigest))
+	if line := TokensLine(d); line != "" {
+		b.WriteString(" " + line)
+	}
+	b.WriteString("</sub>\n")
 	return b.String()
 }
 

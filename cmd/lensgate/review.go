@@ -323,6 +323,15 @@ func writeText(w io.Writer, d *review.Decision) {
 	for _, g := range d.Coverage.Gaps {
 		fmt.Fprintf(w, "  gap: %s: %s\n", review.DisplayPath(g.Path), review.PlainText(g.Reason))
 	}
+	if line := review.RedactedLine(d.ModelInput); line != "" {
+		fmt.Fprintf(w, "\n%s\n", line)
+	}
+	if n := len(d.ModelInput.WithheldFiles); n > 0 {
+		fmt.Fprintf(w, "%d file(s) withheld from the model (models.exclude_paths); they are coverage gaps above.\n", n)
+	}
+	if line := review.TokensLine(d); line != "" {
+		fmt.Fprintf(w, "\n%s\n", line)
+	}
 }
 
 func short(s string) string {

@@ -8,9 +8,14 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -433,5 +438,78 @@ func TestReviewReadsYAGAPolicyOfTheBase(t *testing.T) {
 	commit(t, dir, map[string]string{"docs/a.md": "a\n"}, "Docs")
 	if code, _, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1"); code != exitUsage || !strings.Contains(stderr, ".yaga.toml") {
 		t.Fatalf("a broken .yaga.toml: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestReviewReportsModelTokens: with an OpenAI-compatible endpoint that sends no usage, the
+// JSON decision and the text output carry the same token counts, marked estimated; a secret
+// in the change reaches the model only as a placeholder.
+func TestReviewReportsModelTokens(t *testing.T) {
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(b))
+		answer := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` +
+			`{"lens":"correctness","verdict":"ok","summary":"Nothing found.","findings":[]}]}`
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": answer}}}})
+	}))
+	defer srv.Close()
+	t.Setenv("ASDD_MODEL_URL", srv.URL+"/v1")
+	t.Setenv("ASDD_RUNTIME_TOKEN", "test-token")
+	t.Setenv("ASDD_MODEL", "m")
+	dir := throwAwayRepo(t)
+	key := "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
+	commit(t, dir, map[string]string{"src/app.go": "package src\n\nconst token = \"" + key + "\"\n"}, "Add a token")
+	cfg := filepath.Join(t.TempDir(), "policy.asdd.yml")
+	if err := os.WriteFile(cfg, []byte("agent_review:\n  version: 1\n  required: [correctness]\n  agents:\n    correctness:\n"+
+		"      preset: openai\n      instruction: Find logic errors.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, js, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--config", cfg, "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, js)
+	}
+	var doc struct {
+		Tokens struct {
+			Prompt, Completion, Total int
+			Estimated                 bool
+			Calls                     []struct{ Format string }
+		} `json:"tokens"`
+		Lenses []struct {
+			Tokens *struct{ Total int } `json:"tokens"`
+		} `json:"lenses"`
+		ModelInput struct {
+			RedactedValues int `json:"redactedValues"`
+		} `json:"modelInput"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	tk := doc.Tokens
+	if tk.Total <= 0 || tk.Total != tk.Prompt+tk.Completion || !tk.Estimated || len(tk.Calls) != 1 || tk.Calls[0].Format != "json_schema" {
+		t.Fatalf("tokens %+v", tk)
+	}
+	if len(doc.Lenses) != 1 || doc.Lenses[0].Tokens == nil || doc.Lenses[0].Tokens.Total != tk.Total || doc.ModelInput.RedactedValues != 1 {
+		t.Fatalf("lens tokens %+v, model input %+v", doc.Lenses, doc.ModelInput)
+	}
+	for _, b := range bodies {
+		if strings.Contains(b, key[4:20]) || !strings.Contains(b, "[redacted github-token]") {
+			t.Fatalf("the token reached the model: %s", b)
+		}
+	}
+	_, text, _ := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--config", cfg)
+	commas := func(n int) string {
+		s := strconv.Itoa(n)
+		for i := len(s) - 3; i > 0; i -= 3 {
+			s = s[:i] + "," + s[i:]
+		}
+		return s
+	}
+	want := fmt.Sprintf("Model tokens: %s (prompt %s, completion %s, estimated) in 1 call(s); per lens: correctness %s (estimated).",
+		commas(tk.Total), commas(tk.Prompt), commas(tk.Completion), commas(tk.Total))
+	if !strings.Contains(text, want) || !strings.Contains(text, "1 secret value(s) replaced") {
+		t.Fatalf("text output lacks %q:\n%s", want, text)
 	}
 }

@@ -68,7 +68,7 @@ func (r *run) findCheck(ctx context.Context, name string) (*github.CheckRun, err
 func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name string, lenses []string, status, conclusion string, out *github.CheckRunOutput) error {
 	const target = checksTarget
 	if existing == nil {
-		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCheckRunCreate, Target: target, Lenses: lenses}) {
+		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCheckRunCreate, Target: target, Lenses: lenses, Tokens: r.tokens}) {
 			return nil
 		}
 		opts := github.CreateCheckRunOptions{Name: name, HeadSHA: r.info.headSHA, Status: github.String(status), Output: out}
@@ -96,7 +96,7 @@ func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name stri
 		}
 		return err
 	}
-	if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCheckRunUpdate, Target: target, Lenses: lenses}) {
+	if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCheckRunUpdate, Target: target, Lenses: lenses, Tokens: r.tokens}) {
 		return nil
 	}
 	opts := github.UpdateCheckRunOptions{Name: name, Status: github.String(status), Output: out}
@@ -245,7 +245,11 @@ func (r *run) completeGate(ctx context.Context, d *review.Decision, rc *receiptI
 		}
 	}
 	conclusion := gateConclusion(d.Gate)
-	if err := r.putCheck(ctx, existing, name, nil, "completed", conclusion, out(batches[0])); err != nil || len(batches) == 1 {
+	// The concluding write's audit record carries what the run's model calls cost.
+	r.tokens = auditTokens(d)
+	err := r.putCheck(ctx, existing, name, nil, "completed", conclusion, out(batches[0]))
+	r.tokens = nil
+	if err != nil || len(batches) == 1 {
 		return
 	}
 	if existing == nil {

@@ -137,6 +137,8 @@ type run struct {
 	bodyRefused string
 	// record is the hidden details record for the gate check run's text ("" when none).
 	record string
+	// tokens is set while the gate's concluding write is authorised.
+	tokens *pdp.Tokens
 }
 
 func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers.Publication, phase string) *run {

@@ -216,6 +216,7 @@ func summary(d *review.Decision) string {
 	}
 	b.WriteString(lensTable(d))
 	fmt.Fprintf(&b, "\nCoverage: %s (%d of %d files reviewed).\n", oneLine(d.Coverage.Status, 16), d.Coverage.FilesReviewed, d.Coverage.FilesTotal)
+	b.WriteString(modelSection(d))
 	b.WriteString("\nlensgate recommends; it never approves or merges. A human decides.\n")
 	return truncate(b.String(), maxCheckText)
 }

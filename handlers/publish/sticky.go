@@ -200,6 +200,9 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 		}
 		b.WriteString("\n")
 	}
+	if m := modelSection(d); m != "" {
+		b.WriteString(strings.TrimPrefix(m, "\n") + "\n")
+	}
 	b.WriteString("lensgate recommends; it never approves or merges. A human decides.\n\n")
 	r.writeSticky(ctx, existing, fitComment(b.String(), r.stickyTail(rc, hiddenValue(existing.GetBody(), markerHeads))))
 }

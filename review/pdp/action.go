@@ -109,4 +109,6 @@ type Action struct {
 	BodyAfter  string
 	// Source says who proposed the action ("publisher", "runtime:<name>").
 	Source string
+	// Tokens is the model spend of the run, recorded with the write that concludes its gate.
+	Tokens *Tokens
 }

@@ -78,6 +78,20 @@ type Payload struct {
 	Seq         int      `json:"seq"`
 	Actions     int      `json:"actions"`
 	Writes      int      `json:"writes"`
+	// Tokens is what the run's model calls cost; only on the record of the write that
+	// concludes the gate.
+	Tokens *Tokens `json:"tokens,omitempty"`
+}
+
+// Tokens is the model spend of one review run, as numbers only.
+type Tokens struct {
+	Prompt     int  `json:"prompt"`
+	Completion int  `json:"completion"`
+	Total      int  `json:"total"`
+	Estimated  bool `json:"estimated"`
+	Calls      int  `json:"calls"`
+	// Lenses is each model lens's share of the total.
+	Lenses map[string]int `json:"lenses,omitempty"`
 }
 
 // Sink stores audit records. Append seals the record onto the sink's chain (setting Prev,

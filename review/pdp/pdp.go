@@ -295,6 +295,7 @@ func (p *PDP) record(a Action, d Decision) Record {
 		Payload: Payload{
 			Source: a.Source, Lenses: a.Lenses, ReviewEvent: a.ReviewEvent, Labels: a.Labels,
 			Reaction: a.Reaction, BodyBytes: size, Seq: p.seq, Actions: len(p.targets), Writes: p.writes,
+			Tokens: a.Tokens,
 		},
 	}
 }

@@ -477,7 +477,7 @@ func (k *pemKey) feed(line []byte) (done, real bool) {
 		k.body += base64Count(line[:end])
 		return true, k.real()
 	}
-	t := bytes.Trim(line, " \t#\"'`,;+")
+	t := bytes.Trim(line, " \t\r#\"'`,;+")
 	t = bytes.TrimSuffix(t, []byte("\\n"))
 	if len(t) < 16 || base64Count(t) != len(t) {
 		if bytes.HasPrefix(t, []byte("Proc-Type:")) || bytes.HasPrefix(t, []byte("DEK-Info:")) || len(t) == 0 {

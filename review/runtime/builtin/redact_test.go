@@ -73,3 +73,45 @@ func TestSecretEntropyIsTheSecretOnly(t *testing.T) {
 		t.Fatalf("found %q", got)
 	}
 }
+
+// TestRedactor: secrets become placeholders naming their kind, a private key block becomes one
+// placeholder per line, CRLF line ends and diff markers stay, and the input is never changed.
+func TestRedactor(t *testing.T) {
+	aws := "AKIA" + "Z7Q3LM4VXP2KRT5N"
+	gh := "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
+	body := "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2" + "Lkq8ZzUvLvu9rE3h1qHzX4J2bAa"
+	in := "diff --git a/k.txt b/k.txt\n--- a/k.txt\n+++ b/k.txt\n@@ -1,2 +1,6 @@\n" +
+		" id = " + aws + "\r\n" +
+		"+-----BEGIN " + "PRIVATE KEY-----\r\n+" + body + "\r\n+" + body + "\r\n+-----END " + "PRIVATE KEY-----\r\n" +
+		"-old token " + gh + " and " + gh + "\n" +
+		"+after the key\n"
+	orig := in
+	r := NewRedactor()
+	out := string(r.Diff([]byte(in)))
+	if in != orig {
+		t.Fatal("the input was modified")
+	}
+	want := "diff --git a/k.txt b/k.txt\n--- a/k.txt\n+++ b/k.txt\n@@ -1,2 +1,6 @@\n" +
+		" id = [redacted aws-access-key-id]\r\n" +
+		"+[redacted private-key]\r\n+[redacted private-key]\r\n+[redacted private-key]\r\n+[redacted private-key]\r\n" +
+		"-old token [redacted github-token] and [redacted github-token]\n" +
+		"+after the key\n"
+	if out != want {
+		t.Fatalf("redacted diff:\n%q\nwant:\n%q", out, want)
+	}
+	if r.Counts["aws-access-key-id"] != 1 || r.Counts["private-key"] != 1 || r.Counts["github-token"] != 2 || r.Total() != 4 {
+		t.Fatalf("counts %v", r.Counts)
+	}
+	// A key header without an END line stops at the first line that is not key material.
+	if got := r.Text("-----BEGIN " + "PRIVATE KEY-----\n" + body + "\nplain prose\n"); got != "[redacted private-key]\n[redacted private-key]\nplain prose\n" {
+		t.Fatalf("open key block: %q", got)
+	}
+	// A key inline in a string literal, and text around it.
+	if got := r.Text(`k = "-----BEGIN ` + `PRIVATE KEY-----\n` + body + `\n-----END ` + `PRIVATE KEY-----" # x`); got != `k = "[redacted private-key]" # x` {
+		t.Fatalf("inline key: %q", got)
+	}
+	// Documentation placeholders are not secrets and stay.
+	if got := r.Text("key_id = AKIA" + "IOSFODNN7EXAMPLE"); !strings.Contains(got, "EXAMPLE") {
+		t.Fatalf("placeholder redacted: %q", got)
+	}
+}

@@ -1,0 +1,79 @@
+package review
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// TokensLine says in one line what a review spent on models: the total, its parts, the calls
+// and each model lens's share, with "estimated" whenever a server sent no count. It holds only
+// numbers and lens names (trusted policy text). "" when no model was called.
+func TokensLine(d *Decision) string {
+	t := d.Tokens
+	if len(t.Calls) == 0 {
+		return ""
+	}
+	est := ""
+	if t.Estimated {
+		est = ", estimated"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Model tokens: %s (prompt %s, completion %s%s) in %d call(s)", thousands(t.Total),
+		thousands(t.Prompt), thousands(t.Completion), est, len(t.Calls))
+	var per []string
+	for _, l := range d.Lenses {
+		if l.Tokens == nil {
+			continue
+		}
+		s := l.Name + " " + thousands(l.Tokens.Total)
+		if l.Tokens.Estimated {
+			s += " (estimated)"
+		}
+		per = append(per, s)
+	}
+	if len(per) > 0 {
+		b.WriteString("; per lens: " + strings.Join(per, ", "))
+	}
+	return b.String() + "."
+}
+
+// RedactedLine says how many secret values were replaced before the change went to a model,
+// by kind (rule ids, trusted text). "" when none were.
+func RedactedLine(in ModelInput) string {
+	if in.RedactedValues == 0 {
+		return ""
+	}
+	kinds := make([]string, 0, len(in.RedactedKinds))
+	for k := range in.RedactedKinds {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, in.RedactedKinds[k])
+	}
+	return fmt.Sprintf("%d secret value(s) replaced by a placeholder before the change was sent to the model (%s).",
+		in.RedactedValues, strings.Join(parts, ", "))
+}
+
+// thousands writes n with comma separators.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 || len(s) <= 3 {
+		return s
+	}
+	var b strings.Builder
+	pre := len(s) % 3
+	if pre > 0 {
+		b.WriteString(s[:pre])
+	}
+	for i := pre; i < len(s); i += 3 {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s[i : i+3])
+	}
+	return b.String()
+}
