@@ -176,9 +176,9 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("lens rows %v, want security, correctness and tests", rows)
 		}
 		want := map[string][]string{
-			"security":    {"security", "required", "✔ passed", "builtin", "model-security", "not reported", "1", "1.5s"},
-			"correctness": {"correctness", "required", "✔ passed", "builtin", "model-correctness", "not reported", "0", "1.5s"},
-			"tests":       {"tests", "advisory", "✔ passed", "builtin", "model-tests", "not reported", "0", "1.5s"},
+			"security":    {"security", "required", "✔ passed", "builtin", "model-security", "1234 (1200 in, 34 out)", "1", "1.5s"},
+			"correctness": {"correctness", "required", "✔ passed", "builtin", "model-correctness", "no model call", "0", "1.5s"},
+			"tests":       {"tests", "advisory", "✔ passed", "builtin", "model-tests", "no model call", "0", "1.5s"},
 		}
 		for _, r := range rows {
 			w, ok := want[r[0]]

@@ -88,6 +88,11 @@ func (p plantedReviewer) Review(_ context.Context, s *review.Subject, cfg *confi
 			lr.Findings = append(lr.Findings, f)
 			d.Findings = append(d.Findings, f)
 		}
+		if l.Name == "security" {
+			// A model judged this lens; the others made no model call.
+			lr.Tokens = &review.TokenCount{Prompt: 1200, Completion: 34, Total: 1234}
+			d.Tokens.TokenCount = *lr.Tokens
+		}
 		d.Lenses = append(d.Lenses, lr)
 		d.Runs = append(d.Runs, review.Run{Lens: l.Name, Runtime: "builtin", Model: "model-" + l.Name, Started: now, Finished: now.Add(1500 * time.Millisecond), Outcome: lr.Outcome})
 	}

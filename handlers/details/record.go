@@ -46,6 +46,17 @@ type Record struct {
 	Coverage      Coverage `json:"coverage"`
 	Policy        Policy   `json:"policy"`
 	Intake        []Intake `json:"intake,omitempty"`
+	// Tokens is the review's whole model spend (nil when no model was called).
+	Tokens *Tokens `json:"tokens,omitempty"`
+}
+
+// Tokens counts model tokens; Estimated is set when some of it is an estimate because the
+// model server reported no usage.
+type Tokens struct {
+	Prompt     int  `json:"prompt"`
+	Completion int  `json:"completion"`
+	Total      int  `json:"total"`
+	Estimated  bool `json:"estimated,omitempty"`
 }
 
 // Gate is the aggregated outcome.
@@ -66,8 +77,8 @@ type Lens struct {
 	Model       string `json:"model,omitempty"`
 	Cause       string `json:"cause,omitempty"`
 	Findings    int    `json:"findings"`
-	// Tokens is what the runtime reported it spent (nil when it reported nothing).
-	Tokens   *int64    `json:"tokens,omitempty"`
+	// Tokens is the lens's share of the model calls that judged it (nil when no model did).
+	Tokens   *Tokens   `json:"tokens,omitempty"`
 	Started  time.Time `json:"started,omitzero"`
 	Finished time.Time `json:"finished,omitzero"`
 }
@@ -161,8 +172,9 @@ func EncodeRecord(r Record) (string, error) {
 		if len(line) <= MaxRecordBytes {
 			return line, nil
 		}
+		// The longer list gives way first, so both findings and gaps stay listed.
 		switch {
-		case len(r.Findings) > 0:
+		case len(r.Findings) > 0 && len(r.Findings) >= len(r.Coverage.Gaps):
 			r.Findings = r.Findings[:len(r.Findings)/2]
 		case len(r.Coverage.Gaps) > 0:
 			r.Coverage.Gaps = r.Coverage.Gaps[:len(r.Coverage.Gaps)/2]

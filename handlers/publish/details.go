@@ -58,7 +58,7 @@ func (r *run) setRecord(pub *handlers.Publication, placed map[string]bool) {
 		rec.Lenses = append(rec.Lenses, details.Lens{
 			Name: l.Name, Required: l.Required, Publication: l.Publication, Outcome: string(l.Outcome),
 			Summary: l.Summary, Runtime: rt, Model: run.Model, Cause: l.Cause, Findings: len(l.Findings),
-			Started: run.Started, Finished: run.Finished,
+			Started: run.Started, Finished: run.Finished, Tokens: recordTokens(l.Tokens),
 		})
 	}
 	for _, f := range sortedFindings(d.Findings) {
@@ -90,6 +90,9 @@ func (r *run) setRecord(pub *handlers.Publication, placed map[string]bool) {
 		if !m.Passed {
 			rec.Intake = append(rec.Intake, details.Intake{Check: m.Check, Passed: m.Passed, Message: m.Message})
 		}
+	}
+	if d.Tokens.Total > 0 || len(d.Tokens.Calls) > 0 {
+		rec.Tokens = recordTokens(&d.Tokens.TokenCount)
 	}
 	line, err := details.EncodeRecord(rec)
 	if err != nil {
@@ -128,4 +131,11 @@ func (r *run) detailsLine() string {
 		return ""
 	}
 	return fmt.Sprintf("[Details](%s): every lens, finding and coverage gap, the audit trail, and the receipt verified in your browser.\n\n", u)
+}
+
+func recordTokens(t *review.TokenCount) *details.Tokens {
+	if t == nil {
+		return nil
+	}
+	return &details.Tokens{Prompt: t.Prompt, Completion: t.Completion, Total: t.Total, Estimated: t.Estimated}
 }
