@@ -74,6 +74,8 @@ type Options struct {
 	PublicRepos bool
 	// Keys are the receipt public keys (the ones served at /.well-known/lensgate/keys).
 	Keys []ed25519.PublicKey
+	// WitnessKeys are the runner's observation public keys (served there too).
+	WitnessKeys []ed25519.PublicKey
 	// KeysPath is where the keys are served, for the in-browser verification.
 	KeysPath string
 	// AuditFile is the local audit ledger ("" shows none).
@@ -151,7 +153,8 @@ func New(o Options) (*Handler, error) {
 	mux.HandleFunc("GET "+Route+"assets/{file}", h.serveAsset)
 	mux.HandleFunc("GET "+Route+"{owner}/{repo}/{number}", h.servePage)
 	mux.HandleFunc("GET "+Route+"{owner}/{repo}/{number}/{head}", h.servePage)
-	mux.HandleFunc("GET "+Route+"{owner}/{repo}/{number}/{head}/receipt.json", h.serveReceipt)
+	mux.HandleFunc("GET "+Route+"{owner}/{repo}/{number}/{head}/receipt.json", h.serveEnvelope)
+	mux.HandleFunc("GET "+Route+"{owner}/{repo}/{number}/{head}/observation.json", h.serveEnvelope)
 	mux.HandleFunc("POST "+Route+"{owner}/{repo}/{number}/rerun", h.serveRerun)
 	mux.HandleFunc("POST "+RouteLogout, h.serveLogout)
 	if h.auth != nil {
@@ -338,9 +341,9 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serveReceipt answers the exact envelope bytes of a head's receipt, for download and for the
-// in-browser verification.
-func (h *Handler) serveReceipt(w http.ResponseWriter, r *http.Request) {
+// serveEnvelope answers the exact envelope bytes of a head's receipt or observation, for
+// download and for the in-browser verification.
+func (h *Handler) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 	t, ok := parseTarget(r)
 	if !ok {
 		h.notFound(w)
@@ -358,14 +361,21 @@ func (h *Handler) serveReceipt(w http.ResponseWriter, r *http.Request) {
 		h.unavailable(w)
 		return
 	}
-	if hv == nil || len(hv.envelope) == 0 {
+	kind, env := "receipt", []byte(nil)
+	if hv != nil {
+		env = hv.envelope
+		if strings.HasSuffix(r.URL.Path, "/observation.json") {
+			kind, env = "observation", hv.observation
+		}
+	}
+	if len(env) == 0 {
 		h.notFound(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Disposition", `attachment; filename="receipt-`+t.head[:12]+`.json"`)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+kind+`-`+t.head[:12]+`.json"`)
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(hv.envelope)
+	_, _ = w.Write(env)
 }
 
 func (h *Handler) serveRerun(w http.ResponseWriter, r *http.Request) {

@@ -39,7 +39,9 @@ type headView struct {
 	Record     *Record
 	RecordErr  string
 	envelope   []byte
-	Receipt    *receiptFacts
+	// observation is the runner's signed observation beside the receipt (nil when none).
+	observation []byte
+	Receipt     *receiptFacts
 	// SupersededBy is the head whose receipt names this one's as prior.
 	SupersededBy string
 	// Supersedes describes what this head's receipt replaced.
@@ -54,22 +56,24 @@ type supersedeView struct {
 
 // view is everything the template shows.
 type view struct {
-	Owner, Repo string
-	Number      int
-	Title       string
-	PRURL       string
-	State       string
-	Author      string
-	CurrentHead string
-	Heads       []*headView
-	Selected    *headView
-	Stale       string // why the page thinks the review is behind ("" when current)
-	Server      *serverVerification
-	Audit       auditView
-	KeysPath    string
-	ReceiptURL  string
-	PolicyURL   string
-	PagePath    string
+	Owner, Repo    string
+	Number         int
+	Title          string
+	PRURL          string
+	State          string
+	Author         string
+	CurrentHead    string
+	Heads          []*headView
+	Selected       *headView
+	Stale          string // why the page thinks the review is behind ("" when current)
+	Server         *serverVerification
+	Observation    *observationView
+	Audit          auditView
+	KeysPath       string
+	ReceiptURL     string
+	ObservationURL string
+	PolicyURL      string
+	PagePath       string
 
 	Viewer       string
 	CanRerun     bool
@@ -167,6 +171,10 @@ func (h *Handler) load(ctx context.Context, a *access, t target) (*view, error) 
 				body = &b
 			}
 			v.Server = h.verifyServer(v.Selected.envelope, pr, body)
+			if len(v.Selected.observation) > 0 {
+				v.ObservationURL = v.Selected.Link + "/observation.json"
+				v.Observation = h.verifyObservation(v.Selected.observation, v.Selected.envelope, v.Server)
+			}
 		}
 		if rec := v.Selected.Record; rec != nil && rec.Policy.Source != "" && rec.Policy.Path != "" {
 			v.PolicyURL = policyURL(h.o.WebURL, rec.Policy.Source, rec.Policy.Path)
@@ -287,6 +295,7 @@ func (h *Handler) loadHead(ctx context.Context, gh *github.Client, t target, hea
 	hv.envelope = ExtractEnvelope(text)
 	if len(hv.envelope) > 0 {
 		hv.Receipt = readReceipt(hv.envelope)
+		hv.observation = ExtractObservation(text)
 	}
 	return hv, nil
 }

@@ -19,7 +19,9 @@ const RecordSchema = "lensgate/details/v1"
 const (
 	markerRecord  = "<!-- lensgate:details "
 	markerReceipt = "<!-- lensgate:receipt -->"
-	markerEnd     = " -->"
+	// markerObservation precedes the runner's signed observation beside the receipt.
+	markerObservation = "<!-- lensgate:observation -->"
+	markerEnd         = " -->"
 )
 
 // Bounds of a record: it shares the check-run text (65,535 characters) with the signed receipt
@@ -235,8 +237,15 @@ func ParseRecord(text string) (*Record, error) {
 
 // ExtractEnvelope reads the signed receipt back from a text lensgate wrote (the gate check
 // run's text or the advisory comment): the exact envelope bytes, with their trailing newline.
-func ExtractEnvelope(text string) []byte {
-	i := strings.Index(text, markerReceipt)
+func ExtractEnvelope(text string) []byte { return jsonAfter(text, markerReceipt) }
+
+// ExtractObservation reads the runner's observation back from a text lensgate wrote: the exact
+// envelope bytes after its marker.
+func ExtractObservation(text string) []byte { return jsonAfter(text, markerObservation) }
+
+// jsonAfter is the first fenced JSON block after marker, with its trailing newline.
+func jsonAfter(text, marker string) []byte {
+	i := strings.Index(text, marker)
 	if i < 0 {
 		return nil
 	}

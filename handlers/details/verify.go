@@ -15,6 +15,7 @@ import (
 
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/review/pdp"
 )
 
@@ -316,4 +317,56 @@ func (a auditView) ChainState() string {
 		return "ok"
 	}
 	return "broken"
+}
+
+// observationView is the server's verification of the runner's observation: its own axis
+// (runner_observation), never folded into the receipt's result.
+type observationView struct {
+	Digest      string
+	Bytes       int
+	Verdict     string // MATCH, MISMATCH or ABSENT
+	Key         string // hex of the witness key it verified under
+	ReasonCodes []string
+	Errors      []string
+	Window      string
+	Calls       []observation.CallSummary
+}
+
+// verifyObservation checks the observation with each published witness key against the
+// receipt beside it; the first key that gives MATCH decides, else the first key's answer.
+func (h *Handler) verifyObservation(env, receipt []byte, sv *serverVerification) *observationView {
+	ov := &observationView{Bytes: len(env)}
+	var receiptKey ed25519.PublicKey
+	if sv != nil && sv.Key != "" {
+		if b, err := hex.DecodeString(sv.Key); err == nil {
+			receiptKey = b
+		}
+	}
+	keys := h.o.WitnessKeys
+	if len(keys) == 0 {
+		keys = []ed25519.PublicKey{nil}
+	}
+	var res *observation.Result
+	for _, k := range keys {
+		r := observation.Verify(env, observation.Options{WitnessKey: k, ReceiptKey: receiptKey, Receipt: receipt})
+		if res == nil || r.RunnerObservation == observation.Match {
+			res = r
+			if r.RunnerObservation == observation.Match && k != nil {
+				ov.Key = hex.EncodeToString(k)
+				break
+			}
+		}
+	}
+	ov.Verdict, ov.ReasonCodes, ov.Errors, ov.Calls = res.RunnerObservation, res.ReasonCodes, res.Errors, res.Calls
+	ov.Digest = res.ObservationDigest
+	if ov.Digest == "" {
+		ov.Digest = readReceipt(env).PayloadDigest
+	}
+	if res.WindowStarted != "" {
+		ov.Window = res.WindowStarted + " to " + res.WindowFinished
+	}
+	if len(h.o.WitnessKeys) == 0 {
+		ov.Errors = append(ov.Errors, "this server publishes no witness key")
+	}
+	return ov
 }

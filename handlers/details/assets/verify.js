@@ -1,7 +1,9 @@
-// lensgate details page: the reader's browser verifies the receipt itself. It fetches the
-// exact envelope bytes offered for download and the public keys the App publishes, checks the
-// DSSE signature with WebCrypto Ed25519 and recomputes the digests. Nothing the server says
-// about the result is used; every line written here is what this browser computed.
+// lensgate details page: the reader's browser verifies the receipt (and the runner's
+// observation beside it) itself. It fetches the exact envelope bytes offered for download and
+// the public keys the App publishes, checks the DSSE signature with WebCrypto Ed25519 and
+// recomputes the digests. Nothing the server says about the result is used; every line written
+// here is what this browser computed. A receipt is checked only against receipt keys and an
+// observation only against witness keys, as the key set names their roles.
 (function () {
   "use strict";
 
@@ -57,7 +59,10 @@
     var envBytes = await fetchBytes(box.dataset.receipt);
     var keysResp = await fetch(box.dataset.keys, { credentials: "same-origin", cache: "no-store" });
     if (!keysResp.ok) throw new Error("the published keys could not be read (" + keysResp.status + ")");
-    var keys = (await keysResp.json()).keys || [];
+    var role = box.dataset.role || "receipt";
+    var keys = ((await keysResp.json()).keys || []).filter(function (k) {
+      return (k.role || "receipt") === role;
+    });
 
     lines.push("Envelope file digest computed by your browser: " + (await sha256(envBytes)) + ".");
     var env;
@@ -103,23 +108,24 @@
       }
     }
     if (verifiedBy) {
-      lines.push("Ed25519 signature checked by your browser: valid, with the published key " + verifiedBy + ".");
+      lines.push("Ed25519 signature checked by your browser: valid, with the published " + role + " key " + verifiedBy + ".");
     } else {
       ok = false;
-      lines.push("Ed25519 signature checked by your browser: NOT valid for any of the " + keys.length + " published keys.");
+      lines.push("Ed25519 signature checked by your browser: NOT valid for any of the " + keys.length + " published " + role + " keys.");
     }
     return { ok: ok, lines: lines };
   }
 
   function show(box, state, headline, lines) {
+    var prefix = box.dataset.prefix || "browser";
     box.dataset.state = state;
-    var out = document.getElementById("browser-result");
+    var out = document.getElementById(prefix + "-result");
     out.textContent = headline;
-    var old = document.getElementById("browser-lines");
+    var old = document.getElementById(prefix + "-lines");
     if (old) old.remove();
     if (lines && lines.length) {
       var ul = document.createElement("ul");
-      ul.id = "browser-lines";
+      ul.id = prefix + "-lines";
       lines.forEach(function (l) {
         var li = document.createElement("li");
         li.textContent = l;
@@ -129,23 +135,28 @@
     }
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
-    var box = document.getElementById("browser-verify");
-    if (!box || !box.dataset.receipt) return;
+  function start(box) {
+    var what = box.dataset.what || "receipt";
     if (!window.crypto || !crypto.subtle) {
-      show(box, "unsupported", "Your browser offers no WebCrypto here (it needs https); download the receipt and use lensgate receipt verify.", []);
+      show(box, "unsupported", "Your browser offers no WebCrypto here (it needs https); download the " + what + " and use lensgate receipt verify.", []);
       return;
     }
-    show(box, "running", "Your browser is checking the receipt…", []);
+    show(box, "running", "Your browser is checking the " + what + "…", []);
     verify(box).then(function (r) {
       show(box, r.ok ? "ok" : "fail", r.ok
-        ? "✔ Your browser verified this receipt: the signature is valid and the digests are as shown."
-        : "✘ Your browser could NOT verify this receipt.", r.lines);
+        ? "✔ Your browser verified this " + what + ": the signature is valid and the digests are as shown."
+        : "✘ Your browser could NOT verify this " + what + ".", r.lines);
     }, function (e) {
       var unsupported = e && e.name === "NotSupportedError";
       show(box, unsupported ? "unsupported" : "fail", unsupported
-        ? "Your browser does not offer Ed25519 in WebCrypto; download the receipt and use lensgate receipt verify."
-        : "✘ Your browser could NOT verify this receipt: " + (e && e.message ? e.message : String(e)), []);
+        ? "Your browser does not offer Ed25519 in WebCrypto; download the " + what + " and use lensgate receipt verify."
+        : "✘ Your browser could NOT verify this " + what + ": " + (e && e.message ? e.message : String(e)), []);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll(".browser-verify").forEach(function (box) {
+      if (box.dataset.receipt) start(box);
     });
   });
 })();
