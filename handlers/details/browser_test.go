@@ -12,6 +12,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/runtime"
+	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
 
 // chromiumPath finds the browser: LENSGATE_TEST_CHROMIUM, else Debian's chromium on PATH.
@@ -307,6 +312,38 @@ func TestBrowser(t *testing.T) {
 		}
 		screenshot(t, other, dir, "no-access.png")
 	})
+}
+
+// TestBrowserObservation: with a witness key the real pipeline's observation is published
+// beside the receipt; the page verifies both, on the server and in the browser.
+func TestBrowserObservation(t *testing.T) {
+	browser := newBrowser(t)
+	dir := artifactDir(t)
+	o := stackOptions{witness: true, reviewer: review.NewPipeline(review.Options{
+		Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{})), Logger: zerolog.Nop(), WorkRoot: t.TempDir(),
+	})}
+	st := newStack(t, o)
+	st.review(o)
+	ctx := tab(t, browser)
+	browserLogin(t, ctx, st.pageURL(""), reader)
+	if s := browserResult(t, ctx); s != "ok" {
+		t.Fatalf("receipt in the browser: %s", s)
+	}
+	state := waitJS(t, ctx, "the observation's in-browser verification", `(() => { const b = document.getElementById("observation-verify"); const s = b && b.dataset.state; return s === "ok" || s === "fail" || s === "unsupported" ? s : "" })()`)
+	if state != "ok" {
+		t.Fatalf("observation in the browser: %s; %v", state, eval[[]string](t, ctx, `[...document.querySelectorAll("#observation-lines li")].map(l => l.textContent)`))
+	}
+	lines := strings.Join(eval[[]string](t, ctx, `[...document.querySelectorAll("#observation-lines li")].map(l => l.textContent)`), "\n")
+	if !strings.Contains(lines, "published witness key") {
+		t.Fatalf("observation lines:\n%s", lines)
+	}
+	if got := eval[string](t, ctx, `document.getElementById("observation-server-result").textContent`); !strings.Contains(got, "MATCH") || strings.Contains(got, "MISMATCH") {
+		t.Fatalf("server verification of the observation: %q", got)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#observation-calls tbody tr").length`); n == 0 {
+		t.Fatal("no observed runtime call listed")
+	}
+	screenshot(t, ctx, dir, "observation.png")
 }
 
 func jsString(s string) string {

@@ -14,7 +14,7 @@ type status struct {
 
 func statusOf(s string) status {
 	switch strings.ToLower(s) {
-	case "passed", "success", "ok", "yes", "allow", "match", "complete":
+	case "passed", "success", "ok", "yes", "allow", "accept", "match", "complete":
 		return status{"✔", s, "st-ok"}
 	case "failed", "failure", "fail", "no", "deny", "mismatch", "broken":
 		return status{"✘", s, "st-fail"}

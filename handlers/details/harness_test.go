@@ -24,6 +24,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/publish"
@@ -101,13 +102,14 @@ func (p plantedReviewer) Review(_ context.Context, s *review.Subject, cfg *confi
 
 // stack is the whole App with the real publisher and the details page against the fake.
 type stack struct {
-	t      *testing.T
-	gh     *githubfake.Server
-	key    ed25519.PrivateKey
-	srv    *httptest.Server
-	done   chan error
-	ledger string
-	logs   *syncBuffer
+	t       *testing.T
+	gh      *githubfake.Server
+	key     ed25519.PrivateKey
+	witness ed25519.PrivateKey
+	srv     *httptest.Server
+	done    chan error
+	ledger  string
+	logs    *syncBuffer
 }
 
 type stackOptions struct {
@@ -115,6 +117,8 @@ type stackOptions struct {
 	public      bool
 	publicRepos bool
 	title       string
+	// witness signs a runner observation beside each receipt.
+	witness bool
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -138,8 +142,16 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	var app *handlers.Server
 	st.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { app.Handler().ServeHTTP(w, r) }))
 	public := "http://" + st.srv.Listener.Addr().String()
-	pubr, err := publish.New(publish.Options{Signer: &disclosure.Signer{Key: st.key}, Audit: sink, DetailsURL: public,
-		Retry: publish.Retry{Attempts: 3, Backoff: time.Millisecond, MaxWait: time.Second}})
+	po := publish.Options{Signer: &disclosure.Signer{Key: st.key}, Audit: sink, DetailsURL: public, RunnerVersion: "test",
+		Retry: publish.Retry{Attempts: 3, Backoff: time.Millisecond, MaxWait: time.Second}}
+	var witnessKeys []ed25519.PublicKey
+	if o.witness {
+		ws := sha256.Sum256([]byte("lensgate details test witness"))
+		st.witness = ed25519.NewKeyFromSeed(ws[:])
+		po.Witness = &observation.Signer{Key: st.witness}
+		witnessKeys = []ed25519.PublicKey{st.witness.Public().(ed25519.PublicKey)}
+	}
+	pubr, err := publish.New(po)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +175,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		Config: cfg, Logger: zerolog.New(st.logs), Reviewer: reviewer,
 		Publisher:      notifyingPublisher{next: pubr, done: st.done},
 		SigningKeys:    []ed25519.PublicKey{st.key.Public().(ed25519.PublicKey)},
+		WitnessKeys:    witnessKeys,
 		InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Version: "test",
 	})
 	if err != nil {

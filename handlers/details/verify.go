@@ -198,7 +198,7 @@ func (h *Handler) verifyServer(env []byte, pr *github.PullRequest, body *string)
 		}
 		st := "info"
 		switch strings.ToLower(v) {
-		case "match", "matched", "ok", "allow", "current":
+		case "match", "matched", "ok", "allow", "accept", "current":
 			st = "ok"
 		case "mismatch", "deny", "fail", "failed":
 			st = "fail"
