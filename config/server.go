@@ -162,10 +162,38 @@ type ServerRuntime struct {
 	// runtime it maps to (one of the enabled runtimes or an exec adapter) reviews them.
 	// Env LENSGATE_RUNTIME_PRESETS as "name=runtime,name=runtime".
 	Presets map[string]string `yaml:"presets"`
+	// Delegates are operator-defined delegate presets: a lens whose preset is the name is
+	// answered by another review bot, which the App asks and whose answer it checks. The
+	// built-in preset codex needs no entry. File only (no environment variable).
+	Delegates map[string]ServerDelegate `yaml:"delegates"`
 	// MaxTokensPerInstallationPerDay caps the model tokens of each installation per UTC day,
 	// counted by each replica since its start; 0 turns the cap off.
 	// Env LENSGATE_MAX_TOKENS_PER_INSTALLATION_PER_DAY. Default 0.
 	MaxTokensPerInstallationPerDay int `yaml:"max_tokens_per_installation_per_day"`
+}
+
+// ServerDelegate describes another review bot: who it is (every id is checked, not only the
+// login), how it is asked, and which of its answers count.
+type ServerDelegate struct {
+	// Login, UserID: the bot's account (GET /users/LOGIN shows the id).
+	Login  string `yaml:"login"`
+	UserID int64  `yaml:"user_id"`
+	// AppID, AppSlug: the App its conversation comments are made through; 0 skips the check.
+	AppID   int64  `yaml:"app_id"`
+	AppSlug string `yaml:"app_slug"`
+	// Request is how it is asked: "comment" (default; RequestText is posted) or "reviewers"
+	// (Reviewer is requested through the requested-reviewers API).
+	Request     string `yaml:"request"`
+	RequestText string `yaml:"request_text"`
+	Reviewer    string `yaml:"reviewer"`
+	// Evidence lists the answers that count: comment, review, reaction.
+	Evidence []string `yaml:"evidence"`
+	// CleanHeadlines are the first lines of a clean comment; ReviewHeading is how a review
+	// answer's body starts ("" for any); ReviewedCommit requires a "**Reviewed commit:** `sha`"
+	// line naming the head in comment and review answers.
+	CleanHeadlines []string `yaml:"clean_headlines"`
+	ReviewHeading  string   `yaml:"review_heading"`
+	ReviewedCommit bool     `yaml:"reviewed_commit"`
 }
 
 // ServerQueue sizes the review job queue.

@@ -21,6 +21,7 @@ import (
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
+	"github.com/lensgate/lensgate/review/runtime/delegate"
 	"github.com/lensgate/lensgate/review/runtime/dryrun"
 	rtexec "github.com/lensgate/lensgate/review/runtime/exec"
 	"github.com/lensgate/lensgate/review/runtime/openai"
@@ -230,7 +231,16 @@ func (c *reviewCmd) registry(cfg *config.Repo) (*runtime.Registry, error) {
 			rts = append(rts, a)
 		}
 	}
+	// Offline nobody can ask a review bot: delegated lenses say so and stay pending.
+	dl, err := delegate.New()
+	if err != nil {
+		return nil, err
+	}
+	rts = append(rts, dl)
 	reg := runtime.NewRegistry(rts...)
+	if err := addDelegatePresets(reg, dl, c.Preset); err != nil {
+		return nil, err
+	}
 	names := make([]string, 0, len(c.Preset))
 	for name := range c.Preset {
 		names = append(names, name)

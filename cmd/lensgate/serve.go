@@ -126,8 +126,15 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	}
 	fail := func(err error) (*handlers.Server, func(), error) { closeAll(); return nil, nil, err }
 
-	reg, err := runtimeRegistry(cfg.Runtime, log)
+	dl, err := delegateRuntime(cfg.Runtime)
 	if err != nil {
+		return fail(err)
+	}
+	reg, err := runtimeRegistry(cfg.Runtime, log, dl)
+	if err != nil {
+		return fail(err)
+	}
+	if err := addDelegatePresets(reg, dl, cfg.Runtime.Presets); err != nil {
 		return fail(err)
 	}
 	if err := ensureStateDir(cfg); err != nil {
@@ -238,6 +245,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		Registry:    promReg,
 		Version:     version,
 		Role:        role,
+		Delegation:  handlers.Delegation{Runtime: dl},
 	})
 	if err != nil {
 		return fail(err)
@@ -245,10 +253,10 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	return server, closeAll, nil
 }
 
-// runtimeRegistry enables the runtimes the operator listed. builtin and dryrun need nothing;
+// runtimeRegistry enables the runtimes the operator listed, after the extra ones (delegate). builtin and dryrun need nothing;
 // openai needs an endpoint and a token; exec adapters come from the adapter directory only.
-func runtimeRegistry(rc config.ServerRuntime, log zerolog.Logger) (*runtime.Registry, error) {
-	var rts []runtime.Runtime
+func runtimeRegistry(rc config.ServerRuntime, log zerolog.Logger, extra ...runtime.Runtime) (*runtime.Registry, error) {
+	rts := append([]runtime.Runtime{}, extra...)
 	for _, name := range rc.Enabled {
 		switch name {
 		case "builtin":
