@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/rs/zerolog"
 
@@ -172,11 +174,11 @@ func TestBrowser(t *testing.T) {
 	st.review(o)
 	page := st.pageURL("")
 
-	reader := tab(t, browser)
-	browserLogin(t, reader, page, writer)
+	wtab := tab(t, browser)
+	browserLogin(t, wtab, page, writer)
 
 	t.Run("lens table", func(t *testing.T) {
-		rows := eval[[][]string](t, reader, `[...document.querySelectorAll("#lenses tbody tr")].map(r => [...r.cells].map(c => c.textContent.trim()))`)
+		rows := eval[[][]string](t, wtab, `[...document.querySelectorAll("#lenses tbody tr")].map(r => [...r.cells].map(c => c.textContent.trim()))`)
 		if len(rows) != 3 {
 			t.Fatalf("lens rows %v, want security, correctness and tests", rows)
 		}
@@ -199,34 +201,34 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("verified in the browser", func(t *testing.T) {
-		if s := browserResult(t, reader); s != "ok" {
-			t.Fatalf("in-browser verification: %s; lines: %v", s, eval[[]string](t, reader, `[...document.querySelectorAll("#browser-lines li")].map(l => l.textContent)`))
+		if s := browserResult(t, wtab); s != "ok" {
+			t.Fatalf("in-browser verification: %s; lines: %v", s, eval[[]string](t, wtab, `[...document.querySelectorAll("#browser-lines li")].map(l => l.textContent)`))
 		}
-		lines := eval[[]string](t, reader, `[...document.querySelectorAll("#browser-lines li")].map(l => l.textContent)`)
+		lines := eval[[]string](t, wtab, `[...document.querySelectorAll("#browser-lines li")].map(l => l.textContent)`)
 		joined := strings.Join(lines, "\n")
 		for _, w := range []string{"signature checked by your browser: valid", "Payload digest computed by your browser", "the same as this page shows"} {
 			if !strings.Contains(joined, w) {
 				t.Fatalf("browser lines lack %q:\n%s", w, joined)
 			}
 		}
-		if got := eval[string](t, reader, `document.getElementById("server-result").textContent`); !strings.Contains(got, "says ok") {
+		if got := eval[string](t, wtab, `document.getElementById("server-result").textContent`); !strings.Contains(got, "says ok") {
 			t.Fatalf("server verification: %q", got)
 		}
-		headings := eval[string](t, reader, `document.getElementById("server-h").textContent + " / " + document.getElementById("browser-h").textContent`)
+		headings := eval[string](t, wtab, `document.getElementById("server-h").textContent + " / " + document.getElementById("browser-h").textContent`)
 		if headings != "Verified by the lensgate server / Verified by your browser" {
 			t.Fatalf("the page does not say plainly who computed what: %q", headings)
 		}
-		screenshot(t, reader, dir, "verified.png")
+		screenshot(t, wtab, dir, "verified.png")
 	})
 
 	t.Run("untrusted fields are escaped", func(t *testing.T) {
-		if n := eval[int](t, reader, `document.querySelectorAll('[id^="pwn-"]').length`); n != 0 {
+		if n := eval[int](t, wtab, `document.querySelectorAll('[id^="pwn-"]').length`); n != 0 {
 			t.Fatalf("%d planted elements became part of the DOM", n)
 		}
-		if v := eval[bool](t, reader, `window.pwned === undefined`); !v {
+		if v := eval[bool](t, wtab, `window.pwned === undefined`); !v {
 			t.Fatal("a planted script ran")
 		}
-		if n := eval[int](t, reader, `[...document.scripts].filter(s => !s.src).length`); n != 0 {
+		if n := eval[int](t, wtab, `[...document.scripts].filter(s => !s.src).length`); n != 0 {
 			t.Fatalf("%d inline scripts in the page", n)
 		}
 		fields := map[string]string{
@@ -242,7 +244,7 @@ func TestBrowser(t *testing.T) {
 			"gate-reason":         "#gate-reason",
 		}
 		for field, sel := range fields {
-			text := eval[string](t, reader, `document.querySelector(`+jsString(sel)+`).textContent`)
+			text := eval[string](t, wtab, `document.querySelector(`+jsString(sel)+`).textContent`)
 			if !strings.Contains(text, markup(field)) {
 				t.Errorf("%s: the planted markup is not shown as text in %s: %q", field, sel, text)
 			}
@@ -250,7 +252,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("accessibility basics", func(t *testing.T) {
-		levels := eval[[]int](t, reader, `[...document.querySelectorAll("h1,h2,h3,h4,h5,h6")].map(h => +h.tagName[1])`)
+		levels := eval[[]int](t, wtab, `[...document.querySelectorAll("h1,h2,h3,h4,h5,h6")].map(h => +h.tagName[1])`)
 		if len(levels) == 0 || levels[0] != 1 {
 			t.Fatalf("headings %v: the first must be h1", levels)
 		}
@@ -259,18 +261,44 @@ func TestBrowser(t *testing.T) {
 				t.Fatalf("headings %v skip a level or repeat h1 at %d", levels, i)
 			}
 		}
-		bad := eval[[]string](t, reader, `[...document.querySelectorAll("table")].filter(t => !t.querySelector("thead th[scope=col]") || !t.caption).map(t => t.id)`)
+		bad := eval[[]string](t, wtab, `[...document.querySelectorAll("table")].filter(t => !t.querySelector("thead th[scope=col]") || !t.caption).map(t => t.id)`)
 		if len(bad) != 0 {
 			t.Fatalf("tables without column headers or caption: %v", bad)
 		}
 		// A status is a word (and a symbol), never only a colour.
-		mute := eval[[]string](t, reader, `[...document.querySelectorAll(".badge")].filter(b => !/[a-z]/i.test(b.textContent) && !b.parentElement.textContent.replace(b.textContent, "").match(/[a-z]/i)).map(b => b.outerHTML)`)
+		mute := eval[[]string](t, wtab, `[...document.querySelectorAll(".badge")].filter(b => !/[a-z]/i.test(b.textContent) && !b.parentElement.textContent.replace(b.textContent, "").match(/[a-z]/i)).map(b => b.outerHTML)`)
 		if len(mute) != 0 {
 			t.Fatalf("status shown without a word: %v", mute)
 		}
-		if lang := eval[string](t, reader, `document.documentElement.lang`); lang != "en" {
+		if lang := eval[string](t, wtab, `document.documentElement.lang`); lang != "en" {
 			t.Fatalf("lang %q", lang)
 		}
+	})
+
+	t.Run("works without JavaScript", func(t *testing.T) {
+		nojs := tab(t, browser)
+		browserLogin(t, nojs, page, reader)
+		c, cancel := context.WithTimeout(nojs, 30*time.Second)
+		defer cancel()
+		err := chromedp.Do(c, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+			return chromedp.Void{}, err
+		}, chromedp.Navigate(page), chromedp.WaitReady(chromedp.ID("lenses")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := eval[int](t, nojs, `document.querySelectorAll("#lenses tbody tr").length`); n != 3 {
+			t.Fatalf("%d lens rows without JavaScript", n)
+		}
+		if st := eval[string](t, nojs, `document.getElementById("browser-verify").dataset.state`); st != "idle" {
+			t.Fatalf("the in-browser check ran with scripts off: %s", st)
+		}
+		for _, id := range []string{"server-result", "download", "findings", "history", "audit"} {
+			if !eval[bool](t, nojs, `document.getElementById(`+jsString(id)+`) !== null`) {
+				t.Fatalf("#%s missing without JavaScript", id)
+			}
+		}
+		screenshot(t, nojs, dir, "no-javascript.png")
 	})
 
 	t.Run("tampered receipt fails in the browser", func(t *testing.T) {
@@ -278,18 +306,18 @@ func TestBrowser(t *testing.T) {
 		if !st.gh.EditCheckRunText(fixtureRepo, cr.ID, tamperPayload(t)) {
 			t.Fatal("check run not found")
 		}
-		within(t, reader, "reload", chromedp.Navigate(page), chromedp.WaitReady(chromedp.CSS("main h1")))
-		if s := browserResult(t, reader); s != "fail" {
+		within(t, wtab, "reload", chromedp.Navigate(page), chromedp.WaitReady(chromedp.CSS("main h1")))
+		if s := browserResult(t, wtab); s != "fail" {
 			t.Fatalf("in-browser verification of a tampered receipt: %s", s)
 		}
-		lines := strings.Join(eval[[]string](t, reader, `[...document.querySelectorAll("#browser-lines li")].map(l => l.textContent)`), "\n")
+		lines := strings.Join(eval[[]string](t, wtab, `[...document.querySelectorAll("#browser-lines li")].map(l => l.textContent)`), "\n")
 		if !strings.Contains(lines, "NOT valid") {
 			t.Fatalf("browser lines do not name the bad signature:\n%s", lines)
 		}
-		if got := eval[string](t, reader, `document.getElementById("server-result").textContent`); !strings.Contains(got, "not ok") {
+		if got := eval[string](t, wtab, `document.getElementById("server-result").textContent`); !strings.Contains(got, "not ok") {
 			t.Fatalf("server verification of a tampered receipt: %q", got)
 		}
-		screenshot(t, reader, dir, "tampered.png")
+		screenshot(t, wtab, dir, "tampered.png")
 	})
 
 	t.Run("no access is a vague 404", func(t *testing.T) {

@@ -102,7 +102,7 @@ func (p plantedReviewer) Review(_ context.Context, s *review.Subject, cfg *confi
 
 // stack is the whole App with the real publisher and the details page against the fake.
 type stack struct {
-	t       *testing.T
+	t       testing.TB
 	gh      *githubfake.Server
 	key     ed25519.PrivateKey
 	witness ed25519.PrivateKey
@@ -121,7 +121,7 @@ type stackOptions struct {
 	witness bool
 }
 
-func newStack(t *testing.T, o stackOptions) *stack {
+func newStack(t testing.TB, o stackOptions) *stack {
 	t.Helper()
 	st := &stack{t: t, gh: githubfake.New(t), done: make(chan error, 16), logs: &syncBuffer{}}
 	payload := st.payload(o)
@@ -313,7 +313,7 @@ func hiddenValue(html, name string) string {
 	return strings.NewReplacer("&amp;", "&", "&#43;", "+", "&lt;", "<", "&gt;", ">", "&#34;", `"`, "&#39;", "'").Replace(v)
 }
 
-func get(t *testing.T, c *http.Client, u string) (int, string, http.Header) {
+func get(t testing.TB, c *http.Client, u string) (int, string, http.Header) {
 	t.Helper()
 	resp, err := c.Get(u)
 	if err != nil {

@@ -234,3 +234,20 @@ func TestReceiptDownloadIsTheExactEnvelope(t *testing.T) {
 	}
 	_ = githubfake.OAuthClientID
 }
+
+// BenchmarkPageView: one logged-in page view of a reviewed pull request against the fake
+// GitHub, with the GitHub requests it costs.
+func BenchmarkPageView(b *testing.B) {
+	st := newStack(b, stackOptions{})
+	st.review(stackOptions{})
+	cl := st.client()
+	st.login(cl, reader)
+	st.gh.ResetCalls()
+	b.ResetTimer()
+	for b.Loop() {
+		if status, _, _ := get(b, cl, st.pageURL("")); status != http.StatusOK {
+			b.Fatalf("status %d", status)
+		}
+	}
+	b.ReportMetric(float64(st.gh.TotalCalls())/float64(b.N), "github-calls/op")
+}
