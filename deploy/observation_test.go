@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -59,9 +61,17 @@ func TestPublishedObservationVerifiesOffline(t *testing.T) {
 		t.Fatal("no subject digest in the check run text")
 	}
 	bin := lensgateBinary(t)
+	// The builtin runtime ran inside this very binary: the observation names its digest.
+	raw, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	self := "builtin=sha256:" + hex.EncodeToString(sum[:])
 	verify := func(witness string) (int, map[string]any) {
 		out, err := exec.Command(bin, "receipt", "verify", "--envelope", receipt, "--public-key", roles["receipt"],
-			"--subject-digest", sm[1], "--observation", obs, "--witness-key", witness, "--format", "json", "--require-observation").Output()
+			"--subject-digest", sm[1], "--observation", obs, "--witness-key", witness, "--expect-runtime", self,
+			"--format", "json", "--require-observation").Output()
 		code := 0
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
