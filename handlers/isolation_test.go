@@ -16,7 +16,7 @@ import (
 // withRealPublisher publishes through handlers/publish, so a test sees what reaches GitHub.
 func withRealPublisher(t testing.TB) envOption {
 	t.Helper()
-	p, err := publish.New(publish.Options{Audit: &pdp.MemorySink{}})
+	p, err := publish.New(publish.Options{Audit: &pdp.MemorySink{}, ContentSpacing: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +146,64 @@ func TestRemovedInstallationIsPermanent(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "the installation no longer exists") || e.reviewer.calls() != 0 {
 		t.Fatalf("not dropped as gone:\n%s", e.logs.String())
+	}
+}
+
+// GitHub does not reopen a completed check run: a re-run (and a review command) is answered
+// with a new gate check run, in progress while the review runs, then completed; the earlier
+// run keeps its conclusion.
+func TestRerunAndCommandCreateANewCheckRun(t *testing.T) {
+	const rerunHead = "d6fde92930d4715a2b49857d24b940956b26d2d3"
+	for _, tc := range []struct {
+		name, event, repo, head string
+		payload                 func(t *testing.T, n int) []byte
+	}{
+		{"check re-run", "check_run", "github/hello-world", rerunHead, func(t *testing.T, n int) []byte {
+			return setJSON(t, ownApp(t, "check_run", fixture(t, "check_run.rerequested.rfc3339.payload.json")), func(m map[string]any) {
+				m["check_run"].(map[string]any)["id"] = 100 + n
+			})
+		}},
+		{"review command", "issue_comment", fixtureRepo, fixtureHead, func(t *testing.T, n int) []byte {
+			return setJSON(t, withComment(t, fixture(t, "issue_comment.created.on-pull-request.with-installation.payload.json"), "/lensgate review"),
+				func(m map[string]any) { m["comment"].(map[string]any)["id"] = 100 + n })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, withRealPublisher(t))
+			e.gh.AddRepo(githubfake.Repo{Owner: "github", Name: "hello-world", ID: 526, DefaultBranch: "master"})
+			e.gh.AddPullRequest("github/hello-world", githubfake.PullRequest{Number: 7, HeadSHA: rerunHead, BaseRef: "master", Diff: []byte(readmeDiff)})
+			e.gh.AddRepo(githubfake.Repo{Owner: "Codertocat", Name: "Hello-World", DefaultBranch: "master"})
+			e.gh.AddPullRequest(fixtureRepo, githubfake.PullRequest{Number: 1, HeadSHA: fixtureHead, BaseSHA: fixtureBase, BaseRef: fixtureRef, Diff: []byte(readmeDiff)})
+			e.gh.SetPermission(fixtureRepo, "Codertocat", "write")
+			gates := func(status string) int {
+				n := 0
+				for _, c := range e.gh.CheckRuns(tc.repo, tc.head) {
+					if c.Name == publish.DefaultCheckName && (status == "" || c.Status == status) {
+						n++
+					}
+				}
+				return n
+			}
+			e.send(tc.event, "d-first", tc.payload(t, 1))
+			e.waitFor("the first review's gate", func() bool { return gates("completed") == 1 })
+			first := e.gh.CheckRuns(tc.repo, tc.head)[0]
+
+			hold := make(chan struct{})
+			e.reviewer.mu.Lock()
+			e.reviewer.gate = hold
+			e.reviewer.mu.Unlock()
+			e.send(tc.event, "d-again", tc.payload(t, 2))
+			e.waitFor("a new gate check in progress", func() bool { return gates("in_progress") == 1 && gates("") == 2 })
+			close(hold)
+			e.waitFor("both gate checks completed", func() bool { return gates("completed") == 2 })
+			for _, c := range e.gh.CheckRuns(tc.repo, tc.head) {
+				if c.ID == first.ID && (c.Conclusion != first.Conclusion || c.CompletedAt != first.CompletedAt) {
+					t.Fatalf("the first run was changed: %+v, was %+v", c, first)
+				}
+				if c.DetailsURL != publish.DocsURL {
+					t.Errorf("details_url %q, want the documentation", c.DetailsURL)
+				}
+			}
+		})
 	}
 }

@@ -68,7 +68,7 @@ func TestGitHubCallsPerReview(t *testing.T) {
 		})
 	}
 	t.Run("with the publisher", func(t *testing.T) {
-		p, err := publish.New(publish.Options{Audit: &pdp.MemorySink{}})
+		p, err := publish.New(publish.Options{Audit: &pdp.MemorySink{}, ContentSpacing: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

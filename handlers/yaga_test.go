@@ -96,7 +96,7 @@ func TestYAGAPolicyOfTheBaseApplies(t *testing.T) {
 // TestYAGAPolicyReachesTheChecks: with the real publisher, the lenses of a .yaga.toml show in
 // the gate check GitHub receives and the policy source names the file.
 func TestYAGAPolicyReachesTheChecks(t *testing.T) {
-	p, err := publish.New(publish.Options{Audit: &pdp.MemorySink{}})
+	p, err := publish.New(publish.Options{Audit: &pdp.MemorySink{}, ContentSpacing: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

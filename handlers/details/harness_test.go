@@ -143,7 +143,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	st.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { app.Handler().ServeHTTP(w, r) }))
 	public := "http://" + st.srv.Listener.Addr().String()
 	po := publish.Options{Signer: &disclosure.Signer{Key: st.key}, Audit: sink, DetailsURL: public, RunnerVersion: "test",
-		Retry: publish.Retry{Attempts: 3, Backoff: time.Millisecond, MaxWait: time.Second}}
+		Retry: publish.Retry{Attempts: 3, Backoff: time.Millisecond, MaxWait: time.Second}, ContentSpacing: -1}
 	var witnessKeys []ed25519.PublicKey
 	if o.witness {
 		ws := sha256.Sum256([]byte("lensgate details test witness"))

@@ -183,10 +183,13 @@ func (s *Server) updateCheckRun(w http.ResponseWriter, r *http.Request) {
 	if in.Name != "" {
 		c.Name = in.Name
 	}
-	if status != "" {
+	switch {
+	case status != "" && status != "completed" && c.Status == "completed":
+		// Like GitHub: a completed check run is not reopened; it keeps its status and
+		// conclusion (a re-run is a new check run).
+	case status != "":
 		c.Status = status
 		if status != "completed" {
-			// Re-opening a run (a re-run) clears its previous result.
 			c.Conclusion, c.CompletedAt = "", time.Time{}
 		}
 	}

@@ -75,9 +75,7 @@ func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name stri
 		if conclusion != "" {
 			opts.Conclusion = github.String(conclusion)
 		}
-		if u := r.p.detailsLink(r.info, r.info.headSHA); u != "" {
-			opts.DetailsURL = github.String(u)
-		}
+		opts.DetailsURL = github.String(r.p.checkDetailsURL(r.info))
 		err := r.p.call(ctx, "create check run "+name, func(ctx context.Context) (*github.Response, error) {
 			cr, resp, err := r.gh.Checks.CreateCheckRun(ctx, r.info.owner, r.info.repo, opts)
 			if err == nil {
@@ -100,9 +98,7 @@ func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name stri
 		return nil
 	}
 	opts := github.UpdateCheckRunOptions{Name: name, Status: github.String(status), Output: out}
-	if u := r.p.detailsLink(r.info, r.info.headSHA); u != "" {
-		opts.DetailsURL = github.String(u)
-	}
+	opts.DetailsURL = github.String(r.p.checkDetailsURL(r.info))
 	if conclusion != "" {
 		opts.Conclusion = github.String(conclusion)
 	}

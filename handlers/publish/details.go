@@ -30,6 +30,18 @@ func (p *Publisher) detailsLink(info subjectInfo, head string) string {
 	return u
 }
 
+// DocsURL is the documentation of what lensgate publishes: a check run's details link when the
+// App serves no details page (no public URL).
+const DocsURL = "https://github.com/lensgate/lensgate/blob/main/docs/publishing.md"
+
+// checkDetailsURL is a check run's details_url: the head's details page, else the docs.
+func (p *Publisher) checkDetailsURL(info subjectInfo) string {
+	if u := p.detailsLink(info, info.headSHA); u != "" {
+		return u
+	}
+	return DocsURL
+}
+
 // setRecord renders the details record of this run's decision for the gate check run's text;
 // placed says which findings sit inline.
 func (r *run) setRecord(pub *handlers.Publication, placed map[string]bool) {

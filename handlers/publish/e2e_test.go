@@ -221,6 +221,8 @@ type stack struct {
 	calls   map[string][2]int
 	// decisions records what the reviewer decided, in order.
 	decisions *decisionLog
+	// publisherOptions, when set, adjusts the publisher's options (see newStackWith).
+	publisherOptions func(*Options)
 }
 
 type decisionLog struct {
@@ -249,8 +251,14 @@ func (l *decisionLog) last() *review.Decision {
 
 func newStack(t *testing.T, reviewer handlers.Reviewer, diff string, with ...func(*handlers.Options)) *stack {
 	t.Helper()
+	return newStackWith(t, reviewer, diff, nil, with...)
+}
+
+// newStackWith is newStack with the publisher's options adjusted by popts.
+func newStackWith(t *testing.T, reviewer handlers.Reviewer, diff string, popts func(*Options), with ...func(*handlers.Options)) *stack {
+	t.Helper()
 	st := &stack{t: t, gh: githubfake.New(t), done: make(chan error, 16), logs: &syncBuffer{},
-		calls: map[string][2]int{}, decisions: &decisionLog{next: reviewer}}
+		calls: map[string][2]int{}, decisions: &decisionLog{next: reviewer}, publisherOptions: popts}
 	if _, _, err := st.gh.AddFromPullRequestEvent(readPayload(t, "pull_request.opened.payload.json"), []byte(diff)); err != nil {
 		t.Fatal(err)
 	}
@@ -264,8 +272,12 @@ func newStack(t *testing.T, reviewer handlers.Reviewer, diff string, with ...fun
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sink.Close() })
-	pubr, err := New(Options{Signer: &disclosure.Signer{Key: st.key}, Witness: &observation.Signer{Key: st.witness}, RunnerVersion: "test", Audit: sink,
-		Retry: Retry{Attempts: 3, Backoff: time.Millisecond, MaxWait: time.Second}})
+	po := Options{Signer: &disclosure.Signer{Key: st.key}, Witness: &observation.Signer{Key: st.witness}, RunnerVersion: "test", Audit: sink,
+		Retry: Retry{Attempts: 3, Backoff: time.Millisecond, MaxWait: time.Second}, ContentSpacing: -1}
+	if st.publisherOptions != nil {
+		st.publisherOptions(&po)
+	}
+	pubr, err := New(po)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,9 +407,17 @@ func (st *stack) assertPublished(authorBody string, first []byte) (comment strin
 		t.Fatalf("advisory comments = %d", len(comments))
 	}
 	want := gateConclusion(st.decisions.last().Gate)
-	for _, h := range []string{e2eHead1, e2eHead2} {
-		if g := gatesOf(st.gh, h); len(g) != 1 || g[0].Status != "completed" || g[0].Conclusion != want {
-			t.Fatalf("gate checks for %s = %+v, want one concluding %s", h[:7], g, want)
+	// The first head was reviewed once; the second by the push and again by the re-run, which
+	// GitHub answers with a new check run (a completed one is not reopened).
+	for h, runs := range map[string]int{e2eHead1: 1, e2eHead2: 2} {
+		g := gatesOf(st.gh, h)
+		if len(g) != runs || gateOf(st.gh, h).Conclusion != want {
+			t.Fatalf("gate checks for %s = %+v, want %d, the newest concluding %s", h[:7], g, runs, want)
+		}
+		for _, c := range g {
+			if c.Status != "completed" {
+				t.Fatalf("gate check %d of %s left %s", c.ID, h[:7], c.Status)
+			}
 		}
 	}
 	seen := map[string]int{}
@@ -518,7 +538,7 @@ func TestServerStackEndToEnd(t *testing.T) {
 		t.Errorf("opened: %d calls, %d writes", c[0], c[1])
 	}
 	if c := st.calls["redelivery+rerun"]; c[1] != 2 {
-		t.Errorf("re-run of an unchanged head made %d writes, want 2 (re-open and complete the gate)", c[1])
+		t.Errorf("re-run of an unchanged head made %d writes, want 2 (create and complete a new gate check)", c[1])
 	}
 }
 
@@ -597,12 +617,15 @@ func gatesOf(gh *githubfake.Server, head string) []githubfake.CheckRun {
 	return out
 }
 
+// gateOf is the head's newest gate check run, the one GitHub shows and branch protection reads.
 func gateOf(gh *githubfake.Server, head string) githubfake.CheckRun {
-	g := gatesOf(gh, head)
-	if len(g) == 0 {
-		return githubfake.CheckRun{}
+	var newest githubfake.CheckRun
+	for _, c := range gatesOf(gh, head) {
+		if c.ID > newest.ID {
+			newest = c
+		}
 	}
-	return g[0]
+	return newest
 }
 
 func mustJSON(t *testing.T, v any) []byte {

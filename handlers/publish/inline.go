@@ -201,7 +201,7 @@ func (r *run) postReview(ctx context.Context, d *review.Decision, plan *inlinePl
 			plan.post = nil
 			return
 		}
-		err := r.p.call(ctx, "create review", func(ctx context.Context) (*github.Response, error) {
+		err := r.content(ctx, "create review", func(ctx context.Context) (*github.Response, error) {
 			_, resp, err := r.gh.PullRequests.CreateReview(ctx, r.info.owner, r.info.repo, r.info.number, req)
 			return resp, err
 		}, func(ctx context.Context) (bool, error) { return r.reviewExists(ctx, key) })
@@ -320,7 +320,7 @@ func (r *run) reactions(ctx context.Context, d *review.Decision) {
 		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindReactionAdd, Target: "reaction:" + content, Reaction: content, Lenses: []string{l.Name}}) {
 			continue
 		}
-		r.fail(r.p.call(ctx, "add reaction", func(ctx context.Context) (*github.Response, error) {
+		r.fail(r.content(ctx, "add reaction", func(ctx context.Context) (*github.Response, error) {
 			_, resp, err := r.gh.Reactions.CreateIssueReaction(ctx, r.info.owner, r.info.repo, r.info.number, content)
 			return resp, err
 		}, nil))

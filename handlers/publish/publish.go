@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +57,13 @@ type Options struct {
 	CallTimeout time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// ContentSpacing is the least time between two content-creating writes (comments, reviews,
+	// reactions, labels) of one installation, as GitHub asks to stay clear of its secondary
+	// rate limits. Zero takes DefaultContentSpacing; a negative value turns spacing off. Check
+	// runs are never spaced: the gate check is what branch protection waits for.
+	ContentSpacing time.Duration
+	// Sleep waits for d or until ctx ends (a timer when nil); tests pass a clock of their own.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Publisher implements handlers.Publisher.
@@ -73,6 +81,7 @@ type Publisher struct {
 
 	mu     sync.Mutex
 	checks map[string]*github.CheckRun // gate check runs between Begin and Publish
+	pace   *pacer
 }
 
 var _ handlers.Publisher = (*Publisher)(nil)
@@ -99,6 +108,7 @@ func New(o Options) (*Publisher, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
+	p.pace = newPacer(o.ContentSpacing, p.now, o.Sleep)
 	return p, nil
 }
 
@@ -111,6 +121,7 @@ type subjectInfo struct {
 	author             string
 	fullName, botLogin string
 	appID              int64
+	installation       int64
 	publication        map[string]string // lens -> publication mode
 	triageLabels       []string
 	maxActions         int
@@ -146,7 +157,7 @@ func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers
 	info := subjectInfo{
 		owner: s.Owner, repo: s.Repo, number: s.Number, headSHA: s.HeadSHA, baseSHA: s.BaseSHA,
 		nodeID: s.NodeID, repoNodeID: s.RepositoryNodeID, author: s.Author,
-		fullName: s.Owner + "/" + s.Repo, botLogin: pub.App.BotLogin(), appID: pub.App.ID,
+		fullName: s.Owner + "/" + s.Repo, botLogin: pub.App.BotLogin(), appID: pub.App.ID, installation: pub.Job.InstallationID,
 		publication: map[string]string{}, findingLens: map[string]string{},
 		triageLabels: config.DefaultTriageLabels(), maxActions: config.DefaultMaxActionsPerRun,
 	}
@@ -212,7 +223,8 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *handlers.
 		return nil
 	}
 	r := p.newRun(ctx, gh, pub, "begin")
-	r.acknowledgeCommand(ctx, pub)
+	// The reaction to a review command is a spaced write: it comes after the gate check.
+	defer r.acknowledgeCommand(ctx, pub)
 	out := &github.CheckRunOutput{
 		Title:   github.String("lensgate: review in progress"),
 		Summary: github.String("lensgate is reviewing head `" + r.info.headSHA + "`."),
@@ -227,6 +239,11 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *handlers.
 	if cr != nil && cr.GetStatus() == "in_progress" && (pub.Job.Resumed == 0 || cr.GetOutput().GetTitle() == out.GetTitle()) {
 		p.rememberCheck(r.checkKey(p.checkName), cr)
 		return nil
+	}
+	if cr.GetStatus() == "completed" {
+		// GitHub does not reopen a completed check run; its Checks guide answers a re-run
+		// (and so a review command) with a new run, which branch protection then reads.
+		cr = nil
 	}
 	return r.putCheck(ctx, cr, p.checkName, nil, "in_progress", "", out)
 }
@@ -309,7 +326,7 @@ func (r *run) acknowledgeCommand(ctx context.Context, pub *handlers.Publication)
 	if x.CommentID == 0 || !r.authorize(ctx, pdp.Action{Kind: pdp.KindReactionAdd, Target: "reaction:command", Reaction: "eyes"}) {
 		return
 	}
-	err := r.p.call(ctx, "react to the review command", func(ctx context.Context) (*github.Response, error) {
+	err := r.content(ctx, "react to the review command", func(ctx context.Context) (*github.Response, error) {
 		_, resp, err := r.gh.Reactions.CreateIssueCommentReaction(ctx, r.info.owner, r.info.repo, x.CommentID, "eyes")
 		return resp, err
 	}, nil)
@@ -385,13 +402,25 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 	if err != nil {
 		r.fail(err)
 	}
-	r.setRecord(pub, plan.placed)
 	r.unchanged = sticky != nil && hiddenValue(sticky.GetBody(), markerState) == r.stateOf(d, pr.GetBody())
 	rc := r.disclose(ctx, r.pullTarget(d), pr.GetBody(), pr.GetUpdatedAt().Time, sticky)
-	if len(plan.post) > 0 {
-		r.postReview(ctx, d, &plan)
+	// The gate check goes before the spaced writes (review, comment, reactions), so spacing
+	// never delays what branch protection reads. It counts the planned inline comments as
+	// placed; when GitHub refuses some, it is written again with where they went.
+	expected := maps.Clone(plan.placed)
+	for _, pl := range plan.post {
+		expected[placeKey(pl.c.Path, pl.c.Line)] = true
 	}
+	r.setRecord(pub, expected)
 	r.completeGate(ctx, d, rc, plan.moved)
+	if len(plan.post) > 0 {
+		moved := len(plan.moved)
+		r.postReview(ctx, d, &plan)
+		if len(plan.moved) != moved {
+			r.setRecord(pub, plan.placed)
+			r.completeGate(ctx, d, rc, plan.moved)
+		}
+	}
 	if stickyKnown {
 		r.upsertSticky(ctx, pub, sticky, rc, plan)
 	}
@@ -436,7 +465,7 @@ func (r *run) publishTriage(ctx context.Context, pub *handlers.Publication) {
 		}
 	}
 	if len(t.Labels) > 0 && !r.unchanged && r.authorize(ctx, pdp.Action{Kind: pdp.KindLabelsAdd, Target: "labels", Labels: t.Labels}) {
-		r.fail(r.p.call(ctx, "add labels", func(ctx context.Context) (*github.Response, error) {
+		r.fail(r.content(ctx, "add labels", func(ctx context.Context) (*github.Response, error) {
 			_, resp, err := r.gh.Issues.AddLabelsToIssue(ctx, r.info.owner, r.info.repo, r.info.number, t.Labels)
 			return resp, err
 		}, nil))

@@ -89,7 +89,8 @@ func newTestEnv(t *testing.T, opts ...func(*Options)) *testEnv {
 	sink := &pdp.MemorySink{}
 	o := Options{
 		Signer: &disclosure.Signer{Key: key}, Audit: sink,
-		Retry: Retry{Attempts: 4, Backoff: time.Millisecond, MaxWait: 3 * time.Second},
+		Retry:          Retry{Attempts: 4, Backoff: time.Millisecond, MaxWait: 3 * time.Second},
+		ContentSpacing: -1, // TestContentWritesAreSpaced measures the spacing
 	}
 	for _, f := range opts {
 		f(&o)
@@ -286,14 +287,20 @@ func TestLifecycle(t *testing.T) {
 	if len(comments) != 1 {
 		t.Fatalf("advisory comments = %d, want 1", len(comments))
 	}
-	// One gate check per head, with the gate's conclusion.
-	for _, h := range []string{head1, head2} {
+	// One gate check per review of a head (GitHub does not reopen a completed one: the
+	// redelivery and the re-run each get a new run), each with the gate's conclusion.
+	for h, want := range map[string]int{head1: 1, head2: 3} {
 		runs := e.gateRuns(h)
-		if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != "failure" {
-			t.Fatalf("gate runs for %s = %+v", h[:7], runs)
+		if len(runs) != want {
+			t.Fatalf("gate runs for %s = %+v, want %d", h[:7], runs, want)
 		}
-		if len(runs[0].Annotations) != 4 {
-			t.Errorf("annotations for %s = %d, want 4 (not repeated by re-runs)", h[:7], len(runs[0].Annotations))
+		for _, run := range runs {
+			if run.Status != "completed" || run.Conclusion != "failure" {
+				t.Fatalf("gate run for %s = %+v", h[:7], run)
+			}
+			if len(run.Annotations) != 4 {
+				t.Errorf("annotations for %s = %d, want 4 (not repeated within a run)", h[:7], len(run.Annotations))
+			}
 		}
 	}
 	// Inline comments only on diff lines (the fake enforces it) and none repeated.

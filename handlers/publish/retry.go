@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/go-github/v62/github"
@@ -149,4 +150,74 @@ func (p *Publisher) call(ctx context.Context, op string, fn func(context.Context
 		}
 	}
 	return &CallError{Op: op, Status: lastStatus, Err: lastErr}
+}
+
+// DefaultContentSpacing is GitHub's guidance for content-creating requests: one a second.
+const DefaultContentSpacing = time.Second
+
+// content is call for a content-creating write: it waits its turn among the installation's
+// content writes first.
+func (r *run) content(ctx context.Context, op string, fn func(context.Context) (*github.Response, error), recheck func(context.Context) (bool, error)) error {
+	if err := r.p.pace.wait(ctx, r.info.installation); err != nil {
+		return &CallError{Op: op, Err: err}
+	}
+	return r.p.call(ctx, op, fn, recheck)
+}
+
+// pacer spaces the content-creating writes of each installation. Each write reserves the next
+// free slot under the lock and sleeps outside it, so concurrent runs queue up in order.
+type pacer struct {
+	spacing time.Duration
+	now     func() time.Time
+	sleep   func(context.Context, time.Duration) error
+
+	mu   sync.Mutex
+	next map[int64]time.Time // installation -> earliest time of its next content write
+}
+
+// maxPacedInstallations bounds the installations the pacer remembers.
+const maxPacedInstallations = 10000
+
+func newPacer(spacing time.Duration, now func() time.Time, sleep func(context.Context, time.Duration) error) *pacer {
+	if spacing == 0 {
+		spacing = DefaultContentSpacing
+	}
+	if sleep == nil {
+		sleep = func(ctx context.Context, d time.Duration) error {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+				return nil
+			}
+		}
+	}
+	return &pacer{spacing: spacing, now: now, sleep: sleep, next: map[int64]time.Time{}}
+}
+
+func (p *pacer) wait(ctx context.Context, installation int64) error {
+	if p.spacing < 0 {
+		return nil
+	}
+	p.mu.Lock()
+	now := p.now()
+	at := p.next[installation]
+	if at.Before(now) {
+		at = now
+	}
+	if len(p.next) >= maxPacedInstallations {
+		for id, t := range p.next {
+			if t.Before(now) {
+				delete(p.next, id) // its spacing has passed; nothing to remember
+			}
+		}
+	}
+	p.next[installation] = at.Add(p.spacing)
+	p.mu.Unlock()
+	if d := at.Sub(now); d > 0 {
+		return p.sleep(ctx, d)
+	}
+	return nil
 }

@@ -85,7 +85,7 @@ func (r *run) writeSticky(ctx context.Context, existing *github.IssueComment, bo
 		return
 	}
 	var created int64
-	err := r.p.call(ctx, "create advisory comment", func(ctx context.Context) (*github.Response, error) {
+	err := r.content(ctx, "create advisory comment", func(ctx context.Context) (*github.Response, error) {
 		c, resp, err := r.gh.Issues.CreateComment(ctx, r.info.owner, r.info.repo, r.info.number, &github.IssueComment{Body: github.String(body)})
 		created = c.GetID()
 		return resp, err
@@ -110,7 +110,7 @@ func (r *run) writeSticky(ctx context.Context, existing *github.IssueComment, bo
 }
 
 func (r *run) editSticky(ctx context.Context, id int64, body string) {
-	r.fail(r.p.call(ctx, "update advisory comment", func(ctx context.Context) (*github.Response, error) {
+	r.fail(r.content(ctx, "update advisory comment", func(ctx context.Context) (*github.Response, error) {
 		_, resp, err := r.gh.Issues.EditComment(ctx, r.info.owner, r.info.repo, id, &github.IssueComment{Body: github.String(body)})
 		return resp, err
 	}, nil))
@@ -122,7 +122,7 @@ func (r *run) removeDuplicates(ctx context.Context) {
 		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCommentDedupe, Target: "advisory-comment"}) {
 			return
 		}
-		err := r.p.call(ctx, "delete duplicate advisory comment", func(ctx context.Context) (*github.Response, error) {
+		err := r.content(ctx, "delete duplicate advisory comment", func(ctx context.Context) (*github.Response, error) {
 			resp, err := r.gh.Issues.DeleteComment(ctx, r.info.owner, r.info.repo, id)
 			if statusOf(resp, err) == http.StatusNotFound {
 				return resp, nil // the other run removed it already
