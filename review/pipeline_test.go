@@ -470,3 +470,51 @@ func TestIntakeFloorsNeedAnAdoptedConfig(t *testing.T) {
 		t.Fatalf("adopted config: intake %+v gate %s", d.Intake, d.Gate.State)
 	}
 }
+
+// TestWorkDirHoldsNoSecret: an adapter's work directory is written from the redacted change:
+// no secret in any file, no withheld file named, placeholders in their place; the request the
+// runtime gets is the same view.
+func TestWorkDirHoldsNoSecret(t *testing.T) {
+	gh := "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
+	envVal := "s3cr3t-" + "Xq8Lm2Vb7Nc4"
+	var got *runtime.Request
+	fake := &fakeRuntime{name: "model", fn: func(req *runtime.Request) (*runtime.Result, error) {
+		got = req
+		return &runtime.Result{Lenses: []runtime.LensReport{{Lens: "deep", Verdict: "ok"}}}, nil
+	}}
+	cfg := config.DefaultRepo()
+	cfg.Policy = policyWith(config.Lens{Name: "deep", Preset: "model", Required: true})
+	subj := prSubject()
+	subj.Title = "Use " + gh
+	subj.Body = "- [x] Authored by a human\ntoken " + gh
+	subj.Commits = []Commit{{SHA: "c1", Message: "add " + gh}}
+	subj.Diff = []byte(smallDiff + "diff --git a/app.go b/app.go\n--- a/app.go\n+++ b/app.go\n@@ -1,1 +1,2 @@\n x\n+const t = \"" + gh + "\"\r\n" +
+		"diff --git a/config/.env.local b/config/.env.local\nnew file mode 100644\n--- /dev/null\n+++ b/config/.env.local\n@@ -0,0 +1,1 @@\n+API_TOKEN=" + envVal + "\n")
+	subj.Files = append(subj.Files, File{Path: "app.go", Status: FileModified}, File{Path: "config/.env.local", Status: FileAdded})
+	d, err := newTestPipeline(fake, builtin.New(builtin.Options{})).Review(context.Background(), subj, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range fake.seen {
+		if strings.Contains(content, gh[4:16]) || strings.Contains(content, envVal) || strings.Contains(content, ".env.local") {
+			t.Errorf("%s carries a secret or the withheld file: %q", name, content)
+		}
+	}
+	for _, name := range []string{FileTitle, FileBody, FileCommits, FileDiff} {
+		if !strings.Contains(fake.seen[name], "[redacted github-token]") {
+			t.Errorf("%s has no placeholder: %q", name, fake.seen[name])
+		}
+	}
+	if !strings.Contains(fake.seen[FileDiff], "[redacted github-token]\"\r\n") {
+		t.Errorf("the CRLF line end was not kept: %q", fake.seen[FileDiff])
+	}
+	if fake.seen[FileChanged] != "M\tREADME.md\nM\tapp.go\n" {
+		t.Errorf("changed.txt = %q", fake.seen[FileChanged])
+	}
+	if strings.Contains(got.Subject.Title+got.Subject.Body+string(got.Diff), gh) || len(got.Files) != 2 || len(got.Changed) != 2 {
+		t.Errorf("request: title %q, %d files, %d changed", got.Subject.Title, len(got.Files), len(got.Changed))
+	}
+	if !slices.Equal(d.ModelInput.WithheldFiles, []string{"config/.env.local"}) || d.ModelInput.RedactedValues != 4 {
+		t.Errorf("model input %+v", d.ModelInput)
+	}
+}

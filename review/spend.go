@@ -15,16 +15,29 @@ func TokensLine(d *Decision) string {
 	if len(t.Calls) == 0 {
 		return ""
 	}
+	sent := 0
+	for _, c := range t.Calls {
+		if c.Attempts > 0 {
+			sent++
+		}
+	}
+	held := ""
+	if n := len(t.Calls) - sent; n > 0 {
+		held = fmt.Sprintf(", %d call(s) not sent (token budget or prompt budget)", n)
+	}
+	if sent == 0 {
+		return "Model tokens: none; " + held[2:] + "."
+	}
 	est := ""
 	if t.Estimated {
 		est = ", estimated"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Model tokens: %s (prompt %s, completion %s%s) in %d call(s)", thousands(t.Total),
-		thousands(t.Prompt), thousands(t.Completion), est, len(t.Calls))
+	fmt.Fprintf(&b, "Model tokens: %s (prompt %s, completion %s%s) in %d call(s)%s", thousands(t.Total),
+		thousands(t.Prompt), thousands(t.Completion), est, sent, held)
 	var per []string
 	for _, l := range d.Lenses {
-		if l.Tokens == nil {
+		if l.Tokens == nil || l.Tokens.Total == 0 {
 			continue
 		}
 		s := l.Name + " " + thousands(l.Tokens.Total)

@@ -26,14 +26,15 @@ func TestModelSectionInCheckAndComment(t *testing.T) {
 			{Name: "security", Required: true, Outcome: review.OutcomePassed, Runtime: "builtin"},
 		},
 		Tokens: review.Tokens{TokenCount: review.TokenCount{Prompt: 9000, Completion: 3300, Total: 12300, Estimated: true},
-			Calls: []review.ModelCall{{Runtime: "openai", Call: runtime.Call{Lenses: []string{"correctness"}}}}},
+			Calls: []review.ModelCall{{Runtime: "openai", Call: runtime.Call{Lenses: []string{"correctness"}, Attempts: 1}},
+				{Runtime: "openai", Call: runtime.Call{Lenses: []string{"quality"}, Independent: true, Cause: "token budget: …"}}}},
 		ModelInput: review.ModelInput{Sent: true, RedactedValues: 3, RedactedKinds: map[string]int{"github-token": 2, "private-key": 1},
 			WithheldFiles: []string{".env.production", "<img src=x>.pem"}},
 	}
 	d.Lenses[0].Tokens.Estimated = true
 	for name, text := range map[string]string{"check summary": summary(d), "comment section": modelSection(d)} {
 		for _, want := range []string{
-			"Model tokens: 12,300 (prompt 9,000, completion 3,300, estimated) in 1 call(s); per lens: correctness 9,300 (estimated).",
+			"Model tokens: 12,300 (prompt 9,000, completion 3,300, estimated) in 1 call(s), 1 call(s) not sent (token budget or prompt budget); per lens: correctness 9,300 (estimated).",
 			"3 secret value(s) replaced by a placeholder before the change was sent to the model (github-token 2, private-key 1).",
 			"2 file(s) withheld from the model (models.exclude_paths): `.env.production`, `<img src=x>.pem`.",
 		} {

@@ -115,3 +115,25 @@ func TestRedactor(t *testing.T) {
 		t.Fatalf("placeholder redacted: %q", got)
 	}
 }
+
+// FuzzRedactor: any text keeps its line count and line ends, redacting twice changes nothing
+// more, and nothing panics.
+func FuzzRedactor(f *testing.F) {
+	for _, s := range []string{
+		"+key = \"AKIA" + "Z7Q3LM4VXP2KRT5N\"\r\n", "-----BEGIN " + "PRIVATE KEY-----\nAAAA\n", "+-----END PRIVATE KEY-----",
+		"password = \"Tr0ub4dor" + "&3xyzQ\"", "", "\n\n\r\n", "postgres://u:hunter2" + "Xy9@db/x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, isDiff := range []bool{false, true} {
+			once := string(NewRedactor().lines([]byte(s), isDiff))
+			if strings.Count(once, "\n") != strings.Count(s, "\n") || strings.Count(once, "\r\n") != strings.Count(s, "\r\n") {
+				t.Fatalf("line structure changed: %q -> %q", s, once)
+			}
+			if twice := string(NewRedactor().lines([]byte(once), isDiff)); twice != once {
+				t.Fatalf("not stable: %q -> %q -> %q", s, once, twice)
+			}
+		}
+	})
+}

@@ -344,6 +344,10 @@ func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p
 			continue
 		}
 		if err != nil {
+			// The prompt was sent and may have been processed (a timeout, a lost answer):
+			// count it, estimated, so a cap is never undercut and no sent call reads zero.
+			call.Usage = runtime.Tokens{PromptTokens: estimatePrompt(p, format, schemaJSON), Estimated: true}
+			used = call.Usage.Total()
 			return "", err
 		}
 		rp, perr := parseCompletion(resp)
