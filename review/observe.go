@@ -98,6 +98,12 @@ func reviewDocument(res *runtime.Result) []byte {
 // clean makes a runtime-supplied string representable in canonical JSON.
 func clean(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
+// field is a string member of the observation: clean, without NUL and within the format's
+// bound, so that an odd model name or cause cannot make the statement unsignable.
+func field(s string, max int) string {
+	return boundText(strings.ReplaceAll(s, "\x00", ""), max-4)
+}
+
 // filesGiven is the files digest of one call: each file's path with its git blob SHA at the
 // head when the forge reported one, else the digest of its diff section.
 func filesGiven(files []diff.File, blobs map[string]string) observation.Files {
@@ -121,9 +127,9 @@ func (p *Pipeline) observeCall(rt runtime.Runtime, req *runtime.Request, files o
 	}
 	c := observation.Call{Started: rec.start.UTC(), Finished: rec.end.UTC(), Files: files}
 	for _, l := range req.Lenses {
-		c.Lenses = append(c.Lenses, clean(l.Name))
+		c.Lenses = append(c.Lenses, field(l.Name, 256))
 	}
-	name := clean(rt.Name())
+	name := field(rt.Name(), 64)
 	o := rec.obs
 	reqDoc := requestDocument(req, files.Digest)
 	var review []byte
@@ -131,7 +137,7 @@ func (p *Pipeline) observeCall(rt runtime.Runtime, req *runtime.Request, files o
 		review = reviewDocument(rec.res)
 		c.ReviewDigest = sha256Hex(review)
 	} else {
-		c.Error = boundText(rec.err.Error(), observation.MaxErrorBytes-4)
+		c.Error = field(rec.err.Error(), observation.MaxErrorBytes)
 		if c.Error == "" {
 			c.Error = "runtime failed"
 		}
@@ -152,7 +158,7 @@ func (p *Pipeline) observeCall(rt runtime.Runtime, req *runtime.Request, files o
 	switch id.Kind {
 	case runtime.IdentityBuiltin:
 		if sum := p.self.get(); sum != "" {
-			c.Runtime = observation.Runtime{Kind: observation.KindBuiltin, Name: name, Version: p.opts.Version, ExecutableSHA256: sum}
+			c.Runtime = observation.Runtime{Kind: observation.KindBuiltin, Name: name, Version: field(p.opts.Version, 128), ExecutableSHA256: sum}
 		}
 		local(review, nil)
 	case runtime.IdentityExec:
@@ -162,8 +168,8 @@ func (p *Pipeline) observeCall(rt runtime.Runtime, req *runtime.Request, files o
 		local(nil, o.Output)
 	case runtime.IdentityOpenAI:
 		if id.EndpointHost != "" && o.ModelRequested != "" {
-			c.Runtime = observation.Runtime{Kind: observation.KindOpenAI, Name: name, EndpointHost: clean(id.EndpointHost),
-				ModelRequested: clean(o.ModelRequested), ModelResponded: clean(o.ModelResponded)}
+			c.Runtime = observation.Runtime{Kind: observation.KindOpenAI, Name: name, EndpointHost: field(id.EndpointHost, 255),
+				ModelRequested: field(o.ModelRequested, 256), ModelResponded: field(o.ModelResponded, 256)}
 		}
 		for _, x := range o.Exchanges {
 			e := observation.Exchange{Request: blob(x.Request), Status: x.Status}
@@ -184,9 +190,6 @@ func (p *Pipeline) observeCall(rt runtime.Runtime, req *runtime.Request, files o
 	}
 	if o.Tokens != nil {
 		c.Tokens = &observation.Tokens{Input: int64(o.Tokens.PromptTokens), Output: int64(o.Tokens.CompletionTokens)}
-	}
-	if len(c.Runtime.Version) > 128 {
-		c.Runtime.Version = c.Runtime.Version[:128]
 	}
 	return c
 }
@@ -212,7 +215,7 @@ func (d *Decision) ObservationStatement(rc *disclosure.Receipt, runnerVersion st
 	}
 	s := &observation.Statement{
 		SubjectName: rc.SubjectName, SubjectDigest: rc.SubjectDigest,
-		Runner:        observation.Runner{ID: ProducerID, Version: runnerVersion},
+		Runner:        observation.Runner{ID: ProducerID, Version: field(runnerVersion, 128)},
 		ReceiptDigest: rc.ReceiptDigest, ReviewedDiffDigest: d.Subject.ReviewedDiffDigest,
 		Started: d.Observed.Started.UTC(), Finished: d.Observed.Finished.UTC(),
 	}
@@ -226,7 +229,11 @@ func (d *Decision) ObservationStatement(rc *disclosure.Receipt, runnerVersion st
 	for _, c := range d.Observed.Calls {
 		c.Outcomes = nil
 		for _, l := range c.Lenses {
-			c.Outcomes = append(c.Outcomes, observation.Outcome{Lens: l, Outcome: outcome[l]})
+			o := outcome[l]
+			if o == "" {
+				o = string(OutcomePending)
+			}
+			c.Outcomes = append(c.Outcomes, observation.Outcome{Lens: l, Outcome: o})
 		}
 		s.Calls = append(s.Calls, c)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -24,7 +25,8 @@ func TestPipelineObservesEachCall(t *testing.T) {
 	clock := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	now := func() time.Time { clock = clock.Add(time.Second); return clock }
 	failing := &fakeRuntime{name: "flaky", fn: func(*runtime.Request) (*runtime.Result, error) {
-		return nil, context.DeadlineExceeded
+		// A cause with a NUL and far over the format's bound must not make the statement unsignable.
+		return nil, errors.New("deadline\x00" + strings.Repeat("é", 600))
 	}}
 	p := NewPipeline(Options{Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{}), failing),
 		Now: now, Version: "v9.9.9", FreeRuntimes: []string{"builtin", "flaky"}})
@@ -61,8 +63,12 @@ func TestPipelineObservesEachCall(t *testing.T) {
 	}
 	rc := signedReceipt(t, d, subj)
 	st := d.ObservationStatement(rc, "v9.9.9")
-	if _, err := st.Tree(); err != nil {
+	signed, err := observation.Sign(st, observation.Signer{Key: ed25519.NewKeyFromSeed(make([]byte, 32))})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if p, err := observation.Parse(signed.Envelope); err != nil || len(p.Statement.Calls[1].Error) > observation.MaxErrorBytes {
+		t.Fatalf("parse: %v", err)
 	}
 	if st.Calls[1].Outcomes[0] != (observation.Outcome{Lens: "deep", Outcome: "pending"}) || st.FindingsTotal != len(d.Findings) {
 		t.Fatalf("statement %+v", st)
