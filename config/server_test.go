@@ -120,6 +120,17 @@ func TestLoadServerRefuses(t *testing.T) {
 		{"witness key is the receipt key", withAll(map[string]string{"LENSGATE_SIGNING_KEY_FILE": "/k", "LENSGATE_WITNESS_KEY_FILE": "/k"}), "witness_key_file (LENSGATE_WITNESS_KEY_FILE): is the receipt key file"},
 		{"negative catch-up", with("LENSGATE_CATCHUP_WINDOW", "-1h"), "queue.catchup_window (LENSGATE_CATCHUP_WINDOW)"},
 		{"empty secret names env", with("GITHUB_APP_WEBHOOK_SECRET", ""), "github.app.webhook_secret (GITHUB_APP_WEBHOOK_SECRET): is empty"},
+		{"details page without a session key", withAll(map[string]string{"LENSGATE_PUBLIC_URL": "https://lg.example", "GITHUB_OAUTH_CLIENT_ID": "Iv1.a", "GITHUB_OAUTH_CLIENT_SECRET": "s"}),
+			"details.session_key (LENSGATE_DETAILS_SESSION_KEY): is required"},
+		{"short session key", withAll(map[string]string{"LENSGATE_PUBLIC_URL": "https://lg.example", "LENSGATE_DETAILS_PUBLIC_REPOS": "true", "LENSGATE_DETAILS_SESSION_KEY": "abcd"}),
+			"details.session_key (LENSGATE_DETAILS_SESSION_KEY): has 2 bytes; want at least 32"},
+		{"session key not hex", withAll(map[string]string{"LENSGATE_PUBLIC_URL": "https://lg.example", "LENSGATE_DETAILS_PUBLIC_REPOS": "true", "LENSGATE_DETAILS_SESSION_KEY": "zz"}),
+			"details.session_key (LENSGATE_DETAILS_SESSION_KEY): must be hex"},
+		{"details page without login or public repositories", withAll(map[string]string{"LENSGATE_PUBLIC_URL": "https://lg.example", "LENSGATE_DETAILS_SESSION_KEY": strings.Repeat("ab", 32)}),
+			"github.oauth.client_id (GITHUB_OAUTH_CLIENT_ID): the details page needs the App's OAuth client"},
+		{"public url with a path", withAll(map[string]string{"LENSGATE_PUBLIC_URL": "https://lg.example/app", "LENSGATE_DETAILS_PUBLIC_REPOS": "true", "LENSGATE_DETAILS_SESSION_KEY": strings.Repeat("ab", 32)}),
+			"public_url (LENSGATE_PUBLIC_URL)"},
+		{"client id without secret", with("GITHUB_OAUTH_CLIENT_ID", "Iv1.a"), "github.oauth.client_secret (GITHUB_OAUTH_CLIENT_SECRET): client_id and client_secret go together"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,6 +142,21 @@ func TestLoadServerRefuses(t *testing.T) {
 				t.Fatal("error echoes the private key")
 			}
 		})
+	}
+}
+
+func TestLoadServerDetailsPage(t *testing.T) {
+	s, err := LoadServer("", envMap(map[string]string{
+		"GITHUB_APP_INTEGRATION_ID": "1", "GITHUB_APP_WEBHOOK_SECRET": "x", "GITHUB_APP_PRIVATE_KEY": testRSAKeyPEM(t),
+		"LENSGATE_PUBLIC_URL": "https://lg.example", "GITHUB_OAUTH_CLIENT_ID": "Iv1.a", "GITHUB_OAUTH_CLIENT_SECRET": "s",
+		"LENSGATE_DETAILS_SESSION_KEY": strings.Repeat("ab", 32), "LENSGATE_DETAILS_PUBLIC_REPOS": "true",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := s.SessionKeyBytes()
+	if err != nil || len(k) != 32 || !s.Details.PublicRepos || s.GitHub.OAuth.ClientSecret != "s" || s.PublicURL != "https://lg.example" {
+		t.Fatalf("details settings not applied: %+v %v", s.Details, err)
 	}
 }
 
