@@ -185,7 +185,7 @@ func TestBrowser(t *testing.T) {
 		want := map[string][]string{
 			"security":    {"security", "required", "✔ passed", "builtin", "model-security", "1234 (1200 in, 34 out)", "1", "1.5s"},
 			"correctness": {"correctness", "required", "✔ passed", "builtin", "model-correctness", "no model call", "0", "1.5s"},
-			"tests":       {"tests", "advisory", "✔ passed", "builtin", "model-tests", "no model call", "0", "1.5s"},
+			"tests":       {"tests", "advisory", "⏳ pending", "builtin", "model-tests", "no model call", "0", "1.5s"},
 		}
 		for _, r := range rows {
 			w, ok := want[r[0]]
@@ -238,6 +238,7 @@ func TestBrowser(t *testing.T) {
 			"path":                "#findings",
 			"summary-security":    "#lenses",
 			"summary-tests":       "#lenses",
+			"cause":               "#lenses",
 			"summary-correctness": "#lenses",
 			"gap-path":            "#gaps",
 			"gap-reason":          "#gaps",

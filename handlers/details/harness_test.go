@@ -89,6 +89,11 @@ func (p plantedReviewer) Review(_ context.Context, s *review.Subject, cfg *confi
 			lr.Findings = append(lr.Findings, f)
 			d.Findings = append(d.Findings, f)
 		}
+		if l.Name == "tests" {
+			// An advisory lens whose runtime gave up: its cause is runtime text too.
+			lr.Outcome, lr.Cause = review.OutcomePending, "runtime timed out "+m("cause")
+			d.Gate.AdvisoryPending = append(d.Gate.AdvisoryPending, l.Name)
+		}
 		if l.Name == "security" {
 			// A model judged this lens; the others made no model call.
 			lr.Tokens = &review.TokenCount{Prompt: 1200, Completion: 34, Total: 1234}
