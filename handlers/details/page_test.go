@@ -251,3 +251,25 @@ func BenchmarkPageView(b *testing.B) {
 	}
 	b.ReportMetric(float64(st.gh.TotalCalls())/float64(b.N), "github-calls/op")
 }
+
+func TestPolicyProblemsAndFileAreShown(t *testing.T) {
+	st := newStack(t, stackOptions{})
+	// The base branch's policy has keys .asdd.yml does not know: the gate fails unreviewed and
+	// says why.
+	st.gh.SetFile(fixtureRepo, "master", ".asdd.yml", "version: 1\nlenses:\n  - name: security\n")
+	st.review(stackOptions{})
+	cl := st.client()
+	st.login(cl, reader)
+	_, body, _ := get(t, cl, st.pageURL(""))
+	i := strings.Index(body, `<ul id="policy-problems">`)
+	if i < 0 {
+		t.Fatalf("no policy problems on the page:\n%s", body)
+	}
+	problems := body[i : i+strings.Index(body[i:], "</ul>")]
+	if !strings.Contains(problems, ".asdd.yml") {
+		t.Fatalf("problems do not name the file: %s", problems)
+	}
+	if !strings.Contains(body, `/Codertocat/Hello-World/blob/master/.asdd.yml"><code>.asdd.yml</code>`) || !strings.Contains(body, "unknown key &#34;version&#34;") {
+		t.Fatalf("the policy file is not linked at its ref:\n%s", body[strings.Index(body, `id="policy"`):][:800])
+	}
+}
