@@ -194,9 +194,9 @@ func (r *Runtime) once(ctx context.Context, body []byte, timeout time.Duration) 
 	return data, nil
 }
 
-// retryable: rate limits, server errors and network errors may pass when repeated; client
-// errors, oversized answers and timeouts of a whole call are final... except a timeout of one
-// attempt, which is a network condition like any other.
+// retryable reports whether a failed attempt may pass when repeated: rate limits, server
+// errors, network errors and the timeout of one attempt. Other HTTP errors and oversized
+// answers are final.
 func retryable(err error) bool {
 	if errors.Is(err, errTooLarge) {
 		return false

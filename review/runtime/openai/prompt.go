@@ -109,7 +109,6 @@ func (r *Runtime) triage(ctx context.Context, req *runtime.Request, model string
 		}
 	}
 	if err != nil {
-		call.Cause = err.Error()
 		return nil, err
 	}
 	res.Calls = []runtime.Call{call}
