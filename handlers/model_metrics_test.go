@@ -55,6 +55,11 @@ lensgate_model_tokens_total{estimated="true",kind="prompt"} 700
 			if h := mf.GetMetric()[0].GetHistogram(); h.GetSampleCount() != 2 || h.GetSampleSum() != 4 {
 				t.Fatalf("latency %v", h)
 			}
+		case "lensgate_model_review_calls":
+			seen++
+			if h := mf.GetMetric()[0].GetHistogram(); h.GetSampleCount() != 1 || h.GetSampleSum() != 3 {
+				t.Fatalf("review calls %v", h)
+			}
 		case "lensgate_model_review_tokens":
 			seen++
 			if h := mf.GetMetric()[0].GetHistogram(); h.GetSampleCount() != 1 || h.GetSampleSum() != 1850 {
@@ -62,7 +67,7 @@ lensgate_model_tokens_total{estimated="true",kind="prompt"} 700
 			}
 		}
 	}
-	if seen != 2 {
-		t.Fatalf("%d histograms gathered, want 2", seen)
+	if seen != 3 {
+		t.Fatalf("%d histograms gathered, want 3", seen)
 	}
 }

@@ -70,6 +70,8 @@ type WorkerMetrics struct {
 	CallSeconds *prometheus.HistogramVec
 	// ReviewTokens is the model tokens of each review that called a model.
 	ReviewTokens prometheus.Histogram
+	// ReviewCalls is the number of model calls each such review made.
+	ReviewCalls prometheus.Histogram
 }
 
 // NewWorkerMetrics creates the worker's collectors and registers them when reg is not nil.
@@ -97,9 +99,14 @@ func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
 			Help:    "Model tokens of each review that called a model.",
 			Buckets: prometheus.ExponentialBuckets(1000, 2, 10),
 		}),
+		ReviewCalls: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "lensgate_model_review_calls",
+			Help:    "Model calls of each review that called a model (sent or stopped by a cap).",
+			Buckets: []float64{1, 2, 3, 4, 6, 8},
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Reviews, m.Tokens, m.Calls, m.CallSeconds, m.ReviewTokens)
+		reg.MustRegister(m.Reviews, m.Tokens, m.Calls, m.CallSeconds, m.ReviewTokens, m.ReviewCalls)
 	}
 	return m
 }
@@ -127,6 +134,7 @@ func (w *Worker) observeModel(t review.Tokens) {
 		}
 	}
 	m.ReviewTokens.Observe(float64(t.Total))
+	m.ReviewCalls.Observe(float64(len(t.Calls)))
 }
 
 func (w *Worker) count(kind, result string) {
