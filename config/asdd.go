@@ -608,6 +608,7 @@ var asddSchema = []*field{
 	sectionField("review",
 		intField("max_diff_lines", false, 0, maxInt, func(r *Repo, v int) { r.Review.MaxDiffLines = v }),
 		intField("timeout_seconds", false, 1, 3600, func(r *Repo, v int) { r.Review.TimeoutSeconds = v }),
+		intField("max_chunks", false, 1, MaxChunks, func(r *Repo, v int) { r.Review.MaxChunks = v }),
 	),
 	strField("spec_tool", false, []string{"builtin", "openspec"}, func(r *Repo, v string) { r.SpecTool = v }),
 	listField("spec_paths", false, checkSpecGlob, func(r *Repo, v []string) { r.SpecPaths = v }),

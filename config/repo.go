@@ -14,7 +14,10 @@ const (
 	DefaultMaxActionsPerRun = 5
 	DefaultMaxDiffLines     = 2000
 	DefaultTimeoutSeconds   = 45
-	DefaultSpecTool         = "builtin"
+	DefaultMaxChunks        = 8
+	// MaxChunks is the largest review.max_chunks.
+	MaxChunks       = 64
+	DefaultSpecTool = "builtin"
 	// DefaultMaxTokensPerReview is models.max_tokens_per_review.
 	DefaultMaxTokensPerReview = 200_000
 )
@@ -104,6 +107,9 @@ type Review struct {
 	MaxDiffLines int
 	// TimeoutSeconds is the per-call model timeout.
 	TimeoutSeconds int
+	// MaxChunks bounds the model calls per lens for a change larger than MaxDiffLines: the
+	// change is split into at most this many parts (default 8).
+	MaxChunks int
 }
 
 // Delegate configures lenses whose preset asks another review bot (lensgate's own keys).
@@ -216,7 +222,7 @@ func DefaultRepo() *Repo {
 		ProtectedPaths:   DefaultProtectedPaths(),
 		IgnorePaths:      []string{},
 		Agents:           []string{},
-		Review:           Review{MaxDiffLines: DefaultMaxDiffLines, TimeoutSeconds: DefaultTimeoutSeconds},
+		Review:           Review{MaxDiffLines: DefaultMaxDiffLines, TimeoutSeconds: DefaultTimeoutSeconds, MaxChunks: DefaultMaxChunks},
 		SpecTool:         DefaultSpecTool,
 		SpecPaths:        DefaultSpecPaths(DefaultSpecTool),
 		Lanes:            DefaultLanes(),

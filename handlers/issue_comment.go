@@ -50,6 +50,11 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 	if ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 && botOfPresets(h.delegates, c.GetUser()) != "" {
 		return h.delegateAnswer(ctx, ev, deliveryID, reason)
 	}
+	if _, ok := ParseDismiss(c.GetBody(), DismissCommand(h.command)); ok && ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 {
+		// The worker checks the command (author, permission, finding) and answers it; a
+		// review of the same head costs no model call.
+		return enqueueCommand(ctx, h.hooks, inst, repo, is.GetNumber(), deliveryID, eventType+".dismiss", c.GetUser().GetLogin(), 0)
+	}
 	switch {
 	case ev.GetAction() != "created":
 		return h.skip(ctx, reason, "only new comments are commands")
@@ -130,6 +135,27 @@ func (h issueCommentHandler) delegateAnswer(ctx context.Context, ev github.Issue
 		Number:         pr.GetNumber(),
 		HeadSHA:        pr.GetHead().GetSHA(),
 		Reason:         "delegate." + reason,
+	})
+}
+
+// enqueueCommand queues a review of the pull request's current head for a comment command.
+func enqueueCommand(ctx context.Context, h *hooks, inst int64, repo *github.Repository, number int, deliveryID, reason, login string, commentID int64) error {
+	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
+	client, err := h.clients.NewInstallationClient(inst)
+	if err != nil {
+		return fmt.Errorf("installation client: %w", err)
+	}
+	pr, err := h.fetch.GetPull(ctx, client, owner, name, number)
+	if err != nil {
+		return err
+	}
+	if pr.GetState() == "closed" {
+		return h.skip(ctx, reason, "pull request is closed")
+	}
+	return h.enqueue(ctx, queue.Job{
+		Key: JobKey(owner, name, number), DeliveryID: deliveryID, Kind: queue.KindPullRequest,
+		InstallationID: inst, Owner: owner, Repo: name, Number: number, HeadSHA: pr.GetHead().GetSHA(),
+		Reason: reason, Extra: JobExtra{RequestedBy: login, CommentID: commentID}.raw(),
 	})
 }
 

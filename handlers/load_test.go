@@ -34,9 +34,9 @@ func TestGitHubCallsPerReview(t *testing.T) {
 		files               map[string]string
 		contents, repo, all int
 	}{
-		{"reads", nil, 4, 0, 9},
-		{"reads with .asdd.yml", map[string]string{".asdd.yml": baseConfig}, 1, 0, 6},
-		{"reads with .yaga.toml", map[string]string{".yaga.toml": yagaPolicy}, 2, 0, 7},
+		{"reads", nil, 4, 0, 11},
+		{"reads with .asdd.yml", map[string]string{".asdd.yml": baseConfig}, 1, 0, 8},
+		{"reads with .yaga.toml", map[string]string{".yaga.toml": yagaPolicy}, 2, 0, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -54,6 +54,9 @@ func TestGitHubCallsPerReview(t *testing.T) {
 				"GET /repos/{owner}/{repo}":                        tc.repo, // no repository lookup: the .github read goes to its default branch
 				"GET /repos/{owner}/{repo}/pulls/{number}/files":   1,
 				"GET /repos/{owner}/{repo}/pulls/{number}/commits": 1,
+				// The last review's state and the dismiss commands since.
+				"GET /repos/{owner}/{repo}/issues/{number}/comments": 1,
+				"GET /repos/{owner}/{repo}/pulls/{number}/comments":  1,
 			}
 			got := e.gh.Calls()
 			for route, n := range want {

@@ -66,6 +66,10 @@ type Publication struct {
 	// Failure is the operational cause when the pipeline could not produce a real decision;
 	// Decision is then pending with Gate.Reason describing it.
 	Failure error
+	// Conversation is what the worker read of the pull request's comments (nil if unread).
+	Conversation *Conversation
+	// Answers are replies to command comments (a refused or accepted dismissal).
+	Answers []Answer
 }
 
 // AppIdentity is the App as GET /app describes it.

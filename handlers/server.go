@@ -210,7 +210,7 @@ func New(opts Options) (*Server, error) {
 			githubapp.MetricsAsyncErrorCallback(gm)(ctx, d, err)
 		}))
 	dispatcher := githubapp.NewEventDispatcher(
-		[]githubapp.EventHandler{pullRequestHandler{h}, pullRequestReviewHandler{h}, issuesHandler{h}, issueCommentHandler{h}, checkHandler{h}, installationHandler{h}},
+		[]githubapp.EventHandler{pullRequestHandler{h}, pullRequestReviewHandler{h}, issuesHandler{h}, issueCommentHandler{h}, reviewCommentHandler{h}, checkHandler{h}, installationHandler{h}},
 		cfg.GitHub.App.WebhookSecret,
 		githubapp.WithScheduler(hookScheduler{async: async, replays: newReplayGuard(maxRememberedBodies), events: em}),
 		githubapp.WithErrorCallback(hookErrorCallback(em, githubapp.MetricsErrorCallback(gm))),
@@ -417,5 +417,5 @@ func recoverer(next http.Handler, log zerolog.Logger) http.Handler {
 // SubscribedEvents are the webhook events the App must subscribe to (app.yml default_events).
 // installation and installation_repositories are handled too but always delivered.
 func SubscribedEvents() []string {
-	return []string{"check_run", "check_suite", "issue_comment", "issues", "pull_request", "pull_request_review"}
+	return []string{"check_run", "check_suite", "issue_comment", "issues", "pull_request", "pull_request_review", "pull_request_review_comment"}
 }

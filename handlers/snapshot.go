@@ -170,8 +170,10 @@ type PullSnapshot struct {
 	Commits []*github.RepositoryCommit
 	// OpenPRsByAuthor is -1 when not counted.
 	OpenPRsByAuthor int
-	// FilesTruncated is set when the file list hit GitHub's 3000-file cap.
+	// FilesTruncated is set when the file list hit GitHub's 3000-file cap; Unlisted counts the
+	// changed files beyond it.
 	FilesTruncated bool
+	Unlisted       int
 	// DiffTooLarge is set when GitHub refused the diff media type as too large; the review then
 	// works from the per-file patches.
 	DiffTooLarge bool
@@ -270,6 +272,11 @@ func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.
 		}
 		s.Commits = append(s.Commits, commits...)
 		page = resp.NextPage
+	}
+	// GitHub stops listing at 3,000 files without saying so; the pull request's own count tells.
+	if n := pr.GetChangedFiles(); n > len(s.Files) {
+		s.FilesTruncated = true
+		s.Unlisted = n - len(s.Files)
 	}
 	s.HeadContents = f.workflowContents(ctx, c, owner, repo, pr.GetHead().GetSHA(), s.Files)
 	if countOpen {
@@ -371,6 +378,7 @@ func BindPull(s *PullSnapshot) *review.Subject {
 		HeadSHA:          pr.GetHead().GetSHA(),
 		Diff:             s.Diff,
 		OpenPRsByAuthor:  s.OpenPRsByAuthor,
+		UnlistedFiles:    s.Unlisted,
 	}
 	for _, l := range pr.Labels {
 		subj.Labels = append(subj.Labels, l.GetName())

@@ -48,7 +48,8 @@ type Worker struct {
 	Delegates Delegation
 	// Queue takes the follow-up jobs of delegated lenses (scheduled looks, settled answers).
 	Queue queue.Queue
-	// Command is the review command, named when a maintainer's approval is needed.
+	// Command is the review command, named when a maintainer's approval is needed; its first
+	// word also starts the dismiss command.
 	Command string
 	// Now is the clock (time.Now when nil).
 	Now     func() time.Time
@@ -203,6 +204,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
 	}
 	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
+	w.readConversation(ctx, client, subj, pub)
 	pub.Proposed = w.proposedConfig(ctx, client, subj, trusted)
 	if pub.Proposed != nil {
 		ev := log.Info().Str("path", pub.Proposed.Path).Int("problems", len(pub.Proposed.Problems))
@@ -311,6 +313,32 @@ func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job que
 	pub.Triage = t
 	w.count("issue", "triaged")
 	return w.publish(ctx, client, pub)
+}
+
+// readConversation reads what the last review left (its state, its inline comments) and the
+// dismiss commands since, and the changes since the last reviewed head when that head is an
+// ancestor of this one. A failed read only costs the increment: the review is then a full one.
+func (w *Worker) readConversation(ctx context.Context, client *github.Client, subj *review.Subject, pub *Publication) {
+	log := zerolog.Ctx(ctx)
+	conv, err := w.Fetch.ReadConversation(ctx, client, subj.Owner, subj.Repo, subj.Number, w.App.BotLogin(), DismissCommand(w.Command))
+	if err != nil {
+		log.Warn().Err(err).Msg("conversation unreadable; reviewing the whole pull request")
+		return
+	}
+	pub.Conversation = conv
+	subj.Prior = conv.Prior
+	if p := conv.Prior; p != nil && p.Head() != "" && p.Head() != subj.HeadSHA && p.BaseSHA == subj.BaseSHA {
+		inc, err := w.Fetch.Compare(ctx, client, subj.Owner, subj.Repo, p.Head(), subj.HeadSHA)
+		switch {
+		case err != nil:
+			log.Warn().Err(err).Msg("compare with the last reviewed head failed; reviewing the whole pull request")
+		case inc == nil:
+			log.Info().Str("last_reviewed", shortRef(p.Head())).Msg("last reviewed head is not an ancestor (force-push); reviewing the whole pull request")
+		default:
+			subj.Since = inc
+		}
+	}
+	subj.Dismissals, pub.Answers = w.dismissals(ctx, client, subj.Owner, subj.Repo, conv)
 }
 
 // headLagReads is how often the pull request is read again when GitHub's API does not show the

@@ -79,6 +79,9 @@ type Decision struct {
 	Runs           []Run           `json:"runs"`
 	// Observed is what the pipeline saw of each runtime call, for the review-run observation.
 	Observed *Observed `json:"-"`
+	// State is what the next review of this pull request starts from (nil for local reviews
+	// and decisions that reviewed nothing).
+	State *State `json:"-"`
 	// Tokens is what the review spent on models, per call.
 	Tokens Tokens `json:"tokens"`
 	// ModelInput says what was kept from the models: redacted secrets and withheld files.
@@ -166,6 +169,28 @@ type Finding struct {
 	Line     int      `json:"line,omitempty"`
 	Title    string   `json:"title"`
 	Body     string   `json:"body,omitempty"`
+	// Disposition is open ("" reads as open), fixed or dismissed.
+	Disposition string `json:"disposition,omitempty"`
+	// FixCommit is the full SHA of the head at which a fixed finding was gone.
+	FixCommit string `json:"fixCommit,omitempty"`
+	// Reason is why a dismissed finding was dismissed; DismissedBy who did.
+	Reason      string `json:"reason,omitempty"`
+	DismissedBy string `json:"dismissedBy,omitempty"`
+	// Head is the head at which the finding was last reported; a finding carried forward from
+	// an earlier review keeps the head it was found at.
+	Head string `json:"head,omitempty"`
+	// Suggestion is replacement text the lens proposes for lines of the new file.
+	Suggestion *Suggestion `json:"suggestion,omitempty"`
+}
+
+// Open reports whether the finding is neither fixed nor dismissed.
+func (f Finding) Open() bool { return f.Disposition == "" || f.Disposition == DispositionOpen }
+
+// Suggestion is replacement text for the lines StartLine..EndLine (inclusive) of the new file.
+type Suggestion struct {
+	StartLine   int    `json:"startLine"`
+	EndLine     int    `json:"endLine"`
+	Replacement string `json:"replacement"`
 }
 
 // InlineComment is a finding placed on a line of the diff. Fingerprint lets a publisher skip
@@ -179,6 +204,8 @@ type InlineComment struct {
 	Side        string   `json:"side"` // "RIGHT" (head) or "LEFT" (base)
 	Body        string   `json:"body"`
 	Fingerprint string   `json:"fingerprint"`
+	// Suggestion, when set, is offered as a suggested change where the diff allows it.
+	Suggestion *Suggestion `json:"suggestion,omitempty"`
 }
 
 // Intake is the result of the spend gate that runs before any model is called.
@@ -200,6 +227,25 @@ type Coverage struct {
 	FilesTotal    int    `json:"filesTotal"`
 	FilesReviewed int    `json:"filesReviewed"`
 	Gaps          []Gap  `json:"gaps"`
+	// Scope says what the model lenses were sent: "full" (the whole pull request) or
+	// "incremental" (the changes since Since), with the reason for a full review.
+	Scope       string `json:"scope,omitempty"`
+	Since       string `json:"since,omitempty"`
+	ScopeReason string `json:"scopeReason,omitempty"`
+	// Heads says at which head the model lenses reviewed each changed file: files untouched
+	// since an earlier review keep the head they were reviewed at.
+	Heads []HeadFiles `json:"heads,omitempty"`
+	// Chunks is the number of model calls per lens a large change was split into (0 or 1:
+	// one call).
+	Chunks int `json:"chunks,omitempty"`
+}
+
+// HeadFiles is the set of changed files whose model review happened at Head. Paths are
+// listed for every head but the reviewed one.
+type HeadFiles struct {
+	Head  string   `json:"head"`
+	Files int      `json:"files"`
+	Paths []string `json:"paths,omitempty"`
 }
 
 // Gap is one file (or other unit) that was not reviewed, and why.

@@ -29,6 +29,7 @@ const (
 	maxSummaryBytes    = policy.MaxSummaryBytes
 	maxTitleBytes      = 300
 	maxMessageBytes    = 2000
+	maxReasonBytes     = 300
 )
 
 // Options configure a Pipeline.
@@ -52,6 +53,9 @@ type Options struct {
 	DefaultRuntime string
 	// Version is lensgate's version, named by the builtin runtime's observed identity.
 	Version string
+	// ChunkTokens is the per-call budget, in estimated tokens, of one part of a change too
+	// large for one model call (default DefaultChunkTokens).
+	ChunkTokens int
 	// EnableHint is appended to the cause of a lens whose runtime is not enabled: how to enable
 	// one where the pipeline runs (the server config, or environment variables for the CLI).
 	EnableHint string
@@ -78,6 +82,9 @@ func NewPipeline(opts Options) *Pipeline {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.ChunkTokens <= 0 {
+		opts.ChunkTokens = DefaultChunkTokens
 	}
 	if opts.Runtimes == nil {
 		opts.Runtimes = runtime.NewRegistry()
@@ -114,6 +121,7 @@ type lensPlan struct {
 	item    policy.Item
 	runtime string
 	cause   string // set when no usable runtime could be chosen
+	group   string // the requests this lens is reviewed in
 }
 
 // Review runs the whole pipeline on a pull request. It returns an error only for unusable
@@ -153,8 +161,68 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			usesPaid = true
 		}
 	}
-	paid := budgetByLines(files, cfg.Review.MaxDiffLines)
+	sc := scopeOf(subj, plan)
 	free := budgetByBytes(files, p.opts.FreeMaxDiffBytes)
+
+	// Group lenses by runtime and scope, keeping plan order. A model lens is reviewed
+	// incrementally when the earlier review completed it at the head the changes start from.
+	incremental := map[string]bool{}
+	var order []string
+	groups := map[string][]int{}
+	for i, l := range lenses {
+		if l.cause == "" && !p.free[l.runtime] && sc.incremental && subj.Prior.Lenses[l.item.Name] == sc.since {
+			incremental[l.item.Name] = true
+		}
+		if l.cause != "" {
+			continue
+		}
+		key := l.runtime
+		if incremental[l.item.Name] {
+			key += "\x00since"
+		}
+		lenses[i].group = key
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], i)
+	}
+	maxChunks := cfg.Review.MaxChunks
+	if maxChunks <= 0 {
+		maxChunks = config.DefaultMaxChunks
+	}
+	// The parts of the change each model group is sent, and what a cap left out.
+	chunksOf := map[string][][]diff.File{}
+	var paid budget
+	paidFiles := map[string]bool{}
+	gapSeen := map[string]bool{}
+	maxChunksUsed := 0
+	for _, key := range order {
+		rtName := lenses[groups[key][0]].runtime
+		if p.free[rtName] {
+			continue
+		}
+		in := files
+		if incremental[lenses[groups[key][0]].item.Name] {
+			in = sc.files
+		}
+		chunks, gaps := chunkFiles(in, cfg.Review.MaxDiffLines, p.opts.ChunkTokens, maxChunks)
+		chunksOf[key] = chunks
+		maxChunksUsed = max(maxChunksUsed, len(chunks))
+		for _, c := range chunks {
+			for _, f := range c {
+				if !paidFiles[f.Path()] {
+					paidFiles[f.Path()] = true
+					paid.files = append(paid.files, f)
+				}
+			}
+		}
+		for _, g := range gaps {
+			if !gapSeen[g.Path] {
+				gapSeen[g.Path] = true
+				paid.gaps = append(paid.gaps, g)
+			}
+		}
+	}
 
 	var overBudget []Gap
 	if usesPaid {
@@ -181,23 +249,30 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		}
 	}
 
-	// What model and adapter runtimes get: excluded files left out, secrets replaced.
+	// What model and adapter runtimes get: excluded files left out, secrets replaced. The work
+	// directory holds the whole pull request when a lens reviews it whole, else the changes
+	// since the last reviewed head; every request gets the view of its own part.
 	var view modelView
 	if usesPaid {
-		view = newModelView(subj, rtSubj, diffBytes, paid.files, changed, cfg.Models.ExcludePaths)
-	}
-
-	// Group lenses by runtime, keeping plan order.
-	var order []string
-	groups := map[string][]int{}
-	for i, l := range lenses {
-		if l.cause != "" {
-			continue
+		var vf []diff.File
+		vd := diffBytes
+		for _, key := range order {
+			if p.free[lenses[groups[key][0]].runtime] || incremental[lenses[groups[key][0]].item.Name] {
+				continue
+			}
+			for _, c := range chunksOf[key] {
+				vf = append(vf, c...)
+			}
 		}
-		if _, ok := groups[l.runtime]; !ok {
-			order = append(order, l.runtime)
+		if vf == nil && len(incremental) > 0 {
+			vd = sc.diff
+			for _, key := range order {
+				for _, c := range chunksOf[key] {
+					vf = append(vf, c...)
+				}
+			}
 		}
-		groups[l.runtime] = append(groups[l.runtime], i)
+		view = newModelView(subj, rtSubj, vd, uniqueFiles(vf), changed, cfg.Models.ExcludePaths)
 	}
 
 	var wd *workDir
@@ -241,14 +316,17 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	model := map[string]string{}
 	started := map[string]time.Time{}
 	finished := map[string]time.Time{}
-	reports := map[string]*runtime.LensReport{}
+	reports := map[string][]*runtime.LensReport{}
 	rtErr := map[string]string{}
 	reviewedBy := map[string]bool{}
 	var calls []ModelCall
 	sentToModel := false
+	unchanged := map[string]bool{} // groups with nothing new to review
+	modelRan := false
 
-	for _, rtName := range order {
-		idx := groups[rtName]
+	for _, key := range order {
+		idx := groups[key]
+		rtName := lenses[idx[0]].runtime
 		isFree := p.free[rtName]
 		if !isFree && (!intake.Passed || wd == nil) {
 			cause := "intake did not pass, so the change was not sent to the " + rtName + " runtime"
@@ -263,60 +341,96 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			continue
 		}
 		rt, _ := p.opts.Runtimes.Get(rtName)
-		b := paid
-		if isFree {
-			b = free
+		var parts [][]diff.File
+		partDiff := diffBytes
+		since := ""
+		switch {
+		case isFree:
+			parts = [][]diff.File{free.files}
+		case incremental[lenses[idx[0]].item.Name]:
+			parts, partDiff, since = chunksOf[key], sc.diff, sc.since
+			if len(sc.files) == 0 {
+				unchanged[key] = true
+				reviewedBy[rtName] = true
+				continue
+			}
+		default:
+			parts = chunksOf[key]
 		}
-		req := &runtime.Request{
-			Kind: runtime.KindReview, Subject: rtSubj, Files: b.files, Diff: joinFiles(diffBytes, b.files),
-			Changed: changed, Settings: settings, Delegation: subj.Delegation,
+		if len(parts) == 0 {
+			parts = [][]diff.File{nil}
 		}
-		if wd != nil {
-			req.WorkDir = wd.path
-		}
-		given := b.files
-		if !isFree {
-			req.Subject, req.Files, req.Diff, req.Changed = view.subject, view.files, view.diff, view.changed
-			req.Budget = spend
-			given = view.files
-			sentToModel = true
-		}
-		for _, i := range idx {
-			it := lenses[i].item
-			pl, _ := cfg.Policy.Lens(it.Name)
-			req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: it.Instruction,
-				Independent: pl.Independent})
-		}
-		// The pipeline holds the clock and hands the runtime a recorder that only lensgate's own
-		// wire code writes to: what the observation says does not come from the runtime's answer.
-		rec := &runtime.Recorder{}
 		start := p.opts.Now()
-		res, err := safeReview(runtime.WithRecorder(ctx, rec), rt, req, cfg.Review.TimeoutSeconds)
-		end := p.opts.Now()
-		started[rtName], finished[rtName] = start, end
-		observed.Calls = append(observed.Calls, p.observeCall(rt, req, filesGiven(given, blobs),
-			observedRec{start: start, end: end, obs: rec.Snapshot(), res: res, err: err}))
-		if res != nil {
-			for _, c := range res.Calls {
-				calls = append(calls, ModelCall{Runtime: rtName, Call: c})
+		for n, part := range parts {
+			req := &runtime.Request{
+				Kind: runtime.KindReview, Subject: rtSubj, Files: part, Diff: joinFiles(partDiff, part),
+				Changed: changed, Settings: settings, Delegation: subj.Delegation, Since: since, Chunk: n + 1, Chunks: len(parts),
+			}
+			if wd != nil {
+				req.WorkDir = wd.path
+			}
+			given := part
+			if !isFree {
+				pv := newModelView(subj, rtSubj, partDiff, part, changed, cfg.Models.ExcludePaths)
+				req.Subject, req.Files, req.Diff, req.Changed = pv.subject, pv.files, pv.diff, pv.changed
+				req.Budget = spend
+				given = pv.files
+				sentToModel = true
+			}
+			for _, i := range idx {
+				it := lenses[i].item
+				pl, _ := cfg.Policy.Lens(it.Name)
+				req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: it.Instruction,
+					Independent: pl.Independent})
+			}
+			// The pipeline holds the clock and hands the runtime a recorder that only lensgate's own
+			// wire code writes to: what the observation says does not come from the runtime's answer.
+			rec := &runtime.Recorder{}
+			callStart := p.opts.Now()
+			res, err := safeReview(runtime.WithRecorder(ctx, rec), rt, req, cfg.Review.TimeoutSeconds)
+			observed.Calls = append(observed.Calls, p.observeCall(rt, req, filesGiven(given, blobs),
+				observedRec{start: callStart, end: p.opts.Now(), obs: rec.Snapshot(), res: res, err: err}))
+			if res != nil {
+				for _, c := range res.Calls {
+					calls = append(calls, ModelCall{Runtime: rtName, Call: c})
+				}
+			}
+			if err != nil {
+				log.Warn().Str("runtime", rtName).Int("chunk", n+1).Int("chunks", len(parts)).Err(err).Msg("runtime failed; its lenses are pending")
+				cause := "runtime " + rtName + " failed: " + boundText(err.Error(), 500)
+				if len(parts) > 1 {
+					cause = fmt.Sprintf("runtime %s failed on part %d of %d of the change: %s", rtName, n+1, len(parts), boundText(err.Error(), 500))
+				}
+				rtErr[key] = cause
+				break
+			}
+			model[key] = res.Model
+			seen := map[string]bool{}
+			for j := range res.Lenses {
+				r := &res.Lenses[j]
+				if !seen[r.Lens] {
+					seen[r.Lens] = true
+					reports[key+"\x00"+r.Lens] = append(reports[key+"\x00"+r.Lens], r)
+				}
+			}
+			for _, i := range idx {
+				// A part without a report for a lens leaves that lens pending.
+				if !seen[lenses[i].item.Name] {
+					reports[key+"\x00"+lenses[i].item.Name] = append(reports[key+"\x00"+lenses[i].item.Name], nil)
+				}
 			}
 		}
-		if err != nil {
-			log.Warn().Str("runtime", rtName).Err(err).Msg("runtime failed; its lenses are pending")
-			rtErr[rtName] = "runtime " + rtName + " failed: " + boundText(err.Error(), 500)
-			continue
-		}
-		reviewedBy[rtName] = true
-		model[rtName] = res.Model
-		for j := range res.Lenses {
-			r := &res.Lenses[j]
-			key := rtName + "\x00" + r.Lens
-			if _, dup := reports[key]; !dup {
-				reports[key] = r
+		started[key], finished[key] = start, p.opts.Now()
+		if rtErr[key] == "" {
+			reviewedBy[rtName] = true
+			if !isFree {
+				modelRan = true
 			}
 		}
 	}
 
+	requestChanges := make([]bool, len(lenses))
+	pendingLens := map[string]bool{}
 	for i, l := range lenses {
 		lr := LensResult{
 			Name: l.item.Name, Required: l.item.Required, Publication: l.item.Publication,
@@ -325,20 +439,35 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		switch {
 		case l.cause != "":
 			lr.Cause = l.cause
-		case rtErr[l.runtime] != "":
-			lr.Cause = rtErr[l.runtime]
+		case rtErr[l.group] != "":
+			lr.Cause = rtErr[l.group]
+		case unchanged[l.group]:
+			lr.Outcome = OutcomePassed
+			lr.Summary = "No changes since " + shortSHA(sc.since) + ", the head this lens last reviewed; its findings are carried forward."
 		default:
-			rep := reports[l.runtime+"\x00"+l.item.Name]
+			rep := mergeReports(reports[l.group+"\x00"+l.item.Name])
 			lr = mapReport(lr, rep)
+			requestChanges[i] = rep != nil && rep.Verdict == runtime.VerdictRequestChanges
+			if lr.Outcome != OutcomePending && incremental[l.item.Name] {
+				lr.Summary = strings.TrimSpace("Changes since " + shortSHA(sc.since) + ": " + lr.Summary)
+			}
 		}
-		if lr.Outcome == OutcomePending && lr.Summary == "" {
-			lr.Summary = "Pending: " + lr.Cause
+		if lr.Outcome == OutcomePending {
+			pendingLens[lr.Name] = true
+			if lr.Summary == "" {
+				lr.Summary = "Pending: " + lr.Cause
+			}
 		}
 		results[i] = lr
 		runs = append(runs, Run{
-			Lens: lr.Name, Runtime: lr.Runtime, Model: model[l.runtime], Started: started[l.runtime],
-			Finished: finished[l.runtime], Outcome: lr.Outcome, Cause: lr.Cause,
+			Lens: lr.Name, Runtime: lr.Runtime, Model: model[l.group], Started: started[l.group],
+			Finished: finished[l.group], Outcome: lr.Outcome, Cause: lr.Cause,
 		})
+	}
+	carry(subj, sc, results, incremental, pendingLens)
+	for i := range results {
+		reoutcome(&results[i], requestChanges[i])
+		runs[i].Outcome = results[i].Outcome
 	}
 
 	observed.Finished = p.opts.Now()
@@ -368,26 +497,54 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		}
 	}
 	dec.Findings = []Finding{}
+	var open []Finding
 	for i := range results {
 		if results[i].Findings == nil {
 			results[i].Findings = []Finding{} // JSON readers get [], not null
 		}
 		dec.Findings = append(dec.Findings, results[i].Findings...)
+		for _, f := range results[i].Findings {
+			if f.Open() {
+				open = append(open, f)
+			}
+		}
+	}
+	dec.Coverage = coverage(changed, files, lenses, reviewedBy, p.free, paid, free, view.withheld, cfg, subj.UnlistedFiles)
+	anyModel := false
+	for _, l := range lenses {
+		if l.cause == "" && !p.free[l.runtime] {
+			anyModel = true
+		}
+	}
+	if anyModel {
+		dec.Coverage.Scope = ScopeFull
+		dec.Coverage.ScopeReason = sc.reason
+		if len(incremental) > 0 {
+			dec.Coverage.Scope, dec.Coverage.Since, dec.Coverage.ScopeReason = ScopeIncremental, sc.since, ""
+		}
+		if maxChunksUsed > 1 {
+			dec.Coverage.Chunks = maxChunksUsed
+		}
+	}
+	if !subj.Local {
+		dec.State = nextState(subj, sc, plan, results, dec.Findings, changed, len(incremental) > 0, modelRan)
+		if anyModel {
+			dec.Coverage.Heads = headCoverage(subj, dec.State, changed)
+		}
 	}
 	if sentToModel {
 		dec.ModelInput = view.input
 	}
-	dec.Coverage = coverage(changed, files, lenses, reviewedBy, p.free, paid, free, view.withheld, cfg)
 	dec.Recommendation = RecommendComment
 	if gate.State == OutcomeFailed {
 		dec.Recommendation = RecommendRequestChanges
 	}
-	for _, f := range dec.Findings {
+	for _, f := range open {
 		if f.Severity.Blocks() {
 			dec.Recommendation = RecommendRequestChanges
 		}
 	}
-	dec.Inline = inlineComments(dec.Findings, files)
+	dec.Inline = inlineComments(open, files)
 	dec.Comment = RenderComment(dec)
 	log.Info().Str("gate", string(gate.State)).Int("findings", len(dec.Findings)).
 		Str("coverage", dec.Coverage.Status).Msg("review finished")
@@ -529,6 +686,10 @@ func mapReport(lr LensResult, rep *runtime.LensReport) LensResult {
 		if fd.Line < 0 {
 			fd.Line = 0
 		}
+		if sg := f.Suggestion; sg != nil && sg.StartLine > 0 && sg.EndLine >= sg.StartLine && fd.Path != "" &&
+			len(sg.Replacement) <= maxMessageBytes && utf8.ValidString(sg.Replacement) && !strings.ContainsRune(sg.Replacement, 0) {
+			fd.Suggestion = &Suggestion{StartLine: sg.StartLine, EndLine: sg.EndLine, Replacement: sg.Replacement}
+		}
 		if fd.Title == "" {
 			fd.Title = boundText(firstLine(fd.Body), maxTitleBytes)
 		}
@@ -619,27 +780,21 @@ func intakeProblems(in Intake) string {
 	return strings.Join(checks, ", ")
 }
 
-// budgetByLines keeps files in diff order while their lines fit in max (0 = no limit); every
-// other file is a gap. A file too large on its own does not stop smaller later files.
-func budgetByLines(files []diff.File, max int) budget {
-	if max <= 0 {
-		return budget{files: files}
-	}
-	var b budget
-	used := 0
-	for i := range files {
-		if used+files[i].Lines <= max {
-			used += files[i].Lines
-			b.files = append(b.files, files[i])
-			continue
+// uniqueFiles drops repeated paths, keeping the first.
+func uniqueFiles(files []diff.File) []diff.File {
+	seen := map[string]bool{}
+	var out []diff.File
+	for _, f := range files {
+		if !seen[f.Path()] {
+			seen[f.Path()] = true
+			out = append(out, f)
 		}
-		b.gaps = append(b.gaps, Gap{Path: files[i].Path(),
-			Reason: fmt.Sprintf("beyond review.max_diff_lines (%d): not sent to the model reviewer", max)})
 	}
-	return b
+	return out
 }
 
-// budgetByBytes is budgetByLines for the free runtimes, counted in bytes.
+// budgetByBytes keeps files in diff order while their bytes fit in max; every other file is a
+// gap. A file too large on its own does not stop smaller later files.
 func budgetByBytes(files []diff.File, max int64) budget {
 	var b budget
 	var used int64

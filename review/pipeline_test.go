@@ -27,6 +27,9 @@ type fakeRuntime struct {
 	seen  map[string]string // work dir file -> content, captured during the call
 	perm  os.FileMode
 	dir   string
+	// sent and since record the files and the Since head of every request (for fn's use).
+	sent  [][]string
+	since []string
 }
 
 func (f *fakeRuntime) Name() string { return f.name }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 )
 
@@ -60,9 +61,7 @@ func Predicate(d *Decision, subj *Subject, now time.Time) *disclosure.Predicate 
 		if f.Path != "" {
 			title = fmt.Sprintf("%s (%s:%d)", f.Title, f.Path, f.Line)
 		}
-		p.Findings = append(p.Findings, disclosure.Finding{
-			ID: f.ID, Severity: string(f.Severity), Title: title, Disposition: "open",
-		})
+		p.Findings = append(p.Findings, ReceiptFinding(f, title))
 	}
 	p.FindingsTotal = len(p.Findings)
 	observed, expected := 0, len(d.Lenses)
@@ -96,4 +95,17 @@ func nonEmpty(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// ReceiptFinding is a finding as the receipt lists it: open, fixed with the full SHA of the
+// head it was gone at, or dismissed with the reason given.
+func ReceiptFinding(f Finding, title string) disclosure.Finding {
+	out := disclosure.Finding{ID: f.ID, Severity: string(f.Severity), Title: title, Disposition: DispositionOpen}
+	switch {
+	case f.Disposition == DispositionFixed && reSHA.MatchString(f.FixCommit):
+		out.Disposition, out.FixCommit = DispositionFixed, f.FixCommit
+	case f.Disposition == DispositionDismissed && !config.IsBlank(f.Reason):
+		out.Disposition, out.Reason = DispositionDismissed, f.Reason
+	}
+	return out
 }

@@ -23,7 +23,7 @@ const maxCommentBytes = 60000
 const maxCellBytes = 600
 
 func coverage(changed []runtime.Changed, files []diff.File, lenses []lensPlan, reviewedBy map[string]bool,
-	free map[string]bool, paid, freeB budget, withheld []Gap, cfg *config.Repo) Coverage {
+	free map[string]bool, paid, freeB budget, withheld []Gap, cfg *config.Repo, unlisted int) Coverage {
 	cov := Coverage{FilesTotal: len(changed), Gaps: []Gap{}}
 	used := map[string]bool{}
 	for _, l := range lenses {
@@ -78,7 +78,12 @@ func coverage(changed []runtime.Changed, files []diff.File, lenses []lensPlan, r
 	for _, p := range order {
 		cov.Gaps = append(cov.Gaps, Gap{Path: p, Reason: strings.Join(reasons[p], "; ")})
 	}
-	cov.FilesReviewed = cov.FilesTotal - len(cov.Gaps)
+	if unlisted > 0 {
+		cov.FilesTotal += unlisted
+		cov.Gaps = append(cov.Gaps, Gap{Path: fmt.Sprintf("(%d more files)", unlisted),
+			Reason: fmt.Sprintf("GitHub lists at most %d files of a pull request: these %d were not read, so not reviewed", len(changed), unlisted)})
+	}
+	cov.FilesReviewed = cov.FilesTotal - len(cov.Gaps) - max(unlisted-1, 0)
 	if cov.FilesReviewed < 0 {
 		cov.FilesReviewed = 0
 	}
@@ -127,7 +132,7 @@ func inlineComments(findings []Finding, files []diff.File) []InlineComment {
 			continue
 		}
 		out = append(out, InlineComment{
-			Lens: f.Lens, Severity: f.Severity, Path: f.Path, Line: f.Line, Side: "RIGHT", Fingerprint: f.ID,
+			Lens: f.Lens, Severity: f.Severity, Path: f.Path, Line: f.Line, Side: "RIGHT", Fingerprint: f.ID, Suggestion: f.Suggestion,
 			// No HTML footer: a publisher treats the body as untrusted text and escapes HTML;
 			// it adds its own footer naming the lens.
 			Body: fmt.Sprintf("**%s** · %s: %s\n\n%s", f.Severity, mdText(f.Lens), mdText(f.Title), mdText(f.Body)),

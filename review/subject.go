@@ -60,6 +60,18 @@ type Subject struct {
 	// when it is unknown (the open-PR cap is then not checked).
 	OpenPRsByAuthor int
 
+	// UnlistedFiles counts changed files the forge did not list (GitHub lists at most 3,000
+	// files of a pull request); they are coverage gaps.
+	UnlistedFiles int
+
+	// Prior is the state the last review of this pull request left (nil: none, or unreadable).
+	Prior *State
+	// Since holds the changes from Prior's head to HeadSHA, when that head is an ancestor of
+	// HeadSHA (nil otherwise: a force-push, or no prior review).
+	Since *Increment
+	// Dismissals are the accepted dismissals of findings, from people with write access.
+	Dismissals []Dismissal
+
 	// Local marks a subject built from a local git repository rather than a forge. It has no
 	// labels, body checkbox or open pull requests, so intake skips the checks that need them.
 	Local bool
@@ -98,3 +110,23 @@ type File struct {
 
 // IsPullRequest reports whether the subject is a pull request.
 func (s *Subject) IsPullRequest() bool { return s.Kind == KindPullRequest }
+
+// Increment is what changed between an earlier reviewed head and the current head.
+type Increment struct {
+	// From is the earlier head (a full SHA).
+	From string
+	// Files are the files the compare of From and the head lists, with their patches.
+	Files []File
+	// Diff is the compare's unified diff; when empty it is assembled from Files.
+	Diff []byte
+	// Truncated is set when the compare did not list every changed file; the review is then
+	// a full one.
+	Truncated bool
+}
+
+// Dismissal is one accepted request to dismiss a finding.
+type Dismissal struct {
+	ID     string
+	Reason string
+	By     string
+}

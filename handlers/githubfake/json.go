@@ -191,6 +191,9 @@ func (s *Server) reviewCommentJSON(st *repoState, number int, c *ReviewComment) 
 	if c.StartLine > 0 {
 		out.StartLine = github.Int(c.StartLine)
 	}
+	if c.InReplyTo != 0 {
+		out.InReplyTo = github.Int64(c.InReplyTo)
+	}
 	if c.Position > 0 {
 		out.Position = github.Int(c.Position)
 	}

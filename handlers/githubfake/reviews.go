@@ -199,6 +199,11 @@ func (s *Server) listReviewComments(w http.ResponseWriter, r *http.Request) {
 			out = append(out, s.reviewCommentJSON(st, rv.Number, &rv.Comments[i]))
 		}
 	}
+	for _, rp := range st.replies {
+		if rp.number == pr.Number {
+			out = append(out, s.reviewCommentJSON(st, rp.number, rp.c))
+		}
+	}
 	writePage(w, r, out)
 }
 

@@ -16,6 +16,7 @@ import (
 func (s *Server) routes(mux *http.ServeMux) {
 	s.routesApp(mux)
 	s.routesOAuth(mux)
+	s.routesThreads(mux)
 	s.handle(mux, "GET /repos/{owner}/{repo}", authAny, s.getRepo)
 	s.handle(mux, "GET /repos/{owner}/{repo}/contents/{path...}", authInstallation, s.getContents)
 	s.handle(mux, "GET /repos/{owner}/{repo}/collaborators/{user}/permission", authInstallation, s.getPermission)
@@ -227,6 +228,11 @@ func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	accept := r.Header.Get("Accept")
+	if (strings.Contains(accept, "diff") || strings.Contains(accept, "patch")) && len(pr.Files) > MaxDiffFiles {
+		// GitHub refuses to render the diff of a pull request this large.
+		writeError(w, http.StatusNotAcceptable, "Sorry, the diff exceeded the maximum number of files (300). Consider using 'List pull requests files' API or locally cloning the repository instead.")
+		return
+	}
 	switch {
 	case strings.Contains(accept, "diff"):
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -281,8 +287,12 @@ func (s *Server) listPullFiles(w http.ResponseWriter, r *http.Request) {
 	if pr == nil {
 		return
 	}
-	out := make([]*github.CommitFile, 0, len(pr.Files))
-	for _, f := range pr.Files {
+	files := pr.Files
+	if len(files) > MaxListedFiles {
+		files = files[:MaxListedFiles] // GitHub lists at most 3,000 files of a pull request
+	}
+	out := make([]*github.CommitFile, 0, len(files))
+	for _, f := range files {
 		cf := &github.CommitFile{
 			Filename: github.String(f.Filename), Status: github.String(f.Status),
 			Additions: github.Int(f.Additions), Deletions: github.Int(f.Deletions),

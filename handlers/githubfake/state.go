@@ -151,6 +151,15 @@ type ReviewComment struct {
 	Body      string
 	User      string
 	CommitID  string
+	// InReplyTo is the thread's top comment for a reply (0 for the top comment itself).
+	InReplyTo int64
+	// Resolved is set on a thread's top comment once the thread is resolved.
+	Resolved bool
+}
+
+type reply struct {
+	number int
+	c      *ReviewComment
 }
 
 // Reaction is a reaction on an issue, a pull request or a comment.
@@ -192,6 +201,9 @@ type repoState struct {
 	permissions map[string]string
 	// reviewRequests are the reviewers requested through the API, by pull request.
 	reviewRequests map[int][]string
+	replies        []reply
+	heads          map[string][]File // head SHA -> the pull request's files at it
+	compares       map[string][]File // "from...to" -> files SetCompare fixed
 }
 
 // claimNumber returns n, or the next free number when n is 0, and keeps later numbers past it:
@@ -308,6 +320,7 @@ func (s *Server) AddPullRequest(fullName string, pr PullRequest) PullRequest {
 	}
 	p := pr
 	st.pulls[pr.Number] = &p
+	st.snapshotHead(&p)
 	return clonePR(&p)
 }
 
@@ -343,6 +356,7 @@ func (s *Server) Push(fullName string, number int, headSHA string, diff []byte, 
 	pr.Files = files
 	pr.Commits = append(pr.Commits, Commit{SHA: headSHA, Message: "push", Author: pr.User})
 	normalizePR(pr)
+	s.mustRepo(fullName).snapshotHead(pr)
 }
 
 func (s *Server) mustPR(fullName string, number int) *PullRequest {
@@ -373,6 +387,18 @@ func (s *Server) SetPullBody(fullName string, number int, body string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mustPR(fullName, number).Body = body
+}
+
+// SetLabels replaces the labels of a pull request, as a maintainer labelling it would.
+func (s *Server) SetLabels(fullName string, number int, labels ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.mustRepo(fullName)
+	pr := s.mustPR(fullName, number)
+	pr.Labels = append([]string(nil), labels...)
+	for _, l := range labels {
+		st.labels[l] = true
+	}
 }
 
 // AddIssue adds a plain issue and returns it with defaults filled in.

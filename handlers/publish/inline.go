@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-github/v62/github"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 )
@@ -21,6 +22,10 @@ type planned struct {
 	c    review.InlineComment
 	fp   string
 	lens string
+	// start is the first line of a multi-line comment (a suggestion's range), 0 otherwise.
+	start int
+	// extra is rendered after the cleaned body: the suggestion block or its plain-text form.
+	extra string
 }
 
 // inlinePlan is what one run places inline and what it moves to the summaries.
@@ -59,13 +64,24 @@ func movedLine(c review.InlineComment, why string) string {
 	return fmt.Sprintf("- %s %s (%s)\n", code(fmt.Sprintf("%s:%d", c.Path, c.Line), 210), oneLine(c.Body, maxFindingDetail), why)
 }
 
+// inlineIndex is what the App's review comments say: the first inline comment of each
+// fingerprint, and the fingerprints whose thread already has the App's closing reply.
+type inlineIndex struct {
+	top    map[string]int64
+	closed map[string]bool
+}
+
 // postedFingerprints lists the fingerprints of the App's inline comments on the pull request
-// and counts those created on the reviewed head.
+// and counts those created on the reviewed head. It indexes them in r.inline.
 func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, int, error) {
 	seen := map[string]bool{}
 	onHead := 0
+	idx := inlineIndex{top: map[string]int64{}, closed: map[string]bool{}}
+	defer func() { r.inline = idx }()
 	err := r.p.call(ctx, "list review comments", func(ctx context.Context) (*github.Response, error) {
 		clear(seen)
+		clear(idx.top)
+		clear(idx.closed)
 		onHead = 0
 		opts := &github.PullRequestListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 		for page := 0; page < maxListPages; page++ {
@@ -77,7 +93,13 @@ func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, int, err
 				if c.GetUser().GetLogin() != r.info.botLogin {
 					continue
 				}
+				if fp := hiddenValue(c.GetBody(), handlers.MarkerClosed); fp != "" {
+					idx.closed[fp] = true
+				}
 				if fp := hiddenValue(c.GetBody(), markerFP); fp != "" {
+					if old, ok := idx.top[fp]; !ok || c.GetID() < old {
+						idx.top[fp] = c.GetID()
+					}
 					seen[fp] = true
 					commit := c.GetOriginalCommitID()
 					if commit == "" {
@@ -102,7 +124,11 @@ func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, int, err
 // publishes inline, on a line of the diff, at most 30 per head. The rest move to the summaries.
 func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decision) (inlinePlan, error) {
 	plan := inlinePlan{placed: map[string]bool{}}
-	if len(d.Inline) == 0 {
+	closed := false
+	for _, f := range d.Findings {
+		closed = closed || !f.Open()
+	}
+	if len(d.Inline) == 0 && !closed {
 		return plan, nil
 	}
 	posted, onHead, err := r.postedFingerprints(ctx)
@@ -136,6 +162,14 @@ func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decis
 		if mode, ok := r.info.publication[lens]; lens != "" && ok && mode != config.PublicationInline && mode != config.PublicationReview {
 			continue // that lens publishes elsewhere; its findings are in the comment
 		}
+		sug := renderSuggestion(lines, c)
+		start := 0
+		if sug.applicable {
+			c.Line = sug.end
+			if sug.start < sug.end {
+				start = sug.start
+			}
+		}
 		switch {
 		case !lines.has(c.Path, c.Line, c.Side):
 			plan.moved = append(plan.moved, movedLine(c, "line not in the diff"))
@@ -144,7 +178,7 @@ func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decis
 			// next 30 of the overflow.
 			plan.moved = append(plan.moved, movedLine(c, "over 30 inline comments"))
 		default:
-			plan.post = append(plan.post, planned{c: c, fp: fp, lens: lens})
+			plan.post = append(plan.post, planned{c: c, fp: fp, lens: lens, start: start, extra: sug.text})
 			if lens != "" {
 				lensSet[lens] = true
 			}
@@ -189,10 +223,14 @@ func (r *run) postReview(ctx context.Context, d *review.Decision, plan *inlinePl
 			CommitID: github.String(r.info.headSHA), Event: github.String(event), Body: github.String(b.String()),
 		}
 		for _, p := range plan.post {
-			req.Comments = append(req.Comments, &github.DraftReviewComment{
+			dc := &github.DraftReviewComment{
 				Path: github.String(p.c.Path), Line: github.Int(p.c.Line), Side: github.String(p.c.Side),
-				Body: github.String(truncate(clean(p.c.Body), 60000) + "\n\n" + inlineFooter(p.lens) + markerFP + p.fp + markerEnd),
-			})
+				Body: github.String(truncate(clean(p.c.Body), 50000) + truncate(p.extra, 10000) + "\n\n" + inlineFooter(p.lens) + markerFP + p.fp + markerEnd),
+			}
+			if p.start > 0 {
+				dc.StartLine, dc.StartSide = github.Int(p.start), github.String(p.c.Side)
+			}
+			req.Comments = append(req.Comments, dc)
 		}
 		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindReviewCreate, Target: "review", ReviewEvent: event, Lenses: plan.lenses}) {
 			for _, p := range plan.post {

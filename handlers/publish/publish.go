@@ -64,6 +64,9 @@ type Options struct {
 	ContentSpacing time.Duration
 	// Sleep waits for d or until ctx ends (a timer when nil); tests pass a clock of their own.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// GraphQLURL is GitHub's GraphQL endpoint (GitHub's V4 API URL); empty means "graphql"
+	// next to the REST base URL, as on github.com.
+	GraphQLURL string
 }
 
 // Publisher implements handlers.Publisher.
@@ -78,6 +81,7 @@ type Publisher struct {
 	retry               Retry
 	callTimeout         time.Duration
 	now                 func() time.Time
+	graphQL             string
 
 	mu     sync.Mutex
 	checks map[string]*github.CheckRun // gate check runs between Begin and Publish
@@ -94,7 +98,7 @@ func New(o Options) (*Publisher, error) {
 	p := &Publisher{
 		signer: o.Signer, witness: o.Witness, runnerVersion: o.RunnerVersion, audit: o.Audit, checkName: o.CheckName, detailsURL: o.DetailsURL,
 		allowRequestChanges: o.AllowRequestChanges, retry: o.Retry, callTimeout: o.CallTimeout, now: o.Now,
-		checks: map[string]*github.CheckRun{},
+		checks: map[string]*github.CheckRun{}, graphQL: o.GraphQLURL,
 	}
 	if p.checkName == "" {
 		p.checkName = DefaultCheckName
@@ -150,6 +154,10 @@ type run struct {
 	record string
 	// tokens is set while the gate's concluding write is authorised.
 	tokens *pdp.Tokens
+	// memoText is the review state written into the advisory comment.
+	memoText string
+	// inline indexes the App's inline comments and thread replies, read by planInline.
+	inline inlineIndex
 }
 
 func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers.Publication, phase string) *run {
@@ -414,6 +422,7 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 		// Without knowing whether the comment exists, creating one could duplicate it.
 		r.notes = append(r.notes, "advisory comment not written: the existing comments could not be listed")
 	}
+	r.memoText = r.memo(pub)
 	plan, err := r.planInline(ctx, pub.Subject, d)
 	if err != nil {
 		r.fail(err)
@@ -428,6 +437,9 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 		expected[placeKey(pl.c.Path, pl.c.Line)] = true
 	}
 	r.setRecord(pub, expected)
+	if err == nil {
+		r.closeThreads(ctx, d, r.inline)
+	}
 	r.completeGate(ctx, d, rc, plan.moved)
 	if len(plan.post) > 0 {
 		moved := len(plan.moved)
@@ -440,6 +452,7 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 	if stickyKnown {
 		r.upsertSticky(ctx, pub, sticky, rc, plan)
 	}
+	r.answerCommands(ctx, pub.Answers)
 	if !r.unchanged {
 		r.reactions(ctx, d) // reacting again to the same outcome would only repeat a write
 	}

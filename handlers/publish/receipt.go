@@ -71,7 +71,9 @@ func predicate(pub subjectInfo, d *review.Decision, now time.Time, prior string,
 		if title == "" {
 			title = "untitled finding"
 		}
-		p.Findings = append(p.Findings, disclosure.Finding{ID: id, Severity: sev, Title: title, Disposition: "open"})
+		rf := review.ReceiptFinding(f, title)
+		rf.ID, rf.Severity = id, sev
+		p.Findings = append(p.Findings, rf)
 	}
 	p.Coverage = coverage(pub, d)
 	if reHex64.MatchString(d.PlanDigest) {
@@ -139,7 +141,7 @@ func stateKey(pub subjectInfo, d *review.Decision, bodyCore string) string {
 	}
 	var ids []string
 	for _, f := range d.Findings {
-		ids = append(ids, f.ID+"|"+string(f.Severity)+"|"+f.Title)
+		ids = append(ids, f.ID+"|"+string(f.Severity)+"|"+f.Title+"|"+f.Disposition+"|"+f.FixCommit+"|"+f.Reason)
 	}
 	sort.Strings(ids)
 	b, _ := json.Marshal(struct {

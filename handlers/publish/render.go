@@ -8,20 +8,21 @@ import (
 	"unicode/utf8"
 
 	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/review"
 )
 
 // Hidden markers. Untrusted text is sanitised so it can never contain them.
 const (
-	markerAdvisory = "<!-- lensgate:advisory -->"
+	markerAdvisory = handlers.MarkerAdvisory
 	markerReceipt  = "<!-- lensgate:receipt -->"
 	markerObserved = "<!-- lensgate:observation -->"
 	markerReview   = "<!-- lensgate:review "
-	markerFP       = "<!-- lensgate:fp:"
+	markerFP       = handlers.MarkerFingerprint
 	markerState    = "<!-- lensgate:state "
 	markerHeads    = "<!-- lensgate:heads "
-	markerEnd      = " -->"
+	markerEnd      = handlers.MarkerEnd
 )
 
 // GitHub limits.
@@ -201,8 +202,18 @@ func findingLine(f review.Finding) string {
 		loc = " " + code(where, 210)
 	}
 	s := fmt.Sprintf("- **%s** [%s]%s %s", oneLine(string(f.Severity), 16), oneLine(f.Lens, 64), loc, oneLine(f.Title, 300))
-	if f.Body != "" {
-		s += " — " + oneLine(f.Body, maxFindingDetail)
+	switch f.Disposition {
+	case review.DispositionFixed:
+		s = "- ~~" + strings.TrimPrefix(s, "- ") + "~~ fixed in " + code(f.FixCommit, 40)
+	case review.DispositionDismissed:
+		s = "- ~~" + strings.TrimPrefix(s, "- ") + "~~ dismissed: " + oneLine(f.Reason, 300)
+	default:
+		if f.Body != "" {
+			s += " — " + oneLine(f.Body, maxFindingDetail)
+		}
+	}
+	if review.ValidFindingID(f.ID) {
+		s += " · " + code(f.ID, 16)
 	}
 	return s + "\n"
 }
@@ -217,6 +228,9 @@ func summary(d *review.Decision) string {
 	b.WriteString(lensTable(d))
 	fmt.Fprintf(&b, "\nCoverage: %s (%d of %d files reviewed).\n", oneLine(d.Coverage.Status, 16), d.Coverage.FilesReviewed, d.Coverage.FilesTotal)
 	b.WriteString(modelSection(d))
+	if s := scopeLine(d); s != "" {
+		b.WriteString(s + "\n")
+	}
 	b.WriteString("\nlensgate recommends; it never approves or merges. A human decides.\n")
 	return truncate(b.String(), maxCheckText)
 }
@@ -330,6 +344,9 @@ func sortedFindings(fs []review.Finding) []review.Finding {
 	out := append([]review.Finding(nil), fs...)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
+		if a.Open() != b.Open() {
+			return a.Open()
+		}
 		if a.Severity.Rank() != b.Severity.Rank() {
 			return a.Severity.Rank() > b.Severity.Rank()
 		}
@@ -342,4 +359,45 @@ func sortedFindings(fs []review.Finding) []review.Finding {
 		return a.ID < b.ID
 	})
 	return out
+}
+
+// scopeLine says what the model lenses were sent and at which head each file was reviewed,
+// so a reader of an incremental review sees that nothing was skipped.
+func scopeLine(d *review.Decision) string {
+	c := d.Coverage
+	var s string
+	switch c.Scope {
+	case review.ScopeIncremental:
+		s = "Model lenses reviewed the changes since " + code(short(c.Since), 16) + "; built-in lenses the whole pull request."
+	case review.ScopeFull:
+		s = "Model lenses reviewed the whole pull request"
+		if c.ScopeReason != "" {
+			s += " (" + oneLine(c.ScopeReason, 300) + ")"
+		}
+		s += "."
+	default:
+		return ""
+	}
+	if c.Chunks > 1 {
+		s += fmt.Sprintf(" The change was reviewed in %d parts.", c.Chunks)
+	}
+	for i, h := range c.Heads {
+		if i == 0 && len(c.Heads) == 1 {
+			break
+		}
+		if len(h.Paths) == 0 {
+			s += fmt.Sprintf(" %d file(s) reviewed at %s.", h.Files, code(short(h.Head), 16))
+			continue
+		}
+		s += fmt.Sprintf(" %d file(s) unchanged since %s, reviewed there:", h.Files, code(short(h.Head), 16))
+		for j, p := range h.Paths {
+			if j == 20 {
+				s += fmt.Sprintf(" and %d more", len(h.Paths)-j)
+				break
+			}
+			s += " " + code(p, 200)
+		}
+		s += "."
+	}
+	return s
 }

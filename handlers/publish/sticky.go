@@ -158,6 +158,9 @@ func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, exist
 	b.WriteString(subjectLine(r.info, d) + "\n\n")
 	b.WriteString(r.refusedBlockNotice())
 	b.WriteString(r.detailsLine())
+	if s := scopeLine(d); s != "" {
+		b.WriteString(s + "\n\n")
+	}
 	b.WriteString(lensTable(d) + "\n")
 	b.WriteString(configSection(pub))
 	if len(plan.moved) > 0 {
@@ -239,6 +242,9 @@ func (r *run) stickyTail(rc *receiptInfo, priorHeads string) string {
 	tail += r.reviewedHeads(priorHeads)
 	if state != "" {
 		tail += markerState + state + markerEnd + "\n"
+	}
+	if r.memoText != "" {
+		tail += handlers.MarkerMemo + r.memoText + markerEnd + "\n"
 	}
 	return tail
 }

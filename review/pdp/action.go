@@ -27,6 +27,13 @@ const (
 	// requested-reviewers API.
 	KindDelegateRequest  Kind = "delegate.request"
 	KindReviewersRequest Kind = "reviewers.request"
+	// KindCommentReply answers a command comment in the conversation (a refused or accepted
+	// dismissal).
+	KindCommentReply Kind = "comment.reply"
+	// KindThreadReply replies in one of the App's review threads ("fixed in", "dismissed").
+	KindThreadReply Kind = "review.reply"
+	// KindThreadResolve resolves one of the App's review threads whose finding is closed.
+	KindThreadResolve Kind = "review.resolve"
 )
 
 // Kinds that are always denied. They exist so that a proposal to do them is named, denied and
@@ -44,6 +51,7 @@ const (
 var allowList = map[Kind]bool{
 	KindCheckRunCreate: true, KindCheckRunUpdate: true, KindCommentUpsert: true, KindCommentDedupe: true, KindReviewCreate: true,
 	KindReactionAdd: true, KindLabelsAdd: true, KindDisclosure: true, KindDelegateRequest: true, KindReviewersRequest: true,
+	KindCommentReply: true, KindThreadReply: true, KindThreadResolve: true,
 }
 
 var forbidden = map[Kind]bool{

@@ -77,6 +77,12 @@ type Request struct {
 	Delegation *Delegation
 	// Budget caps the model tokens of the review; nil means no cap.
 	Budget Budget
+	// Since, when set, is the earlier reviewed head: Diff then holds only the changes since
+	// it, and Changed still lists every file of the pull request as context.
+	Since string
+	// Chunk and Chunks number the part of a large change this request holds (1 of 1 when
+	// the change fits one request; 0 when unset).
+	Chunk, Chunks int
 }
 
 // Budget caps the tokens a review may spend on models. A runtime asks Reserve for the most a
@@ -223,6 +229,16 @@ type Finding struct {
 	// Key distinguishes findings of the same rule in the same file for a stable id; it must
 	// not depend on line numbers (for example, the offending line's text).
 	Key string
+	// Suggestion is optional replacement text for lines of the new file.
+	Suggestion *Suggestion
+}
+
+// Suggestion is replacement text for the lines StartLine..EndLine (inclusive) of the new
+// version of a finding's file.
+type Suggestion struct {
+	StartLine   int
+	EndLine     int
+	Replacement string
 }
 
 // Triage is a runtime's triage answer for an issue.

@@ -67,6 +67,47 @@ type Finding struct {
 	Rule     string `json:"rule,omitempty"`
 	Tool     string `json:"tool,omitempty"`
 	Line     int    `json:"line,omitempty"`
+	// Suggestion is lensgate's optional extension: replacement text for lines of the new file.
+	Suggestion *Suggestion `json:"suggestion,omitempty"`
+}
+
+// Suggestion is replacement text for lines of the new file: start_line..end_line, or "lines"
+// as "10-12" or "10" (the form a model's string-only answer schema uses). A suggestion with
+// neither lines nor replacement is no suggestion.
+type Suggestion struct {
+	StartLine   int    `json:"start_line,omitempty"`
+	EndLine     int    `json:"end_line,omitempty"`
+	Lines       string `json:"lines,omitempty"`
+	Replacement string `json:"replacement"`
+}
+
+// Range is the suggestion's line range; ok is false when it names none or a malformed one.
+func (s *Suggestion) Range() (start, end int, ok bool) {
+	if s == nil {
+		return 0, 0, false
+	}
+	start, end = s.StartLine, s.EndLine
+	if l := strings.TrimSpace(s.Lines); l != "" {
+		a, b, found := strings.Cut(l, "-")
+		var err1, err2 error
+		start, err1 = strconv.Atoi(strings.TrimSpace(a))
+		end, err2 = start, nil
+		if found {
+			end, err2 = strconv.Atoi(strings.TrimSpace(b))
+		}
+		if err1 != nil || err2 != nil {
+			return 0, 0, false
+		}
+	}
+	if end == 0 {
+		end = start
+	}
+	return start, end, start >= 1 && end >= start
+}
+
+// empty reports a suggestion that suggests nothing (a model filling the key it must answer).
+func (s *Suggestion) empty() bool {
+	return s == nil || s.StartLine == 0 && s.EndLine == 0 && strings.TrimSpace(s.Lines) == "" && s.Replacement == ""
 }
 
 // ParseReview validates a review.json document.
@@ -140,6 +181,11 @@ func (r *Review) validate() error {
 			if f.Line < 0 {
 				return fmt.Errorf("lens %q finding %d: negative line", l.Lens, j)
 			}
+			if sg := f.Suggestion; !sg.empty() {
+				if _, _, ok := sg.Range(); !ok || len(sg.Replacement) > MaxMessageBytes {
+					return fmt.Errorf("lens %q finding %d: suggestion needs lines \"N\" or \"N-M\" (1 <= N <= M) and a replacement under %d bytes", l.Lens, j, MaxMessageBytes+1)
+				}
+			}
 		}
 	}
 	return nil
@@ -166,9 +212,15 @@ func (r *Review) Reports() []runtime.LensReport {
 			if f.Line > 0 {
 				line = f.Line
 			}
-			rep.Findings = append(rep.Findings, runtime.Finding{
+			rf := runtime.Finding{
 				Rule: f.Rule, Severity: sev, Path: path, Line: line, Title: f.Title, Message: f.Message,
-			})
+			}
+			if sg := f.Suggestion; !sg.empty() {
+				if start, end, ok := sg.Range(); ok {
+					rf.Suggestion = &runtime.Suggestion{StartLine: start, EndLine: end, Replacement: sg.Replacement}
+				}
+			}
+			rep.Findings = append(rep.Findings, rf)
 		}
 		out = append(out, rep)
 	}

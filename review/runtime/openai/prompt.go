@@ -22,7 +22,10 @@ const answerShape = "Answer with exactly one JSON object and nothing else (no pr
 	"every key present:\n" +
 	`{"schema":"asdd/review/v0.1","recommendation":"comment|request-changes","summary":"...",` +
 	`"lenses":[{"lens":"<lens name>","verdict":"ok|concerns|request-changes","summary":"...",` +
-	`"findings":[{"severity":"note|warn|block","title":"...","message":"...","path":"file:line or empty"}]}]}` + "\n"
+	`"findings":[{"severity":"note|warn|block","title":"...","message":"...","path":"file:line or empty",` +
+	`"suggestion":null}]}]}` + "\n" +
+	"A finding's suggestion may instead be {\"lines\":\"10-12\",\"replacement\":\"the new text of those lines\"}: " +
+	"replacement text for lines of the file's new version, only for a small fix you are sure of.\n"
 
 // systemPrompt holds every instruction: the reviewer's role, how to treat the fenced data and
 // the lenses. Nothing from the pull request is ever written here.
@@ -53,6 +56,9 @@ func systemPrompt(lenses []runtime.Lens, independent bool) string {
 	return b.String()
 }
 
+// maxContextFiles bounds the file list an incremental prompt carries as context.
+const maxContextFiles = 300
+
 // userPrompt fences the untrusted data with the nonce.
 func userPrompt(req *runtime.Request, nonce string) string {
 	var b strings.Builder
@@ -64,6 +70,19 @@ func userPrompt(req *runtime.Request, nonce string) string {
 		fmt.Fprintf(&b, "# Pull request #%d (head %s)\n", req.Subject.Number, req.Subject.HeadSHA)
 	}
 	b.WriteString("## Title\n" + req.Subject.Title + "\n\n## Description\n" + req.Subject.Body + "\n")
+	if req.Kind != runtime.KindTriage && req.Since != "" {
+		fmt.Fprintf(&b, "\n## Scope\nOnly the changes since the already reviewed commit %s are shown in the diff. The pull request changes these files:\n", req.Since)
+		for i, c := range req.Changed {
+			if i == maxContextFiles {
+				fmt.Fprintf(&b, "and %d more\n", len(req.Changed)-i)
+				break
+			}
+			b.WriteString(c.Status + " " + c.Path + "\n")
+		}
+	}
+	if req.Kind != runtime.KindTriage && req.Chunks > 1 {
+		fmt.Fprintf(&b, "\n## Part\nThis is part %d of %d of a large change; the other parts are reviewed separately.\n", req.Chunk, req.Chunks)
+	}
 	if req.Kind != runtime.KindTriage {
 		b.WriteString("\n## Diff\n")
 		b.Write(req.Diff)

@@ -22,6 +22,21 @@ type schema struct {
 	Required             []string           `json:"required,omitempty"`
 	AdditionalProperties *bool              `json:"additionalProperties,omitempty"`
 	Items                *schema            `json:"items,omitempty"`
+	// Nullable lets the value be null, and an answer checked in Go leave the key out: the way
+	// strict structured outputs express an optional field.
+	Nullable bool `json:"-"`
+}
+
+// MarshalJSON writes a nullable schema's type as [type, "null"].
+func (s *schema) MarshalJSON() ([]byte, error) {
+	type plain schema
+	if !s.Nullable {
+		return json.Marshal((*plain)(s))
+	}
+	return json.Marshal(struct {
+		Type []string `json:"type"`
+		*plain
+	}{[]string{s.Type, "null"}, (*plain)(s)})
 }
 
 func str(enum ...string) *schema { return &schema{Type: "string", Enum: enum} }
@@ -48,8 +63,11 @@ var (
 
 // reviewSchema is the schema of a review answer whose lens names are exactly the lenses asked.
 func reviewSchema(lenses []string) *schema {
+	suggestion := object(map[string]*schema{"lines": str(), "replacement": str()})
+	suggestion.Nullable = true
 	finding := object(map[string]*schema{
 		"severity": str(answerSeverities...), "title": str(), "message": str(), "path": str(),
+		"suggestion": suggestion,
 	})
 	lens := object(map[string]*schema{
 		"lens": str(lenses...), "verdict": str(answerVerdicts...), "summary": str(), "findings": array(finding),
@@ -86,6 +104,9 @@ func (s *schema) validate(v any) error {
 }
 
 func (s *schema) check(v any, at string) error {
+	if v == nil && s.Nullable {
+		return nil
+	}
 	switch s.Type {
 	case "object":
 		m, ok := v.(map[string]any)
@@ -93,7 +114,7 @@ func (s *schema) check(v any, at string) error {
 			return fmt.Errorf("%s is not an object", at)
 		}
 		for _, k := range s.Required {
-			if _, ok := m[k]; !ok {
+			if _, ok := m[k]; !ok && !s.Properties[k].Nullable {
 				return fmt.Errorf("%s has no %q", at, k)
 			}
 		}
