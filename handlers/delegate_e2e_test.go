@@ -2,8 +2,11 @@ package handlers_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/publish"
@@ -97,23 +101,54 @@ type delegateEnv struct {
 	sent atomic.Int64
 }
 
+// delegateSetup varies newDelegateEnv.
+type delegateSetup struct {
+	extra   string // appended to the lens of delegateConfig
+	scripts [][]githubfake.Answer
+	// connector replaces the Codex connector; presets are operator presets for it.
+	connector *githubfake.Connector
+	presets   []delegate.Preset
+	// files replace .asdd.yml on the base branch.
+	files map[string]string
+	// signed publishes receipts.
+	signed bool
+}
+
 // newDelegateEnv runs the whole App (dispatcher, queue, worker, pipeline with the delegate
 // runtime, publisher and policy decision point) against the fake GitHub with a scripted
-// connector. extra is appended to the lens of delegateConfig.
+// Codex connector answering each request with its script.
 func newDelegateEnv(t *testing.T, extra string, scripts ...[]githubfake.Answer) *delegateEnv {
+	return newDelegateEnvWith(t, delegateSetup{extra: extra, scripts: scripts})
+}
+
+func newDelegateEnvWith(t *testing.T, ds delegateSetup) *delegateEnv {
 	t.Helper()
 	clk := &testClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	gh := githubfake.New(t, githubfake.WithClock(clk.now))
-	gh.ScriptConnector(githubfake.Connector{Bot: codexBot, Trigger: "@codex review", Scripts: scripts})
-	dl, err := delegate.New()
+	conn := githubfake.Connector{Bot: codexBot, Trigger: "@codex review", Scripts: ds.scripts}
+	if ds.connector != nil {
+		conn = *ds.connector
+	}
+	gh.ScriptConnector(conn)
+	dl, err := delegate.New(ds.presets...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := runtime.NewRegistry(builtin.New(builtin.Options{}), dl)
-	if err := reg.AddPreset(delegate.CodexPreset, delegate.Name); err != nil {
-		t.Fatal(err)
+	for _, n := range dl.PresetNames() {
+		if err := reg.AddPreset(n, delegate.Name); err != nil {
+			t.Fatal(err)
+		}
 	}
-	p, err := publish.New(publish.Options{Audit: &pdp.MemorySink{}, Now: clk.now})
+	po := publish.Options{Audit: &pdp.MemorySink{}, Now: clk.now}
+	if ds.signed {
+		_, key, err := ed25519.GenerateKey(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		po.Signer = &disclosure.Signer{Key: key}
+	}
+	p, err := publish.New(po)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +182,13 @@ func newDelegateEnv(t *testing.T, extra string, scripts ...[]githubfake.Answer) 
 		t.Fatal(err)
 	}
 	de.gh.SetPermission(fixtureRepo, "Codertocat", "write")
-	de.gh.SetFile(fixtureRepo, fixtureRef, ".asdd.yml", fmt.Sprintf(delegateConfig, extra))
+	files := ds.files
+	if files == nil {
+		files = map[string]string{".asdd.yml": fmt.Sprintf(delegateConfig, ds.extra)}
+	}
+	for path, body := range files {
+		de.gh.SetFile(fixtureRepo, fixtureRef, path, body)
+	}
 	return de
 }
 
@@ -214,7 +255,7 @@ func TestDelegatedLensEvidenceKinds(t *testing.T) {
 			de.open()
 			l := de.waitLens(fixtureHead, c.outcome, c.text)
 			if c.answer.Kind == githubfake.AnswerReview {
-				if len(l.Findings) != 1 || l.Findings[0].Rule != codexBot.Login || l.Findings[0].Path != "README.md" || l.Findings[0].Title != "Say what the line is for" {
+				if len(l.Findings) != 1 || l.Findings[0].Rule != codexBot.Login || l.Findings[0].Path != "README.md" || l.Findings[0].Title != codexBot.Login+": Say what the line is for" {
 					t.Fatalf("findings %+v", l.Findings)
 				}
 			}
@@ -348,5 +389,110 @@ func TestDelegatedLensRedeliveryPostsOneRequest(t *testing.T) {
 	de.drain()
 	if n := len(de.requests(fixtureHead)); n != 1 {
 		t.Fatalf("%d request comments for one head, want 1", n)
+	}
+}
+
+func TestDelegatedLensFromAFork(t *testing.T) {
+	de := newDelegateEnv(t, "", []githubfake.Answer{{Kind: githubfake.AnswerComment, After: time.Minute}})
+	de.gh.SetHeadRepo(fixtureRepo, fixturePR, "someone/Hello-World")
+	de.open()
+	de.waitLens(fixtureHead, "pending", "the pull request comes from a fork")
+	if n := len(de.requests(fixtureHead)); n != 0 {
+		t.Fatalf("%d requests posted for a fork without approval", n)
+	}
+}
+
+func TestDelegatedLensApprovalOff(t *testing.T) {
+	de := newDelegateEnvWith(t, delegateSetup{
+		scripts: [][]githubfake.Answer{{{Kind: githubfake.AnswerComment, After: time.Minute}}},
+		files:   map[string]string{".asdd.yml": fmt.Sprintf(delegateConfig, "") + "delegate:\n  approval: never\n  timeout: 5m\n"},
+	})
+	de.gh.SetHeadRepo(fixtureRepo, fixturePR, "someone/Hello-World")
+	de.open()
+	de.waitLens(fixtureHead, "passed", "found no major issues")
+}
+
+// A reviewers preset (Copilot's way) is requested through the requested-reviewers API; the
+// request comment records the request, and the review answers it.
+func TestDelegatedLensThroughRequestedReviewers(t *testing.T) {
+	copilot := githubfake.Bot{Login: "copilot-pull-request-reviewer[bot]", UserID: 175728472}
+	inline := githubfake.ReviewComment{Path: "README.md", Line: 2, Body: "Consider a shorter sentence."}
+	de := newDelegateEnvWith(t, delegateSetup{
+		connector: &githubfake.Connector{Bot: copilot, Via: "reviewers", Heading: "## Pull request overview",
+			Scripts: [][]githubfake.Answer{{{Kind: githubfake.AnswerReview, After: time.Minute, Comments: []githubfake.ReviewComment{inline}}}}},
+		presets: []delegate.Preset{{Name: "copilot", Bot: delegate.Bot{Login: copilot.Login, UserID: copilot.UserID},
+			RequestVia: delegate.RequestReviewers, Reviewer: copilot.Login, Evidence: []string{delegate.EvidenceReview}, ReviewHeading: "## Pull request overview"}},
+		files: map[string]string{".asdd.yml": strings.ReplaceAll(fmt.Sprintf(delegateConfig, "\n      outcome_on_findings: pass"), "preset: codex", "preset: copilot")},
+	})
+	de.open()
+	l := de.waitLens(fixtureHead, "passed", "1 suggestion")
+	if got := de.gh.ReviewRequests(fixtureRepo, fixturePR); len(got) != 1 || got[0] != copilot.Login {
+		t.Fatalf("requested reviewers %v", got)
+	}
+	if reqs := de.requests(fixtureHead); len(reqs) != 1 || !strings.HasPrefix(reqs[0].Body, "lensgate requested a review from "+copilot.Login) {
+		t.Fatalf("request records %+v", reqs)
+	}
+	if len(l.Findings) != 1 || l.Findings[0].Rule != copilot.Login {
+		t.Fatalf("findings %+v", l.Findings)
+	}
+}
+
+// The delegated lens is in the plan: a YAGA policy file with codex lenses has YAGA's digest, and
+// the bot's findings reach the advisory comment and the signed receipt, named after the bot.
+func TestDelegatedLensPlanAndReceipt(t *testing.T) {
+	policy, err := os.ReadFile("../review/policy/testdata/yaga/examples/agent-review-policy.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline := githubfake.ReviewComment{Path: "README.md", Line: 2, Body: "Say what the line is for."}
+	de := newDelegateEnvWith(t, delegateSetup{
+		scripts: [][]githubfake.Answer{{{Kind: githubfake.AnswerReview, After: time.Minute, Comments: []githubfake.ReviewComment{inline}}}},
+		files:   map[string]string{".yaga.toml": string(policy)},
+		signed:  true,
+	})
+	de.open()
+	de.waitFor("the review answer published", func() bool {
+		l, ok := de.pubs.lens("security", fixtureHead)
+		return ok && l.Outcome == review.OutcomeFailed
+	})
+	de.drain()
+	de.pubs.mu.Lock()
+	last := de.pubs.pubs[len(de.pubs.pubs)-1]
+	de.pubs.mu.Unlock()
+	if last.Decision.PlanDigest != "8fab465b0b8ea9bf25e0c993387673ddde272405e885573f2094e09611c02cf0" {
+		t.Fatalf("plan digest %s", last.Decision.PlanDigest)
+	}
+	for _, name := range []string{"correctness", "security"} {
+		if l, _ := de.pubs.lens(name, fixtureHead); l.Runtime != delegate.Name {
+			t.Errorf("%s runs on %q", name, l.Runtime)
+		}
+	}
+	want := codexBot.Login + ": Say what the line is for."
+	var sticky string
+	for _, c := range de.gh.Comments(fixtureRepo, fixturePR) {
+		if c.User == de.gh.BotLogin() && !strings.Contains(c.Body, delegate.MarkerName) {
+			sticky = c.Body
+		}
+	}
+	if !strings.Contains(strings.ReplaceAll(sticky, `\`, ""), want) {
+		t.Errorf("advisory comment does not name the bot's finding:\n%s", sticky)
+	}
+	if body := de.gh.PullBody(fixtureRepo, fixturePR); !strings.Contains(body, "proofbundle:agent-review:begin") {
+		t.Errorf("no disclosure block in the body:\n%s", body)
+	}
+	// The signed receipt in the advisory comment lists the bot's finding under its name.
+	_, rest, _ := strings.Cut(sticky, "```json\n")
+	envJSON, _, _ := strings.Cut(rest, "\n```")
+	var env struct {
+		Payload []byte `json:"payload"`
+	}
+	if err := json.Unmarshal([]byte(envJSON), &env); err != nil {
+		t.Fatalf("receipt envelope: %v", err)
+	}
+	if !strings.Contains(string(env.Payload), `"title":"`+want+`"`) || !strings.Contains(string(env.Payload), "lensgate/security/delegate") {
+		t.Errorf("receipt statement does not carry the delegated finding: %s", env.Payload)
+	}
+	if f := last.Decision.Findings; len(f) < 2 || f[0].Title != want {
+		t.Errorf("receipt findings %+v", f)
 	}
 }

@@ -289,3 +289,10 @@ func (s *Server) ReviewPayload(fullName string, number int, reviewID int64) []by
 	}
 	return nil
 }
+
+// SetHeadRepo makes a pull request come from another repository (a fork), by full name.
+func (s *Server) SetHeadRepo(fullName string, number int, headRepo string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mustPR(fullName, number).HeadRepo = headRepo
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/go-github/v62/github"
@@ -54,6 +55,12 @@ func (s *Server) prJSON(st *repoState, pr *PullRequest) *github.PullRequest {
 		del += f.Deletions
 	}
 	repo := s.repoJSON(st)
+	headRepo := repo
+	if pr.HeadRepo != "" {
+		owner, name, _ := strings.Cut(pr.HeadRepo, "/")
+		headRepo = &github.Repository{ID: github.Int64(st.id + 1_000_000), FullName: github.String(pr.HeadRepo),
+			Name: github.String(name), Owner: &github.User{Login: github.String(owner)}, Fork: github.Bool(true)}
+	}
 	return &github.PullRequest{
 		ID:           github.Int64(pr.ID),
 		NodeID:       github.String(pr.NodeID),
@@ -73,7 +80,7 @@ func (s *Server) prJSON(st *repoState, pr *PullRequest) *github.PullRequest {
 		URL:          github.String(s.apiURL("/repos/%s/pulls/%d", st.FullName(), pr.Number)),
 		Head: &github.PullRequestBranch{
 			SHA: github.String(pr.HeadSHA), Ref: github.String(pr.HeadRef),
-			Label: github.String(st.Owner + ":" + pr.HeadRef), Repo: repo,
+			Label: github.String(st.Owner + ":" + pr.HeadRef), Repo: headRepo,
 		},
 		Base: &github.PullRequestBranch{
 			SHA: github.String(pr.BaseSHA), Ref: github.String(pr.BaseRef),

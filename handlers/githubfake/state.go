@@ -35,9 +35,11 @@ type PullRequest struct {
 	Merged  bool
 	HeadSHA string
 	HeadRef string
-	BaseSHA string
-	BaseRef string
-	Labels  []string
+	// HeadRepo is the full name of the fork the head is in ("" for the repository itself).
+	HeadRepo string
+	BaseSHA  string
+	BaseRef  string
+	Labels   []string
 	// Diff is served byte for byte for the diff media type. When empty it is assembled from Files.
 	Diff []byte
 	// Files are served by the files endpoint. When empty they are derived from Diff.

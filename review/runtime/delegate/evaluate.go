@@ -192,7 +192,8 @@ func Evaluate(in Input) Verdict {
 // maxBotFindings bounds the findings taken from one review.
 const maxBotFindings = 100
 
-// findingsOf turns a review's inline comments into findings attributed to the bot. Their
+// findingsOf turns a review's inline comments into findings attributed to the bot (its login is
+// the rule and starts the title). Their
 // severity is medium: the bot's own priority marks stay in the message, and whether findings
 // block is the lens's outcome_on_findings, not a severity guess.
 func findingsOf(p Preset, r runtime.BotReview) []runtime.Finding {
@@ -202,7 +203,8 @@ func findingsOf(p Preset, r runtime.BotReview) []runtime.Finding {
 			break
 		}
 		body := strings.TrimSpace(normalize(c.Body))
-		title := firstText(body)
+		// The title names the bot: the comment and the receipt show whose finding it is.
+		title := p.Bot.Login + ": " + firstText(body)
 		out = append(out, runtime.Finding{
 			Rule: p.Bot.Login, Severity: runtime.SeverityMedium, Path: c.Path, Line: c.Line,
 			Title: title, Message: body, Key: fmt.Sprintf("%d", c.ID),

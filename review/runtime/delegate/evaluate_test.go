@@ -149,7 +149,7 @@ func TestEvaluateFindingAttribution(t *testing.T) {
 		Reviews: []runtime.BotReview{findingsReview(21, 60, tHead, runtime.BotReviewComment{ID: 9, Path: "a.go", Line: 4, Body: "**![P2 Badge](https://x/y.svg) Close the file**\n\nIt leaks."})}}
 	v := Evaluate(Input{Preset: codex, Repo: tRepo, Number: tPR, Head: tHead, Base: tBase, Observed: &obs})
 	f := v.Findings[0]
-	if f.Rule != bot.Login || f.Path != "a.go" || f.Line != 4 || f.Title != "Close the file" || f.Severity != runtime.SeverityMedium || !strings.Contains(f.Message, "It leaks.") {
+	if f.Rule != bot.Login || f.Path != "a.go" || f.Line != 4 || f.Title != bot.Login+": Close the file" || f.Severity != runtime.SeverityMedium || !strings.Contains(f.Message, "It leaks.") {
 		t.Fatalf("finding %+v", f)
 	}
 	if !v.Deadline.Equal(at(0).Add(DefaultTimeout)) || v.Request == nil || v.Evidence.ID != 21 {
