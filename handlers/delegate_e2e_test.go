@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/handlers/queue/durable"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -112,6 +114,8 @@ type delegateSetup struct {
 	files map[string]string
 	// signed publishes receipts.
 	signed bool
+	// durable keeps the jobs in a SQLite database with River instead of memory.
+	durable bool
 }
 
 // newDelegateEnv runs the whole App (dispatcher, queue, worker, pipeline with the delegate
@@ -158,6 +162,14 @@ func newDelegateEnvWith(t *testing.T, ds delegateSetup) *delegateEnv {
 		o.Publisher = de.pubs
 		o.Now = clk.now
 		o.Delegation = handlers.Delegation{Runtime: dl, Recheck: []time.Duration{10 * time.Millisecond}, MaxRechecks: 100000}
+		if ds.durable {
+			q, err := durable.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "queue.db"),
+				durable.Options{Workers: 2, JobTimeout: 30 * time.Second, FetchPollInterval: 20 * time.Millisecond, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Queue = q
+		}
 	})
 	var done atomic.Bool
 	t.Cleanup(func() { done.Store(true) })
@@ -494,5 +506,17 @@ func TestDelegatedLensPlanAndReceipt(t *testing.T) {
 	}
 	if f := last.Decision.Findings; len(f) < 2 || f[0].Title != want {
 		t.Errorf("receipt findings %+v", f)
+	}
+}
+
+// The looks for a reaction run as scheduled jobs of the durable queue.
+func TestDelegatedLensOnTheDurableQueue(t *testing.T) {
+	de := newDelegateEnvWith(t, delegateSetup{durable: true,
+		scripts: [][]githubfake.Answer{{{Kind: githubfake.AnswerEyes, After: time.Second}, {Kind: githubfake.AnswerReaction, After: 3 * time.Second}}}})
+	de.open()
+	de.waitLens(fixtureHead, "passed", "reacted")
+	de.waitFor("gate success", func() bool { return de.gateConclusion(fixtureHead) == "success" })
+	if n := len(de.requests(fixtureHead)); n != 1 {
+		t.Fatalf("%d request comments, want 1", n)
 	}
 }
