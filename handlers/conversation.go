@@ -96,11 +96,19 @@ func ParseDismiss(body, command string) (string, bool) {
 }
 
 // ReadConversation lists the pull request's conversation and review comments once each.
-func (f Fetcher) ReadConversation(ctx context.Context, c *github.Client, owner, repo string, number int, botLogin, command string) (*Conversation, error) {
+//
+// counts, when known, skips a list the pull request's comment counts say is empty.
+func (f Fetcher) ReadConversation(ctx context.Context, c *github.Client, owner, repo string, number int, botLogin, command string, counts *PullCounts) (*Conversation, error) {
 	conv := &Conversation{Inline: map[int64]string{}, Answered: map[int64]bool{}}
 	var sticky *github.IssueComment
 	var issueCmds []Command
-	for page := 1; page != 0 && page <= maxCommentPages; {
+	first := func(n int) int {
+		if counts != nil && n == 0 {
+			return 0 // nothing to list
+		}
+		return 1
+	}
+	for page := first(counts.issueComments()); page != 0 && page <= maxCommentPages; {
 		var cs []*github.IssueComment
 		var resp *github.Response
 		err := f.do(ctx, fmt.Sprintf("list comments of %s/%s#%d page %d", owner, repo, number, page), func(ctx context.Context) error {
@@ -127,7 +135,7 @@ func (f Fetcher) ReadConversation(ctx context.Context, c *github.Client, owner, 
 		page = resp.NextPage
 	}
 	var reviewCmds []Command
-	for page := 1; page != 0 && page <= maxCommentPages; {
+	for page := first(counts.reviewComments()); page != 0 && page <= maxCommentPages; {
 		var cs []*github.PullRequestComment
 		var resp *github.Response
 		err := f.do(ctx, fmt.Sprintf("list review comments of %s/%s#%d page %d", owner, repo, number, page), func(ctx context.Context) error {

@@ -20,7 +20,7 @@ import (
 
 const (
 	routeGetPull  = "GET /repos/{owner}/{repo}/pulls/{number}"
-	routeFiles    = "GET /repos/{owner}/{repo}/pulls/{number}/files"
+	routeCommits  = "GET /repos/{owner}/{repo}/pulls/{number}/commits"
 	routeContents = "GET /repos/{owner}/{repo}/contents/{path...}"
 )
 
@@ -311,9 +311,9 @@ func TestSnapshotRetriesTransientFailures(t *testing.T) {
 	}{
 		{"502 twice", func(gh *githubfake.Server) { gh.FailNext(routeGetPull, http.StatusBadGateway, 2) }},
 		{"429 then ok", func(gh *githubfake.Server) {
-			gh.Inject(routeFiles, githubfake.Fault{Status: http.StatusTooManyRequests, RetryAfter: 0, Times: 1})
+			gh.Inject(routeCommits, githubfake.Fault{Status: http.StatusTooManyRequests, RetryAfter: 0, Times: 1})
 		}},
-		{"secondary rate limit", func(gh *githubfake.Server) { gh.SecondaryRateLimitNext(routeFiles, 0, 1) }},
+		{"secondary rate limit", func(gh *githubfake.Server) { gh.SecondaryRateLimitNext(routeCommits, 0, 1) }},
 		{"timeout", func(gh *githubfake.Server) { gh.DelayNext(routeGetPull, 3*time.Second, 1) }},
 	}
 	for _, tt := range tests {
@@ -340,8 +340,8 @@ func TestSnapshotOutageEndsInOperationalFailure(t *testing.T) {
 		status int
 	}{
 		{"500 on the pull request", routeGetPull, http.StatusInternalServerError},
-		{"503 on the files", routeFiles, http.StatusServiceUnavailable},
-		{"429 on the files", routeFiles, http.StatusTooManyRequests},
+		{"503 on the commits", routeCommits, http.StatusServiceUnavailable},
+		{"429 on the commits", routeCommits, http.StatusTooManyRequests},
 		{"502 on the configuration", routeContents, http.StatusBadGateway},
 	}
 	for _, tt := range tests {

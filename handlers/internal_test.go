@@ -12,6 +12,8 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/google/go-github/v62/github"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lensgate/lensgate/handlers/githubfake"
 	metrics "github.com/rcrowley/go-metrics"
 )
 
@@ -168,6 +170,31 @@ func TestValidRelPathAndCanWrite(t *testing.T) {
 	for perm, want := range map[string]bool{"admin": true, "maintain": true, "write": true, "triage": false, "read": false, "none": false, "": false} {
 		if got := canWrite(&github.RepositoryPermissionLevel{Permission: &perm}); got != want {
 			t.Errorf("canWrite(%q) = %v", perm, got)
+		}
+	}
+}
+
+// The files a review binds from the diff are the files GitHub's files API lists for it.
+func TestFilesFromDiffMatchTheFilesAPI(t *testing.T) {
+	diffs := []string{
+		"diff --git a/README.md b/README.md\nindex 1..2 100644\n--- a/README.md\n+++ b/README.md\n@@ -1,2 +1,3 @@\n # Hello\n-old\n+new\n+more\n",
+		"diff --git a/new.go b/new.go\nnew file mode 100644\n--- /dev/null\n+++ b/new.go\n@@ -0,0 +1,2 @@\n+package x\n+\n" +
+			"diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n" +
+			"diff --git a/a.txt b/b.txt\nsimilarity index 90%\nrename from a.txt\nrename to b.txt\n--- a/a.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-x\n+y\n",
+	}
+	for _, d := range diffs {
+		got := filesFromDiff([]byte(d))
+		want := githubfake.FilesFromDiff([]byte(d))
+		if len(got) != len(want) {
+			t.Fatalf("%d files, the files API lists %d", len(got), len(want))
+		}
+		for i, w := range want {
+			g := got[i]
+			if g.GetFilename() != w.Filename || g.GetPreviousFilename() != w.PreviousFilename || g.GetStatus() != w.Status ||
+				g.GetAdditions() != w.Additions || g.GetDeletions() != w.Deletions || g.GetPatch() != w.Patch {
+				t.Errorf("file %d: %s %s %s +%d -%d %q, want %+v", i, g.GetFilename(), g.GetPreviousFilename(), g.GetStatus(),
+					g.GetAdditions(), g.GetDeletions(), g.GetPatch(), w)
+			}
 		}
 	}
 }

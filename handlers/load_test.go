@@ -27,16 +27,16 @@ var (
 // TestGitHubCallsPerReview counts what one review of a pull request costs in GitHub API calls,
 // with the handlers' reads alone and with the real publisher.
 func TestGitHubCallsPerReview(t *testing.T) {
-	// Without any configuration file the base branch is asked for .asdd.yml, .yaga.toml and
-	// pyproject.toml before the owner's .github repository; an .asdd.yml saves the other reads.
+	// One listing of the base branch's root tells which configuration file exists; then that file
+	// is read, or, with none, the owner's .github repository's .asdd.yml.
 	for _, tc := range []struct {
 		name                string
 		files               map[string]string
 		contents, repo, all int
 	}{
-		{"reads", nil, 4, 0, 11},
-		{"reads with .asdd.yml", map[string]string{".asdd.yml": baseConfig}, 1, 0, 8},
-		{"reads with .yaga.toml", map[string]string{".yaga.toml": yagaPolicy}, 2, 0, 9},
+		{"reads", nil, 2, 0, 8},
+		{"reads with .asdd.yml", map[string]string{".asdd.yml": baseConfig}, 2, 0, 8},
+		{"reads with .yaga.toml", map[string]string{".yaga.toml": yagaPolicy}, 2, 0, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -52,7 +52,7 @@ func TestGitHubCallsPerReview(t *testing.T) {
 				"GET /repos/{owner}/{repo}/pulls/{number}":         2, // the pull request and its diff
 				"GET /repos/{owner}/{repo}/contents/{path...}":     tc.contents,
 				"GET /repos/{owner}/{repo}":                        tc.repo, // no repository lookup: the .github read goes to its default branch
-				"GET /repos/{owner}/{repo}/pulls/{number}/files":   1,
+				"GET /repos/{owner}/{repo}/pulls/{number}/files":   0,       // the diff carries the files
 				"GET /repos/{owner}/{repo}/pulls/{number}/commits": 1,
 				// The last review's state and the dismiss commands since.
 				"GET /repos/{owner}/{repo}/issues/{number}/comments": 1,

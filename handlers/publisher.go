@@ -63,6 +63,9 @@ type Publication struct {
 	Decision *review.Decision
 	// Triage is the issue outcome (nil for pull requests).
 	Triage *review.TriageDecision
+	// Counts are the pull request's comment counts as the worker read them when the job
+	// started; nil when unknown. A publisher may skip listing what is known to be empty.
+	Counts *PullCounts
 	// Failure is the operational cause when the pipeline could not produce a real decision;
 	// Decision is then pending with Gate.Reason describing it.
 	Failure error
@@ -70,6 +73,25 @@ type Publication struct {
 	Conversation *Conversation
 	// Answers are replies to command comments (a refused or accepted dismissal).
 	Answers []Answer
+}
+
+// PullCounts are a pull request's comment counts (GitHub's comments and review_comments).
+type PullCounts struct {
+	IssueComments, ReviewComments int
+}
+
+func (c *PullCounts) issueComments() int {
+	if c == nil {
+		return -1
+	}
+	return c.IssueComments
+}
+
+func (c *PullCounts) reviewComments() int {
+	if c == nil {
+		return -1
+	}
+	return c.ReviewComments
 }
 
 // AppIdentity is the App as GET /app describes it.

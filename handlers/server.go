@@ -141,6 +141,7 @@ func New(opts Options) (*Server, error) {
 	gm := metrics.NewRegistry()
 	reg.MustRegister(goMetricsCollector{reg: gm})
 
+	respCache := newResponseCache(maxCacheBytes)
 	ghc := githubapp.Config{WebURL: cfg.GitHub.WebURL, V3APIURL: cfg.GitHub.V3APIURL, V4APIURL: cfg.GitHub.V4APIURL}
 	ghc.App.IntegrationID = cfg.GitHub.App.IntegrationID
 	ghc.App.WebhookSecret = cfg.GitHub.App.WebhookSecret
@@ -148,7 +149,8 @@ func New(opts Options) (*Server, error) {
 	copts := append([]githubapp.ClientOption{
 		githubapp.WithClientUserAgent("lensgate/" + opts.Version),
 		githubapp.WithClientTimeout(cfg.GitHub.Timeout),
-		githubapp.WithClientMiddleware(githubapp.ClientMetrics(gm), githubapp.ClientLogging(zerolog.DebugLevel)),
+		// One cache for every client of this server; every stored response is revalidated.
+		githubapp.WithClientMiddleware(githubapp.ClientMetrics(gm), githubapp.ClientLogging(zerolog.DebugLevel), conditionalRequests(respCache)),
 	}, opts.ClientOptions...)
 	cc, err := githubapp.NewDefaultCachingClientCreator(ghc, copts...)
 	if err != nil {

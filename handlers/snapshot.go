@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
@@ -242,7 +244,12 @@ func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.
 	case err != nil:
 		return nil, err
 	}
-	for page := 1; page != 0 && page <= maxFilePages; {
+	if !s.DiffTooLarge {
+		// The diff holds every file's status, counts and patch: the files list would only
+		// repeat it, so it is read only when GitHub refuses the diff.
+		s.Files = filesFromDiff(s.Diff)
+	}
+	for page := 1; s.DiffTooLarge && page != 0 && page <= maxFilePages; {
 		var files []*github.CommitFile
 		var resp *github.Response
 		err := f.do(ctx, fmt.Sprintf("list files of %s/%s#%d page %d", owner, repo, n, page), func(ctx context.Context) error {
@@ -304,6 +311,28 @@ func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.
 		s.OpenPRsByAuthor = count
 	}
 	return s, nil
+}
+
+// filesFromDiff describes a diff's files as the files API does: name, previous name, status,
+// additions and deletions, and the patch (the hunks; none for a binary file).
+func filesFromDiff(b []byte) []*github.CommitFile {
+	var out []*github.CommitFile
+	for _, f := range diff.Parse(b) {
+		cf := &github.CommitFile{
+			Filename: github.String(f.Path()), Status: github.String(f.Status),
+			Additions: github.Int(f.Added), Deletions: github.Int(f.Deleted), Changes: github.Int(f.Added + f.Deleted),
+		}
+		if (f.Status == diff.Renamed || f.Status == diff.Copied) && f.OldPath != "" {
+			cf.PreviousFilename = github.String(f.OldPath)
+		}
+		if i := bytes.Index(f.Raw, []byte("\n@@")); i >= 0 && !f.Binary {
+			cf.Patch = github.String(strings.TrimSuffix(string(f.Raw[i+1:]), "\n"))
+		} else if bytes.HasPrefix(f.Raw, []byte("@@")) && !f.Binary {
+			cf.Patch = github.String(strings.TrimSuffix(string(f.Raw), "\n"))
+		}
+		out = append(out, cf)
+	}
+	return out
 }
 
 // workflowContents reads changed workflow files whole at the head commit (GitHub serves a pull

@@ -77,17 +77,24 @@ func NewConfigLoader(orgRepo string, fallback *config.Repo) *ConfigLoader {
 // with its Problems so the caller reports it instead of reviewing with defaults. The error is
 // for GitHub failures only.
 func (l *ConfigLoader) Load(ctx context.Context, client *github.Client, owner, repo, ref string) (TrustedConfig, error) {
-	data, found, err := readFile(ctx, client, owner, repo, ConfigPath, ref)
+	// One listing of the root says which of the files exist, so a repository without them
+	// pays no 404 per file; its ETag makes the next review's listing a 304.
+	root, err := rootFiles(ctx, client, owner, repo, ref)
 	if err != nil {
-		return TrustedConfig{}, fmt.Errorf("load %s from %s/%s@%s: %w", ConfigPath, owner, repo, ref, err)
+		return TrustedConfig{}, fmt.Errorf("list the root of %s/%s@%s: %w", owner, repo, ref, err)
 	}
-	if found {
-		src := ConfigSource{Origin: OriginRepository, Source: owner + "/" + repo + "@" + ref, Path: ConfigPath}
-		return l.loadASDD(ctx, client, owner, src, data, ConfigPath)
+	if root[ConfigPath] {
+		data, found, err := readFile(ctx, client, owner, repo, ConfigPath, ref)
+		if err != nil {
+			return TrustedConfig{}, fmt.Errorf("load %s from %s/%s@%s: %w", ConfigPath, owner, repo, ref, err)
+		}
+		if found {
+			src := ConfigSource{Origin: OriginRepository, Source: owner + "/" + repo + "@" + ref, Path: ConfigPath}
+			return l.loadASDD(ctx, client, owner, src, data, ConfigPath)
+		}
 	}
-	// The YAGA files are read only when .asdd.yml is absent, so a repository configured with
-	// .asdd.yml pays no extra read.
-	tc, found, err := l.loadYAGA(ctx, client, owner, repo, ref)
+	// The YAGA files are read only when .asdd.yml is absent.
+	tc, found, err := l.loadYAGA(ctx, client, owner, repo, ref, root)
 	if err != nil || found {
 		return tc, err
 	}
@@ -269,8 +276,11 @@ func validRelPath(p string) bool {
 
 // loadYAGA reads the repository's .yaga.toml, else its pyproject.toml with a [tool.yaga] table,
 // at ref. found is false when neither is there.
-func (l *ConfigLoader) loadYAGA(ctx context.Context, client *github.Client, owner, repo, ref string) (TrustedConfig, bool, error) {
+func (l *ConfigLoader) loadYAGA(ctx context.Context, client *github.Client, owner, repo, ref string, root map[string]bool) (TrustedConfig, bool, error) {
 	for _, path := range []string{YAGAPath, PyprojectPath} {
+		if !root[path] {
+			continue
+		}
 		data, found, err := readFile(ctx, client, owner, repo, path, ref)
 		if err != nil {
 			return TrustedConfig{}, false, fmt.Errorf("load %s from %s/%s@%s: %w", path, owner, repo, ref, err)
@@ -294,6 +304,25 @@ func (l *ConfigLoader) loadYAGA(ctx context.Context, client *github.Client, owne
 		return tc, true, nil
 	}
 	return TrustedConfig{}, false, nil
+}
+
+// rootFiles lists the file names at the root of owner/repo at ref (empty for an empty
+// repository or a missing ref).
+func rootFiles(ctx context.Context, client *github.Client, owner, repo, ref string) (map[string]bool, error) {
+	_, dir, _, err := client.Repositories.GetContents(ctx, owner, repo, "", &github.RepositoryContentGetOptions{Ref: ref})
+	if isNotFound(err) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]bool, len(dir))
+	for _, e := range dir {
+		if e.GetType() == "file" {
+			names[e.GetName()] = true
+		}
+	}
+	return names, nil
 }
 
 // readFile reads one file at ref. A file too large for the contents API comes back found with

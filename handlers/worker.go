@@ -204,6 +204,9 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
 	}
 	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
+	if pr.Comments != nil && pr.ReviewComments != nil {
+		pub.Counts = &PullCounts{IssueComments: pr.GetComments(), ReviewComments: pr.GetReviewComments()}
+	}
 	w.readConversation(ctx, client, subj, pub)
 	pub.Proposed = w.proposedConfig(ctx, client, subj, trusted)
 	if pub.Proposed != nil {
@@ -320,7 +323,7 @@ func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job que
 // ancestor of this one. A failed read only costs the increment: the review is then a full one.
 func (w *Worker) readConversation(ctx context.Context, client *github.Client, subj *review.Subject, pub *Publication) {
 	log := zerolog.Ctx(ctx)
-	conv, err := w.Fetch.ReadConversation(ctx, client, subj.Owner, subj.Repo, subj.Number, w.App.BotLogin(), DismissCommand(w.Command))
+	conv, err := w.Fetch.ReadConversation(ctx, client, subj.Owner, subj.Repo, subj.Number, w.App.BotLogin(), DismissCommand(w.Command), pub.Counts)
 	if err != nil {
 		log.Warn().Err(err).Msg("conversation unreadable; reviewing the whole pull request")
 		return

@@ -542,3 +542,46 @@ func TestPatchPositions(t *testing.T) {
 		t.Error("empty diff")
 	}
 }
+
+// Like GitHub, a GET carries an ETag and a request naming it gets 304 until the resource
+// changes; a 304 is not counted in TotalCalls. The root listing names the files there.
+func TestConditionalRequestsAndListing(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t)
+	f.s.ResetCalls()
+	get := func(etag string) *http.Response {
+		req, err := f.gh.NewRequest(http.MethodGet, "repos/acme/widgets/pulls/1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		resp, err := f.gh.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	first := get("")
+	etag := first.Header.Get("ETag")
+	if first.StatusCode != http.StatusOK || etag == "" || !strings.Contains(first.Header.Get("Vary"), "Authorization") {
+		t.Fatalf("first GET: %d etag %q vary %q", first.StatusCode, etag, first.Header.Get("Vary"))
+	}
+	if again := get(etag); again.StatusCode != http.StatusNotModified {
+		t.Fatalf("revalidation: %d, want 304", again.StatusCode)
+	}
+	f.s.SetPullBody("acme/widgets", 1, "changed")
+	if changed := get(etag); changed.StatusCode != http.StatusOK {
+		t.Fatalf("after a change: %d, want 200", changed.StatusCode)
+	}
+	// Two answered GETs and the token; the 304 is not counted.
+	if f.s.TotalCalls() != 3 || f.s.NotModified() != 1 || f.s.CallCount("GET /repos/{owner}/{repo}/pulls/{number}") != 3 {
+		t.Fatalf("total %d, 304s %d:\n%s", f.s.TotalCalls(), f.s.NotModified(), f.s.CallSummary())
+	}
+	_, dir, _, err := f.gh.Repositories.GetContents(ctx, "acme", "widgets", "", &github.RepositoryContentGetOptions{Ref: "main"})
+	if err != nil || len(dir) != 1 || dir[0].GetName() != ".asdd.yml" || dir[0].GetType() != "file" || dir[0].GetSize() == 0 {
+		t.Fatalf("root listing %+v %v", dir, err)
+	}
+}

@@ -76,8 +76,11 @@ func (s *Server) prJSON(st *repoState, pr *PullRequest) *github.PullRequest {
 		Deletions:    github.Int(del),
 		ChangedFiles: github.Int(len(pr.Files)),
 		Commits:      github.Int(len(pr.Commits)),
-		HTMLURL:      github.String(fmt.Sprintf("%s/%s/pull/%d", s.srv.URL, st.FullName(), pr.Number)),
-		URL:          github.String(s.apiURL("/repos/%s/pulls/%d", st.FullName(), pr.Number)),
+		// Like GitHub: how many issue comments and review comments the pull request has.
+		Comments:       github.Int(s.countComments(st, pr.Number)),
+		ReviewComments: github.Int(s.countReviewComments(st, pr.Number)),
+		HTMLURL:        github.String(fmt.Sprintf("%s/%s/pull/%d", s.srv.URL, st.FullName(), pr.Number)),
+		URL:            github.String(s.apiURL("/repos/%s/pulls/%d", st.FullName(), pr.Number)),
 		Head: &github.PullRequestBranch{
 			SHA: github.String(pr.HeadSHA), Ref: github.String(pr.HeadRef),
 			Label: github.String(st.Owner + ":" + pr.HeadRef), Repo: headRepo,
@@ -87,6 +90,26 @@ func (s *Server) prJSON(st *repoState, pr *PullRequest) *github.PullRequest {
 			Label: github.String(st.Owner + ":" + pr.BaseRef), Repo: repo,
 		},
 	}
+}
+
+func (s *Server) countComments(st *repoState, number int) int {
+	n := 0
+	for _, c := range st.comments {
+		if c.Number == number {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Server) countReviewComments(st *repoState, number int) int {
+	n := 0
+	for _, rv := range st.reviews {
+		if rv.Number == number {
+			n += len(rv.Comments)
+		}
+	}
+	return n
 }
 
 func (s *Server) issueJSON(st *repoState, number int) *github.Issue {

@@ -119,6 +119,46 @@ func (s *Server) getRepo(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// listDirectory answers a directory's listing like GitHub (files with their size, then
+// subdirectories), or reports false when no file lies under dir ("" is the root).
+func (s *Server) listDirectory(w http.ResponseWriter, files map[string]string, dir string) bool {
+	prefix := dir + "/"
+	if dir == "" {
+		prefix = ""
+	}
+	seen := map[string]bool{}
+	var out []*github.RepositoryContent
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		rest, ok := strings.CutPrefix(p, prefix)
+		if !ok || rest == "" {
+			continue
+		}
+		name, sub, isDir := strings.Cut(rest, "/")
+		_ = sub
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		e := &github.RepositoryContent{Name: github.String(name), Path: github.String(prefix + name)}
+		if isDir {
+			e.Type, e.Size = github.String("dir"), github.Int(0)
+		} else {
+			e.Type, e.Size, e.SHA = github.String("file"), github.Int(len(files[p])), github.String(gitBlobSHA(files[p]))
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		return false
+	}
+	writeJSON(w, http.StatusOK, out)
+	return true
+}
+
 // maxInlineContent is the largest file the contents API returns with its content.
 const maxInlineContent = 1 << 20
 
@@ -133,6 +173,9 @@ func (s *Server) getContents(w http.ResponseWriter, r *http.Request) {
 	}
 	path := strings.TrimSuffix(r.PathValue("path"), "/")
 	content, ok := st.files[ref][path]
+	if !ok && s.listDirectory(w, st.files[ref], path) {
+		return
+	}
 	if !ok {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return

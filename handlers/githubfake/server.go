@@ -3,6 +3,8 @@ package githubfake
 import (
 	"bytes"
 	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -46,16 +48,18 @@ type Server struct {
 	checkAuth      bool
 	now            func() time.Time
 
-	mu        sync.Mutex
-	nextID    int64
-	repos     map[string]*repoState // "owner/name"
-	tokens    map[string]int64      // installation token -> installation id
-	calls     map[string]int        // "METHOD /route/{pattern}" -> count
-	writes    int
-	log       []Call
-	unhandled []string
-	faults    map[string][]*Fault
-	hooks     map[string][]func(*http.Request)
+	mu     sync.Mutex
+	nextID int64
+	repos  map[string]*repoState // "owner/name"
+	tokens map[string]int64      // installation token -> installation id
+	calls  map[string]int        // "METHOD /route/{pattern}" -> count (304s not included)
+	// notModified counts conditional GETs answered 304, by route.
+	notModified map[string]int
+	writes      int
+	log         []Call
+	unhandled   []string
+	faults      map[string][]*Fault
+	hooks       map[string][]func(*http.Request)
 
 	oauthCodes map[string]oauthGrant
 	userTokens map[string]string // user token -> login
@@ -119,6 +123,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		repos:          map[string]*repoState{},
 		tokens:         map[string]int64{},
 		calls:          map[string]int{},
+		notModified:    map[string]int{},
 		faults:         map[string][]*Fault{},
 		hooks:          map[string][]func(*http.Request){},
 		oauthCodes:     map[string]oauthGrant{},
@@ -164,12 +169,67 @@ func (s *Server) id() int64 {
 func (s *Server) handle(mux *http.ServeMux, pattern string, auth authKind, fn func(w http.ResponseWriter, r *http.Request)) {
 	method, path, _ := strings.Cut(pattern, " ")
 	mux.HandleFunc(method+" "+apiPrefix+path, func(w http.ResponseWriter, r *http.Request) {
+		if method == http.MethodGet {
+			s.serveConditional(w, r, pattern, auth, fn)
+			return
+		}
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		s.serve(rec, r, pattern, auth, fn)
 		s.mu.Lock()
 		s.log = append(s.log, Call{Method: r.Method, Route: pattern, Path: r.URL.Path, Status: rec.status})
 		s.mu.Unlock()
 	})
+}
+
+// serveConditional answers a GET like GitHub: a 200 carries an ETag (and Vary: Accept,
+// Authorization), and a request whose If-None-Match names the current ETag gets 304 Not
+// Modified without a body. GitHub does not count a 304 against the rate limit, so TotalCalls
+// leaves them out; Calls and CallCount count every request, and NotModified the 304s.
+func (s *Server) serveConditional(w http.ResponseWriter, r *http.Request, pattern string, auth authKind, fn func(http.ResponseWriter, *http.Request)) {
+	buf := &bufferedResponse{header: w.Header(), status: http.StatusOK}
+	rec := &statusRecorder{ResponseWriter: buf, status: http.StatusOK}
+	s.serve(rec, r, pattern, auth, fn)
+	status := rec.status
+	if status == http.StatusOK {
+		sum := sha256.Sum256(buf.body.Bytes())
+		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+		w.Header().Set("ETag", etag)
+		w.Header().Set("Vary", "Accept, Authorization")
+		if r.Header.Get("If-None-Match") == etag {
+			status = http.StatusNotModified
+			buf.body.Reset()
+			s.mu.Lock()
+			s.notModified[pattern]++
+			s.mu.Unlock()
+		}
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.body.Bytes())
+	s.mu.Lock()
+	s.log = append(s.log, Call{Method: r.Method, Route: pattern, Path: r.URL.Path, Status: status})
+	s.mu.Unlock()
+}
+
+// bufferedResponse holds a response until its ETag is known.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header         { return b.header }
+func (b *bufferedResponse) Write(p []byte) (int, error) { return b.body.Write(p) }
+func (b *bufferedResponse) WriteHeader(code int)        { b.status = code }
+
+// NotModified is the number of conditional GETs answered 304 (not in TotalCalls).
+func (s *Server) NotModified() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, v := range s.notModified {
+		n += v
+	}
+	return n
 }
 
 func (s *Server) serve(w *statusRecorder, r *http.Request, route string, auth authKind, fn func(http.ResponseWriter, *http.Request)) {
@@ -259,13 +319,17 @@ func (s *Server) CallCount(route string) int {
 	return s.calls[route]
 }
 
-// TotalCalls is the number of requests to implemented routes.
+// TotalCalls is the number of requests to implemented routes that count against GitHub's rate
+// limit: every request but those answered 304 Not Modified.
 func (s *Server) TotalCalls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for _, v := range s.calls {
 		n += v
+	}
+	for _, v := range s.notModified {
+		n -= v
 	}
 	return n
 }
@@ -297,6 +361,7 @@ func (s *Server) ResetCalls() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = map[string]int{}
+	s.notModified = map[string]int{}
 	s.writes = 0
 	s.log = nil
 	s.unhandled = nil
@@ -313,6 +378,16 @@ func (s *Server) CallSummary() string {
 	var b strings.Builder
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%4d %s\n", c[k], k)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nm := make([]string, 0, len(s.notModified))
+	for k := range s.notModified {
+		nm = append(nm, k)
+	}
+	sort.Strings(nm)
+	for _, k := range nm {
+		fmt.Fprintf(&b, "%4d %s answered 304 (not counted in the total)\n", s.notModified[k], k)
 	}
 	return b.String()
 }

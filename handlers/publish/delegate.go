@@ -75,7 +75,7 @@ func (p *Publisher) RequestDelegate(ctx context.Context, gh *github.Client, dr *
 
 // findOwnComment returns the App's own conversation comment holding marker, or nil.
 func (r *run) findOwnComment(ctx context.Context, marker string) (*github.IssueComment, error) {
-	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{Page: 1, PerPage: 100}} // the worker's URL, so a repeat is a 304
 	for page := 0; page < 10; page++ {
 		cs, resp, err := r.gh.Issues.ListComments(ctx, r.info.owner, r.info.repo, r.info.number, opts)
 		if err != nil {

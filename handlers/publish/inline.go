@@ -83,7 +83,7 @@ func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, int, err
 		clear(idx.top)
 		clear(idx.closed)
 		onHead = 0
-		opts := &github.PullRequestListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+		opts := &github.PullRequestListCommentsOptions{ListOptions: github.ListOptions{Page: 1, PerPage: 100}} // the worker's URL, so a repeat is a 304
 		for page := 0; page < maxListPages; page++ {
 			cs, resp, err := r.gh.PullRequests.ListComments(ctx, r.info.owner, r.info.repo, r.info.number, opts)
 			if err != nil {
@@ -122,7 +122,7 @@ func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, int, err
 
 // planInline decides which inline comments to post: not already posted, from a lens that
 // publishes inline, on a line of the diff, at most 30 per head. The rest move to the summaries.
-func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decision) (inlinePlan, error) {
+func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decision, counts *handlers.PullCounts) (inlinePlan, error) {
 	plan := inlinePlan{placed: map[string]bool{}}
 	closed := false
 	for _, f := range d.Findings {
@@ -131,7 +131,11 @@ func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decis
 	if len(d.Inline) == 0 && !closed {
 		return plan, nil
 	}
-	posted, onHead, err := r.postedFingerprints(ctx)
+	posted, onHead, err := map[string]bool{}, 0, error(nil)
+	if counts == nil || counts.ReviewComments > 0 {
+		// Without a review comment on the pull request nothing was posted before.
+		posted, onHead, err = r.postedFingerprints(ctx)
+	}
 	if err != nil {
 		// Without the list a re-run could repeat comments: place nothing inline this time.
 		for _, c := range d.Inline {

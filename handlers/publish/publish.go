@@ -148,6 +148,9 @@ type run struct {
 	// annotated is the annotation count of check runs this run updated, by id.
 	annotated map[int64]int
 	state     string
+	// movedOn is set when the read right before the body write finds a newer head or a closed
+	// pull request.
+	movedOn bool
 	// bodyRefused is why the body's disclosure markers were refused ("" when they were not).
 	bodyRefused string
 	// record is the hidden details record for the gate check run's text ("" when none).
@@ -399,11 +402,20 @@ func (r *run) finish(ctx context.Context) error {
 func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 	d := pub.Decision
 	r.setRecord(pub, nil)
-	pr, err := r.getPull(ctx)
-	if err != nil {
-		r.fail(err)
-		r.completeGate(ctx, d, nil, nil)
-		return
+	var pr *github.PullRequest
+	if r.p.signer != nil {
+		// The worker read the pull request when the job started, and the body write below
+		// reads it again right before writing and stops there for a head that moved on: no
+		// read is needed here.
+		s := pub.Subject
+		pr = &github.PullRequest{Body: github.String(s.Body), State: github.String("open"), Head: &github.PullRequestBranch{SHA: github.String(s.HeadSHA)}}
+	} else {
+		var err error
+		if pr, err = r.getPull(ctx); err != nil {
+			r.fail(err)
+			r.completeGate(ctx, d, nil, nil)
+			return
+		}
 	}
 	// A durable queue can learn after the job started that a newer one replaced it.
 	superseded := errors.Is(queue.CheckCurrent(ctx), queue.ErrNotCurrent)
@@ -415,7 +427,12 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 		r.completeGate(ctx, d, nil, nil)
 		return
 	}
-	sticky, err := r.findSticky(ctx)
+	var sticky *github.IssueComment
+	var err error
+	if c := pub.Counts; c == nil || c.IssueComments > 0 {
+		// A pull request without a comment has no advisory comment to find.
+		sticky, err = r.findSticky(ctx)
+	}
 	stickyKnown := err == nil
 	if err != nil {
 		r.fail(err)
@@ -423,12 +440,17 @@ func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
 		r.notes = append(r.notes, "advisory comment not written: the existing comments could not be listed")
 	}
 	r.memoText = r.memo(pub)
-	plan, err := r.planInline(ctx, pub.Subject, d)
+	plan, err := r.planInline(ctx, pub.Subject, d, pub.Counts)
 	if err != nil {
 		r.fail(err)
 	}
 	r.unchanged = sticky != nil && hiddenValue(sticky.GetBody(), markerState) == r.stateOf(d, pr.GetBody())
 	rc := r.disclose(ctx, r.pullTarget(d), pr.GetBody(), pr.GetUpdatedAt().Time, sticky)
+	if r.movedOn {
+		r.notes = append(r.notes, "pull request moved on (head or state changed); only the check run for the reviewed head is updated")
+		r.completeGate(ctx, d, nil, nil)
+		return
+	}
 	// The gate check goes before the spaced writes (review, comment, reactions), so spacing
 	// never delays what branch protection reads. It counts the planned inline comments as
 	// placed; when GitHub refuses some, it is written again with where they went.

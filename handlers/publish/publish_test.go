@@ -555,9 +555,8 @@ func TestAuthorEditWhilePublishing(t *testing.T) {
 	e := newTestEnv(t)
 	const route = "GET /repos/{owner}/{repo}/pulls/{number}"
 	edited := authorTxt + "Edited while the review ran.\n"
-	e.gh.OnNext(route, func(*http.Request) {
-		e.gh.OnNext(route, func(*http.Request) { e.gh.SetPullBody(repoFull, 1, edited) })
-	})
+	// The author edits after the snapshot was bound: the read right before the body write sees it.
+	e.gh.OnNext(route, func(*http.Request) { e.gh.SetPullBody(repoFull, 1, edited) })
 	if err := e.runOnce("d1", review.OutcomeFailed); err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func (r *run) findSticky(ctx context.Context) (*github.IssueComment, error) {
 	var all []*github.IssueComment
 	err := r.p.call(ctx, "list comments", func(ctx context.Context) (*github.Response, error) {
 		found, all = nil, nil
-		opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+		opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{Page: 1, PerPage: 100}} // the worker's URL, so a repeat is a 304
 		for page := 0; page < maxListPages; page++ {
 			cs, resp, err := r.gh.Issues.ListComments(ctx, r.info.owner, r.info.repo, r.info.number, opts)
 			if err != nil {
@@ -360,6 +360,9 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 			r.fail(err)
 			return rc
 		}
+		if r.movedOn {
+			return nil // the newer head's run writes the body
+		}
 		if current != body {
 			body, revised = current, rev
 			r.notes = append(r.notes, "the body changed while publishing; receipt re-signed over the new body")
@@ -389,6 +392,9 @@ func (r *run) pullTarget(d *review.Decision) bodyTarget {
 	return bodyTarget{
 		read: func(ctx context.Context) (string, time.Time, error) {
 			pr, err := r.getPull(ctx)
+			if err == nil && (pr.GetHead().GetSHA() != r.info.headSHA || pr.GetState() != "open") {
+				r.movedOn = true
+			}
 			return pr.GetBody(), pr.GetUpdatedAt().Time, err
 		},
 		write: func(ctx context.Context, body string) (*github.Response, error) {
