@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,6 +75,17 @@ func TestFoldFormatAgainstPython(t *testing.T) {
 		}
 	}
 	words := []string{"ΑΣ", "ΑΣ.", "ΑΣΑ", "Σ", "Α'Σ'", "ΑΣ'Α", "Α\u0301Σ", "ΑΣ\u0301", "ΑΣ Σ", "1Σ", "ΌΣΟΣ", "gİthub", "JSON", "Text"}
+	// Random words around the sigma: letters, marks, format and modifier characters, the
+	// Word_Break quotes and stops, digits and spaces.
+	alphabet := []rune("ΣΑαaA1 .:'\u0301\u0345\u00ad\u02b0\u0387\u2019\u00b7İ\u1f88\u2160ª")
+	r := rand.New(rand.NewPCG(15, 5))
+	for range 3000 {
+		w := make([]rune, 1+r.IntN(6))
+		for i := range w {
+			w[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		words = append(words, string(w))
+	}
 	lower := o.Ask(t, map[string]any{"op": "lower", "strings": words})
 	var want []string
 	if err := json.Unmarshal(lower.Value, &want); err != nil {
