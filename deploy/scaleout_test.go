@@ -383,8 +383,8 @@ func TestScaleOutThroughWebhooks(t *testing.T) {
 
 	t.Run("KillWorkerMidJob", func(t *testing.T) {
 		pr := prs[0]
-		// The next review stalls in its file listing, long enough to kill its worker there.
-		route := "GET /repos/{owner}/{repo}/pulls/{number}/files"
+		// The next review stalls in its commit listing, long enough to kill its worker there.
+		route := "GET /repos/{owner}/{repo}/pulls/{number}/commits"
 		fe.gh.DelayNext(route, 8*time.Second, 1)
 		body := s.delivery(pr, "kill-1")
 		head := s.heads[pr]
@@ -435,7 +435,7 @@ func TestScaleOutThroughWebhooks(t *testing.T) {
 		// One worker is left. Ten new heads arrive; their reviews stall in a GitHub call, and
 		// every process is stopped (SIGTERM, 2 s shutdown) while some run and the rest are queued.
 		batch := prs[10:20]
-		route := "GET /repos/{owner}/{repo}/pulls/{number}/files"
+		route := "GET /repos/{owner}/{repo}/pulls/{number}/commits"
 		// Every review of the batch stalls there, so none can finish before the stop, however
 		// many the worker has started by then.
 		fe.gh.DelayNext(route, 8*time.Second, len(batch))
