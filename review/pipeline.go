@@ -61,7 +61,8 @@ type Options struct {
 	EnableHint string
 	// Tokens, when set, caps each installation's model tokens per day (the server's
 	// runtimes.max_tokens_per_installation_per_day) on top of models.max_tokens_per_review.
-	Tokens *TokenLedger
+	// TokenLedger counts in memory; the server gives the durable queue's ledger when it has one.
+	Tokens DailyTokens
 }
 
 // Pipeline reviews subjects. It holds no per-review state and is safe for concurrent use.
@@ -309,7 +310,8 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		}
 	}
 	// One budget for the whole review, shared by every model runtime it calls.
-	spend := &reviewBudget{max: cfg.Models.MaxTokensPerReview, ledger: p.opts.Tokens, installation: subj.InstallationID}
+	spend := &reviewBudget{max: cfg.Models.MaxTokensPerReview, ledger: p.opts.Tokens, installation: subj.InstallationID,
+		log: log.With().Int64("github_installation_id", subj.InstallationID).Logger()}
 
 	results := make([]LensResult, len(lenses))
 	runs := make([]Run, 0, len(lenses))

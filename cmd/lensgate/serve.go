@@ -140,9 +140,6 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	if err := ensureStateDir(cfg); err != nil {
 		return fail(err)
 	}
-	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log, Version: version,
-		Tokens: review.NewTokenLedger(cfg.Runtime.MaxTokensPerInstallationPerDay, nil)})
-
 	var defaultRepo *config.Repo
 	if f := cfg.Review.DefaultConfigFile; f != "" {
 		data, err := os.ReadFile(f)
@@ -233,6 +230,14 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 			return fail(err)
 		}
 	}
+	tokens, err := dailyTokens(ctx, cfg.Runtime.MaxTokensPerInstallationPerDay, q, log)
+	if err != nil {
+		if q != nil {
+			_ = q.Stop(context.WithoutCancel(ctx))
+		}
+		return fail(err)
+	}
+	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log, Version: version, Tokens: tokens})
 	server, err := handlers.New(handlers.Options{
 		Config:      cfg,
 		Logger:      log,
@@ -252,6 +257,27 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		return fail(err)
 	}
 	return server, closeAll, nil
+}
+
+// dailyTokens is the count behind runtimes.max_tokens_per_installation_per_day (nil when it is
+// off): in the durable queue's database, shared by every replica and kept across restarts, or
+// in this process's memory with the memory queue.
+func dailyTokens(ctx context.Context, limit int, q queue.Queue, log zerolog.Logger) (review.DailyTokens, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if q == nil {
+		log.Info().Int("max_tokens_per_installation_per_day", limit).
+			Msg("daily token cap counted in memory: by this process alone, from its start")
+		return review.NewTokenLedger(limit, nil), nil
+	}
+	l, err := durable.NewTokenLedger(ctx, q, limit, nil)
+	if err != nil {
+		return nil, err
+	}
+	log.Info().Int("max_tokens_per_installation_per_day", limit).
+		Msg("daily token cap counted in the queue database, for every replica")
+	return l, nil
 }
 
 // runtimeRegistry enables the runtimes the operator listed, after the extra ones (delegate). builtin and dryrun need nothing;

@@ -89,8 +89,9 @@ type Request struct {
 // call can cost before making it; when it answers false the call is not made and its lenses
 // are skipped with the cause. Settle replaces a reservation by what the call really cost.
 type Budget interface {
-	Reserve(tokens int) (ok bool, cause string)
-	Settle(reserved, used int)
+	Reserve(ctx context.Context, tokens int) (ok bool, cause string)
+	// Settle goes on when ctx has ended: the tokens were spent all the same.
+	Settle(ctx context.Context, reserved, used int)
 }
 
 // Tokens is the token count of one model call. Estimated is true when the server reported

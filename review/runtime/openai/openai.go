@@ -315,14 +315,14 @@ func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p
 	// The most this call can cost: its prompt and a full answer.
 	reserved := estimatePrompt(p, formats[level], schemaJSON) + r.opts.MaxTokens
 	if req.Budget != nil {
-		if ok, cause := req.Budget.Reserve(reserved); !ok {
+		if ok, cause := req.Budget.Reserve(ctx, reserved); !ok {
 			return "", fmt.Errorf("%w: %s", errBudget, cause)
 		}
 	}
 	var used int
 	defer func() {
 		if req.Budget != nil {
-			req.Budget.Settle(reserved, used)
+			req.Budget.Settle(ctx, reserved, used)
 		}
 	}()
 
