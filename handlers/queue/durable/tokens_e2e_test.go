@@ -78,7 +78,7 @@ func modelSubject(inst int64, n int) *review.Subject {
 	return &review.Subject{Kind: review.KindPullRequest, Owner: "o", Repo: "r", Number: n, Title: "Guard Load",
 		Author: "a", HeadSHA: strings.Repeat("c", 40), BaseSHA: strings.Repeat("d", 40), InstallationID: inst, Local: true,
 		OpenPRsByAuthor: -1,
-		Diff: []byte("diff --git a/loader.go b/loader.go\n--- a/loader.go\n+++ b/loader.go\n@@ -1,2 +1,3 @@\n func Load(p string) {\n+\tif p == \"\" { return }\n }\n")}
+		Diff:            []byte("diff --git a/loader.go b/loader.go\n--- a/loader.go\n+++ b/loader.go\n@@ -1,2 +1,3 @@\n func Load(p string) {\n+\tif p == \"\" { return }\n }\n")}
 }
 
 // TestTokenCapAcrossReplicas: two replicas' pipelines on one database review pull requests of
