@@ -483,3 +483,87 @@ func TestIncrementalReviewOfTenPushes(t *testing.T) {
 		t.Fatalf("force-push review sent %d tokens per call, a full review about %d", got, perFull)
 	}
 }
+
+func TestDismissCommandsRefusedWithAReason(t *testing.T) {
+	model := newFakeModel(t)
+	st := newStack(t, modelPipeline(t, model), prDiff(map[int]bool{0: true, 2: true}, nil))
+	adopt(st)
+	st.send("pull_request", "opened", readPayload(t, "pull_request.opened.payload.json"))
+	st.wait("opened")
+	st.gh.SetPermission(e2eRepo, "maintainer", "write")
+	before := stickyState(t, st.gh)
+	open := openIDs(before)
+	if len(open) != 2 {
+		t.Fatalf("open findings %v", open)
+	}
+	id := open[0]
+	inlineBefore := len(st.gh.ReviewComments(e2eRepo, e2ePR))
+	calls, _ := model.counts()
+
+	// An id shaped like a finding's but of another pull request's file.
+	foreign := "LG-" + strings.Repeat("ab", 6)
+	tests := []struct {
+		name, user, userType, body, want string
+	}{
+		{"no finding named", "maintainer", "User", "/lensgate dismiss", "name the finding"},
+		{"no reason", "maintainer", "User", "/lensgate dismiss " + id, "give a one-sentence reason"},
+		{"unknown id", "maintainer", "User", "/lensgate dismiss LG-nothex reason", "name the finding"},
+		{"a finding of another pull request", "maintainer", "User", "/lensgate dismiss " + foreign + " it is fine", "`" + foreign + "` is not a finding of this pull request"},
+		{"from a bot", "helper[bot]", "Bot", "/lensgate dismiss " + id + " automated triage says so", "commands from bots are not accepted"},
+		{"from a read-only user", "reader", "User", "/lensgate dismiss " + id + " I think it is fine", "needs write access"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := st.conversationCommand(fmt.Sprint("cmd-", i), tt.user, tt.userType, tt.body)
+			var answers []githubfake.Comment
+			for _, bc := range botComments(st.gh) {
+				if handlers.HiddenValue(bc.Body, handlers.MarkerAnswer) == fmt.Sprint(c.ID) {
+					answers = append(answers, bc)
+				}
+			}
+			if len(answers) != 1 || !strings.Contains(answers[0].Body, "Not dismissed: ") || !strings.Contains(answers[0].Body, tt.want) {
+				t.Fatalf("answers %+v, want one saying %q", answers, tt.want)
+			}
+			if got := openIDs(stickyState(t, st.gh)); !slices.Equal(got, open) {
+				t.Fatalf("open findings changed: %v", got)
+			}
+		})
+	}
+	if n := len(st.gh.ReviewComments(e2eRepo, e2ePR)); n != inlineBefore {
+		t.Fatalf("inline comments %d -> %d", inlineBefore, n)
+	}
+	if c, _ := model.counts(); c != calls {
+		t.Fatalf("commands called the model %d times", c-calls)
+	}
+	// A command answered once is not answered again on the next run.
+	answered := len(botComments(st.gh))
+	st.synchronize(e2eHead1, "same-head-again")
+	if n := len(botComments(st.gh)); n != answered {
+		t.Fatalf("bot comments %d -> %d after another run", answered, n)
+	}
+
+	// The conversation form from a writer dismisses, answers once and resolves the thread.
+	c := st.conversationCommand("cmd-ok", "maintainer", "User", "/lensgate dismiss "+id+" generated code, fixed upstream")
+	f, _ := stickyState(t, st.gh).Finding(id)
+	if f.Disposition != review.DispositionDismissed || f.Reason != "generated code, fixed upstream" {
+		t.Fatalf("not dismissed: %+v", f)
+	}
+	var ok int
+	for _, bc := range botComments(st.gh) {
+		if handlers.HiddenValue(bc.Body, handlers.MarkerAnswer) == fmt.Sprint(c.ID) && strings.Contains(bc.Body, "Dismissed `"+id+"`") {
+			ok++
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d answers to the accepted command", ok)
+	}
+	for _, rc := range st.gh.ReviewComments(e2eRepo, e2ePR) {
+		if handlers.HiddenValue(rc.Body, handlers.MarkerFingerprint) == id && !st.gh.ThreadResolved(e2eRepo, e2ePR, rc.ID) {
+			t.Fatal("the dismissed finding's thread is not resolved")
+		}
+	}
+	if d := st.decisions.last(); d.Gate.State != review.OutcomeFailed {
+		// The other blocking finding still fails the gate.
+		t.Fatalf("gate %s", d.Gate.State)
+	}
+}
