@@ -567,3 +567,88 @@ func TestDismissCommandsRefusedWithAReason(t *testing.T) {
 		t.Fatalf("gate %s", d.Gate.State)
 	}
 }
+
+// largePR gives the fixture pull request n added files of three lines each.
+func largePR(st *stack, n int) {
+	files := make([]githubfake.File, n)
+	for i := range files {
+		files[i] = githubfake.File{Filename: fmt.Sprintf("gen/part%04d.txt", i), Status: "added",
+			Patch: fmt.Sprintf("@@ -0,0 +1,3 @@\n+entry %d\n+value %d\n+end", i, i*7)}
+	}
+	st.gh.Push(e2eRepo, e2ePR, e2eHead1, nil, files)
+}
+
+func TestFiveThousandFilePullRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		maxChunks int
+		calls     int
+		capped    int // files left out by review.max_chunks
+	}{
+		{"every listed file within the chunks", 8, 8, 0},
+		{"a chunk cap", 4, 4, 1400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := newFakeModel(t)
+			st := newStack(t, modelPipeline(t, model), readmeDiffForLarge)
+			adopt(st)
+			st.gh.SetFile(e2eRepo, "master", ".asdd.yml", modelConfig+fmt.Sprintf("review:\n  max_diff_lines: 3200\n  max_chunks: %d\n", tc.maxChunks))
+			largePR(st, 5000)
+			st.gh.ResetCalls()
+			st.send("pull_request", "opened", readPayload(t, "pull_request.opened.payload.json"))
+			st.wait("opened")
+			calls, tokens := model.counts()
+			t.Logf("5,000-file pull request, max_chunks %d: %d model calls, %d prompt tokens; %d GitHub calls (%d writes)\n%s",
+				tc.maxChunks, calls, tokens, st.gh.TotalCalls(), st.gh.Writes(), st.gh.CallSummary())
+			d := st.decisions.last()
+			if calls != tc.calls || d.Coverage.Chunks != tc.calls {
+				t.Fatalf("%d model calls, %d chunks; want %d", calls, d.Coverage.Chunks, tc.calls)
+			}
+			refused := 0
+			for _, c := range st.gh.Log() {
+				if c.Route == "GET /repos/{owner}/{repo}/pulls/{number}" && c.Status == http.StatusNotAcceptable {
+					refused++
+				}
+			}
+			if refused != 1 {
+				t.Fatalf("GitHub refused the diff media type %d times, want once", refused)
+			}
+			if st.gh.Calls()["GET /repos/{owner}/{repo}/pulls/{number}/files"] < 30 {
+				t.Fatalf("the paged files API was not read to its end: %s", st.gh.CallSummary())
+			}
+			var capped, unlisted []review.Gap
+			for _, g := range d.Coverage.Gaps {
+				switch {
+				case strings.Contains(g.Reason, "review.max_chunks"):
+					capped = append(capped, g)
+				case strings.Contains(g.Reason, "GitHub lists at most 3000 files"):
+					unlisted = append(unlisted, g)
+				default:
+					t.Fatalf("unexpected gap %+v", g)
+				}
+			}
+			// The files API lists the first 3,000; the cap leaves out exactly the last listed ones.
+			if len(capped) != tc.capped {
+				t.Fatalf("%d files capped, want %d", len(capped), tc.capped)
+			}
+			for i, g := range capped {
+				if want := fmt.Sprintf("gen/part%04d.txt", 3000-tc.capped+i); g.Path != want {
+					t.Fatalf("capped file %d is %s, want %s", i, g.Path, want)
+				}
+			}
+			if len(unlisted) != 1 || unlisted[0].Path != "(2000 more files)" || d.Coverage.FilesTotal != 5000 {
+				t.Fatalf("files beyond GitHub's list: %+v, total %d", unlisted, d.Coverage.FilesTotal)
+			}
+			if d.Coverage.Status != review.CoveragePartial || d.Coverage.FilesReviewed != 3000-tc.capped {
+				t.Fatalf("coverage %s, %d reviewed", d.Coverage.Status, d.Coverage.FilesReviewed)
+			}
+			for _, l := range d.Lenses {
+				if l.Outcome != review.OutcomePassed {
+					t.Fatalf("lens %s %s: %s", l.Name, l.Outcome, l.Cause)
+				}
+			}
+		})
+	}
+}
+
+const readmeDiffForLarge = "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # Hello-World\n+x\n"
