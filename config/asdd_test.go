@@ -364,3 +364,34 @@ func TestModelLimitsAndIndependentLens(t *testing.T) {
 		t.Fatal("a YAGA file accepted the .asdd.yml-only key independent")
 	}
 }
+
+// TestPerPathLensKeys: paths and path_instructions are read from .asdd.yml, checked like every
+// other glob, and refused in a YAGA file, whose lens keys stay YAGA's.
+func TestPerPathLensKeys(t *testing.T) {
+	yml := "agent_review:\n  version: 1\n  required: [api]\n  agents:\n    api:\n      preset: security\n      instruction: Review the API.\n" +
+		"      paths: [\"services/api/**\"]\n      path_instructions:\n        - paths: [\"**/*_handler.go\"]\n          instruction: Check authorisation.\n"
+	cfg, err := ParseRepo(".asdd.yml", []byte(yml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := cfg.Policy.Lens("api")
+	if !slices.Equal(l.Paths, []string{"services/api/**"}) || len(l.PathInstructions) != 1 ||
+		l.PathInstructions[0].Instruction != "Check authorisation." || !slices.Equal(l.PathInstructions[0].Paths, []string{"**/*_handler.go"}) {
+		t.Fatalf("lens %+v", l)
+	}
+	for _, bad := range []struct{ from, to, want string }{
+		{`["services/api/**"]`, `["../etc/**"]`, "unusable glob"},
+		{`["services/api/**"]`, `[]`, "must be a list of 1 to"},
+		{"instruction: Check authorisation.", "instruction: \"\"", "instruction is required"},
+		{"          instruction: Check authorisation.", "          instruction: Check.\n          extra: 1", "unknown key"},
+	} {
+		_, err := ParseRepo(".asdd.yml", []byte(strings.Replace(yml, bad.from, bad.to, 1)))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s -> %s: %v, want %q", bad.from, bad.to, err, bad.want)
+		}
+	}
+	toml := "[agent-review]\nversion = 1\nrequired = [\"api\"]\n[agent-review.agents.api]\npreset = \"security\"\ninstruction = \"x\"\npaths = [\"a/**\"]\n"
+	if _, err := ParseRepo(".yaga.toml", []byte(toml)); err == nil {
+		t.Error("a YAGA file accepted lensgate's paths key")
+	}
+}

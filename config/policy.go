@@ -71,7 +71,26 @@ type Lens struct {
 	// apart from the other lenses, as the quality preset always is. It is how the lens runs,
 	// not what the policy decides, so it is not part of the plan digest.
 	Independent bool
+	// Paths (.asdd.yml only) limits the lens to changed files matching one of these globs;
+	// empty means every file. Part of the plan digest when set.
+	Paths []string
+	// PathInstructions (.asdd.yml only) add an instruction for files matching their globs.
+	// Part of the plan digest when set.
+	PathInstructions []PathInstruction
 }
+
+// PathInstruction is an extra lens instruction for the changed files matching Paths.
+type PathInstruction struct {
+	Paths       []string
+	Instruction string
+}
+
+// MaxPathGlobs bounds the globs of one lens's paths and of one path instruction; MaxPathInstructions
+// bounds a lens's path instructions.
+const (
+	MaxPathGlobs        = 64
+	MaxPathInstructions = 32
+)
 
 // Lens returns the lens with the given name.
 func (p Policy) Lens(name string) (Lens, bool) {

@@ -41,7 +41,7 @@ var (
 	lensKeys       = []string{"preset", "instruction", "outcome", "publication"}
 	// yamlLensKeys adds lensgate's own lens keys, which .asdd.yml may carry and a YAGA file
 	// may not; they are not part of the plan, so the plan digest stays YAGA's.
-	yamlLensKeys = append(append([]string{}, lensKeys...), "outcome_on_findings", "independent")
+	yamlLensKeys = append(append([]string{}, lensKeys...), "outcome_on_findings", "independent", "paths", "path_instructions")
 	onFindings   = []string{OnFindingsFail, OnFindingsPass}
 	aggregations = []string{AggregationAllRequired, AggregationAnyRequired}
 	outcomes     = []string{OutcomeReview, OutcomeAdvisory}
@@ -303,6 +303,52 @@ func decodeLens(c *policyCtx, e entry, seen map[string]bool) (Lens, bool) {
 			l.Publication = pe.val.str
 		}
 	}
+	if pe, has := v.get("paths"); has && c.all {
+		globs, good := c.globList(pe.val, base+".paths")
+		ok = ok && good
+		l.Paths = globs
+	}
+	if pe, has := v.get("path_instructions"); has && c.all {
+		key := base + ".path_instructions"
+		if pe.val.kind != kList || len(pe.val.items) == 0 || len(pe.val.items) > MaxPathInstructions {
+			c.add(pe.val.line, pe.val.col, key, fmt.Sprintf("%s must be a list of 1 to %d entries", key, MaxPathInstructions), "each entry has paths (a list of globs) and instruction")
+			ok = false
+		} else {
+			for i, it := range pe.val.items {
+				ik := fmt.Sprintf("%s[%d]", key, i)
+				if it.kind != kMap {
+					c.add(it.line, it.col, ik, ik+" must be a table with paths and instruction", "paths: [\"services/api/**\"], instruction: \"...\"")
+					ok = false
+					continue
+				}
+				if c.unknownKeys(it, ik, []string{"paths", "instruction"}) {
+					ok = false
+				}
+				var pi PathInstruction
+				ge, hasG := it.get("paths")
+				if !hasG {
+					c.add(it.line, it.col, ik+".paths", ik+".paths is required", "a list of globs such as [\"services/api/**\"]")
+					ok = false
+				} else {
+					globs, good := c.globList(ge.val, ik+".paths")
+					ok = ok && good
+					pi.Paths = globs
+				}
+				ie, hasI := it.get("instruction")
+				switch {
+				case !hasI || ie.val.kind != kString || IsBlank(ie.val.str):
+					c.add(it.line, it.col, ik+".instruction", ik+".instruction is required", "what the lens must also look for in these files")
+					ok = false
+				case strings.ContainsRune(ie.val.str, 0) || len(ie.val.str) > MaxInstructionBytes:
+					c.add(ie.val.line, ie.val.col, ik+".instruction", ik+".instruction is oversized or unsafe", fmt.Sprintf("keep it under %d UTF-8 bytes and without NUL characters", MaxInstructionBytes+1))
+					ok = false
+				default:
+					pi.Instruction = ie.val.str
+				}
+				l.PathInstructions = append(l.PathInstructions, pi)
+			}
+		}
+	}
 	if fe, has := v.get("outcome_on_findings"); has && c.all {
 		if fe.val.kind != kString || !slices.Contains(onFindings, fe.val.str) {
 			c.add(fe.val.line, fe.val.col, base+".outcome_on_findings", fmt.Sprintf("%s.outcome_on_findings is invalid", base), "use fail or pass"+didYouMean(fe.val, onFindings))
@@ -312,6 +358,27 @@ func decodeLens(c *policyCtx, e entry, seen map[string]bool) (Lens, bool) {
 		}
 	}
 	return l, ok
+}
+
+// globList reads a non-empty list of repository-relative globs.
+func (c *policyCtx) globList(v *node, key string) ([]string, bool) {
+	if v.kind != kList || len(v.items) == 0 || len(v.items) > MaxPathGlobs {
+		c.add(v.line, v.col, key, fmt.Sprintf("%s must be a list of 1 to %d globs", key, MaxPathGlobs), "for example [\"services/api/**\", \"*.go\"]")
+		return nil, false
+	}
+	var out []string
+	for _, it := range v.items {
+		if it.kind != kString || IsBlank(it.str) {
+			c.add(it.line, it.col, key, key+" entries must be non-empty strings", "quote each glob")
+			return nil, false
+		}
+		if hint := checkGlob(it.str); hint != "" {
+			c.add(it.line, it.col, key, fmt.Sprintf("%s has an unusable glob %q", key, it.str), hint)
+			return nil, false
+		}
+		out = append(out, it.str)
+	}
+	return out, true
 }
 
 func posOf(parent *node, e entry, has bool) (int, int) {

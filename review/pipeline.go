@@ -16,6 +16,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/review/diff"
+	"github.com/lensgate/lensgate/review/pathglob"
 	"github.com/lensgate/lensgate/review/policy"
 	"github.com/lensgate/lensgate/review/runtime"
 )
@@ -181,6 +182,10 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		if incremental[l.item.Name] {
 			key += "\x00since"
 		}
+		if len(l.item.Paths) > 0 {
+			// A lens limited to some paths gets its own requests.
+			key += "\x00paths\x00" + strings.Join(l.item.Paths, "\x00")
+		}
 		lenses[i].group = key
 		if _, ok := groups[key]; !ok {
 			order = append(order, key)
@@ -206,6 +211,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		if incremental[lenses[groups[key][0]].item.Name] {
 			in = sc.files
 		}
+		in = inPaths(in, lenses[groups[key][0]].item.Paths)
 		chunks, gaps := chunkFiles(in, cfg.Review.MaxDiffLines, p.opts.ChunkTokens, maxChunks)
 		chunksOf[key] = chunks
 		maxChunksUsed = max(maxChunksUsed, len(chunks))
@@ -323,7 +329,8 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	reviewedBy := map[string]bool{}
 	var calls []ModelCall
 	sentToModel := false
-	unchanged := map[string]bool{} // groups with nothing new to review
+	unchanged := map[string]bool{}  // groups with nothing new to review
+	outOfScope := map[string]bool{} // groups whose paths match no changed file
 	modelRan := false
 
 	for _, key := range order {
@@ -348,16 +355,21 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		since := ""
 		switch {
 		case isFree:
-			parts = [][]diff.File{free.files}
+			parts = [][]diff.File{inPaths(free.files, lenses[idx[0]].item.Paths)}
 		case incremental[lenses[idx[0]].item.Name]:
 			parts, partDiff, since = chunksOf[key], sc.diff, sc.since
-			if len(sc.files) == 0 {
+			if len(inPaths(sc.files, lenses[idx[0]].item.Paths)) == 0 {
 				unchanged[key] = true
 				reviewedBy[rtName] = true
 				continue
 			}
 		default:
 			parts = chunksOf[key]
+		}
+		if ps := lenses[idx[0]].item.Paths; len(ps) > 0 && len(inPaths(files, ps)) == 0 {
+			outOfScope[key] = true
+			reviewedBy[rtName] = true
+			continue
 		}
 		if len(parts) == 0 {
 			parts = [][]diff.File{nil}
@@ -382,7 +394,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			for _, i := range idx {
 				it := lenses[i].item
 				pl, _ := cfg.Policy.Lens(it.Name)
-				req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: it.Instruction,
+				req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: pathInstruction(it, part),
 					Independent: pl.Independent})
 			}
 			// The pipeline holds the clock and hands the runtime a recorder that only lensgate's own
@@ -443,6 +455,9 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			lr.Cause = l.cause
 		case rtErr[l.group] != "":
 			lr.Cause = rtErr[l.group]
+		case outOfScope[l.group]:
+			lr.Outcome = OutcomePassed
+			lr.Summary = "No changed file matches this lens's paths."
 		case unchanged[l.group]:
 			lr.Outcome = OutcomePassed
 			lr.Summary = "No changes since " + shortSHA(sc.since) + ", the head this lens last reviewed; its findings are carried forward."
@@ -780,6 +795,37 @@ func intakeProblems(in Intake) string {
 		}
 	}
 	return strings.Join(checks, ", ")
+}
+
+// inPaths keeps the files matching one of a lens's path globs (all of them when it has none).
+func inPaths(files []diff.File, globs []string) []diff.File {
+	if len(globs) == 0 {
+		return files
+	}
+	set := pathglob.Compile(globs)
+	var out []diff.File
+	for _, f := range files {
+		if set.Match(f.Path()) || f.OldPath != "" && set.Match(f.OldPath) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// pathInstruction is a lens's instruction with the path instructions whose globs match a file
+// of the part it is sent, each naming the files it is for.
+func pathInstruction(it policy.Item, part []diff.File) string {
+	out := it.Instruction
+	for _, pi := range it.PathInstructions {
+		set := pathglob.Compile(pi.Paths)
+		for _, f := range part {
+			if set.Match(f.Path()) {
+				out += "\n\nFor files matching " + strings.Join(pi.Paths, ", ") + ": " + strings.TrimSpace(pi.Instruction)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // uniqueFiles drops repeated paths, keeping the first.

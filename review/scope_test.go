@@ -294,3 +294,51 @@ func FuzzDecodeState(f *testing.F) {
 		}
 	})
 }
+
+func TestPerPathLenses(t *testing.T) {
+	var seen []runtime.Lens
+	var sent [][]string
+	rt := &fakeRuntime{name: "model"}
+	rt.fn = func(req *runtime.Request) (*runtime.Result, error) {
+		var files []string
+		for _, f := range req.Files {
+			files = append(files, f.Path())
+		}
+		sent = append(sent, files)
+		res := &runtime.Result{}
+		for _, l := range req.Lenses {
+			seen = append(seen, l)
+			res.Lenses = append(res.Lenses, runtime.LensReport{Lens: l.Name, Verdict: runtime.VerdictOK, Summary: "ok"})
+		}
+		return res, nil
+	}
+	p, cfg := modelPipeline(t, rt)
+	cfg.Policy = policyWith(
+		config.Lens{Name: "api", Preset: "security", Required: true, Paths: []string{"services/api/**"},
+			PathInstructions: []config.PathInstruction{{Paths: []string{"**/*_handler.go"}, Instruction: "Check authorisation."},
+				{Paths: []string{"**/*.sql"}, Instruction: "Check for injection."}}},
+		config.Lens{Name: "web", Preset: "security", Paths: []string{"web/**"}},
+		config.Lens{Name: "all", Preset: "security"},
+	)
+	d := addedFile("services/api/user_handler.go", "x") + addedFile("services/api/util.go", "y") + addedFile("docs/readme.md", "z")
+	dec, err := p.Review(context.Background(), pushSubject(sha('1'), d, nil, nil), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// api and all are asked separately (different files); web matches nothing and passes unasked.
+	if len(sent) != 2 || !slices.Equal(sent[0], []string{"services/api/user_handler.go", "services/api/util.go"}) || len(sent[1]) != 3 {
+		t.Fatalf("requests sent %v", sent)
+	}
+	if !strings.Contains(seen[0].Instruction, "For files matching **/*_handler.go: Check authorisation.") ||
+		strings.Contains(seen[0].Instruction, "injection") {
+		t.Fatalf("api lens instruction %q", seen[0].Instruction)
+	}
+	for _, l := range dec.Lenses {
+		if l.Outcome != OutcomePassed {
+			t.Fatalf("lens %s %s %s", l.Name, l.Outcome, l.Cause)
+		}
+		if l.Name == "web" && !strings.Contains(l.Summary, "matches this lens's paths") {
+			t.Fatalf("web summary %q", l.Summary)
+		}
+	}
+}

@@ -29,6 +29,10 @@ type Item struct {
 	Required    bool
 	Outcome     string // config.OutcomeReview or config.OutcomeAdvisory
 	Publication string
+	// Paths and PathInstructions are lensgate's per-path keys (.asdd.yml). They enter the
+	// canonical plan only when set, so a policy without them keeps YAGA's plan_digest.
+	Paths            []string
+	PathInstructions []config.PathInstruction
 }
 
 // Role is "required" or "advisory", as shown in the text plan.
@@ -74,6 +78,7 @@ func NewPlan(p config.Policy) (Plan, error) {
 		pl.Items = append(pl.Items, Item{
 			Name: l.Name, Preset: l.Preset, Instruction: l.Instruction,
 			Required: req, Outcome: l.Outcome, Publication: l.Publication,
+			Paths: slices.Clone(l.Paths), PathInstructions: slices.Clone(l.PathInstructions),
 		})
 	}
 	for i, r := range p.Required {
@@ -120,10 +125,31 @@ func (p Plan) digestDoc() obj {
 }
 
 func (it Item) doc() obj {
-	return obj{
+	o := obj{
 		{"name", it.Name}, {"preset", it.Preset}, {"instruction", it.Instruction},
 		{"required", it.Required}, {"outcome", it.Outcome}, {"publication", it.Publication},
 	}
+	// Only a lens that uses the per-path keys carries them: every other plan document, and so
+	// its digest, stays byte for byte YAGA's.
+	if len(it.Paths) > 0 {
+		o = append(o, kv{"paths", strings2any(it.Paths)})
+	}
+	if len(it.PathInstructions) > 0 {
+		pis := make([]any, len(it.PathInstructions))
+		for i, pi := range it.PathInstructions {
+			pis[i] = obj{{"paths", strings2any(pi.Paths)}, {"instruction", pi.Instruction}}
+		}
+		o = append(o, kv{"path_instructions", pis})
+	}
+	return o
+}
+
+func strings2any(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 func digestOf(p Plan) string {

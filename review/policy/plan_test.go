@@ -237,3 +237,36 @@ func TestDefaultPolicyDigest(t *testing.T) {
 		t.Errorf("%v", names)
 	}
 }
+
+func TestPerPathKeysEnterTheDigestOnlyWhenSet(t *testing.T) {
+	base := config.Policy{Version: 1, Aggregation: config.AggregationAllRequired, Required: []string{"sec"},
+		Lenses: []config.Lens{{Name: "sec", Preset: "security", Instruction: "Look.", Outcome: config.OutcomeReview, Publication: config.PublicationReview}}}
+	plain, err := NewPlan(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain.CanonicalJSON()), "path") {
+		t.Fatalf("a policy without per-path keys has them in its plan: %s", plain.CanonicalJSON())
+	}
+	withPaths := base
+	withPaths.Lenses = []config.Lens{base.Lenses[0]}
+	withPaths.Lenses[0].Paths = []string{"api/**"}
+	a, err := NewPlan(withPaths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withInstr := base
+	withInstr.Lenses = []config.Lens{base.Lenses[0]}
+	withInstr.Lenses[0].PathInstructions = []config.PathInstruction{{Paths: []string{"api/**"}, Instruction: "Check authz."}}
+	b, err := NewPlan(withInstr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Digest() == plain.Digest() || b.Digest() == plain.Digest() || a.Digest() == b.Digest() {
+		t.Fatal("per-path keys do not change the digest")
+	}
+	want := `{"aggregation":"all-required","lenses":[{"instruction":"Look.","name":"sec","outcome":"review","path_instructions":[{"instruction":"Check authz.","paths":["api/**"]}],"preset":"security","publication":"review","required":true}],"version":1}`
+	if got := string(b.CanonicalJSON()); got != want {
+		t.Fatalf("canonical plan\n got %s\nwant %s", got, want)
+	}
+}
