@@ -3,12 +3,14 @@ package handlers_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
@@ -18,6 +20,8 @@ import (
 func (e *env) unsigned(length int64) (*io.PipeWriter, chan *http.Response) {
 	e.t.Helper()
 	pr, pw := io.Pipe()
+	// A test that fails midway still ends the request, so the server's close does not wait on it.
+	e.t.Cleanup(func() { _ = pw.CloseWithError(errors.New("test over")) })
 	req, err := http.NewRequest(http.MethodPost, e.http.URL+handlers.RouteHook, pr)
 	if err != nil {
 		e.t.Fatal(err)
@@ -47,23 +51,25 @@ func TestUnverifiedBodiesAreBounded(t *testing.T) {
 	const limit = 1 << 20
 	e := newEnv(t, func(_ *config.Server, o *handlers.Options) { o.MaxUnverifiedBytes = limit })
 	const size = 700 << 10
+	held := func() float64 { return e.metric("lensgate_webhook_unverified_bytes", nil) }
 	first, firstDone := e.unsigned(size)
-	// Half the body is in flight, so the first request holds its reservation.
-	if _, err := first.Write(bytes.Repeat([]byte("x"), size/2)); err != nil {
-		t.Fatal(err)
-	}
+	// Half the body is in flight; the second request is sent only once the server holds the
+	// first one's reservation (the write alone may end in socket buffers before that).
+	write(t, first, size/2)
+	e.waitFor("the first body's reservation", func() bool { return held() == size })
 	second, secondDone := e.unsigned(size)
-	resp := <-secondDone
+	resp := response(t, "second request", secondDone)
 	_ = second.Close()
 	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("second unverified body beyond the bound: %+v, want 503 with Retry-After", resp)
 	}
-	if _, err := first.Write(bytes.Repeat([]byte("x"), size-size/2)); err != nil {
-		t.Fatal(err)
-	}
+	write(t, first, size-size/2)
 	_ = first.Close()
-	if resp := <-firstDone; resp == nil || resp.StatusCode != http.StatusBadRequest {
+	if resp := response(t, "first request", firstDone); resp == nil || resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("first body (bad signature): %+v, want 400", resp)
+	}
+	if got := held(); got != 0 {
+		t.Fatalf("%v bytes still reserved after the answer", got)
 	}
 	// The bound is free again: a signed delivery of the same size is taken.
 	e.addFixturePR(readmeDiff)
@@ -74,6 +80,41 @@ func TestUnverifiedBodiesAreBounded(t *testing.T) {
 	}
 	if got := e.metric("lensgate_webhook_rejected_total", map[string]string{"reason": "busy"}); got != 1 {
 		t.Fatalf("busy rejections %v, want 1", got)
+	}
+}
+
+// bodyDeadline bounds each step of a hand-written request, so a server that stops reading fails
+// the test instead of hanging the package.
+const bodyDeadline = 30 * time.Second
+
+// write sends n body bytes through the pipe within bodyDeadline.
+func write(t *testing.T, w *io.PipeWriter, n int) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := w.Write(bytes.Repeat([]byte("x"), n))
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bodyDeadline):
+		_ = w.CloseWithError(fmt.Errorf("test deadline"))
+		t.Fatalf("the server read no %d body bytes within %v", n, bodyDeadline)
+	}
+}
+
+// response waits bodyDeadline for a request's answer.
+func response(t *testing.T, what string, done chan *http.Response) *http.Response {
+	t.Helper()
+	select {
+	case resp := <-done:
+		return resp
+	case <-time.After(bodyDeadline):
+		t.Fatalf("no answer to the %s within %v", what, bodyDeadline)
+		return nil
 	}
 }
 

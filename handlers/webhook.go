@@ -131,6 +131,7 @@ func (g *replayGuard) remember(d [sha256.Size]byte, id string) {
 type eventMetrics struct {
 	rejected *prometheus.CounterVec // by reason
 	outcomes *prometheus.CounterVec // by event.action and outcome
+	held     prometheus.Gauge       // body bytes reserved by requests not verified yet
 }
 
 func newEventMetrics(reg prometheus.Registerer) *eventMetrics {
@@ -143,9 +144,13 @@ func newEventMetrics(reg prometheus.Registerer) *eventMetrics {
 			Name: "lensgate_webhook_events_total",
 			Help: "Webhook events handled, by event.action and outcome (queued, duplicate, replay, ignored, refused, logged).",
 		}, []string{"event", "outcome"}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lensgate_webhook_unverified_bytes",
+			Help: "Body bytes reserved by webhook requests whose signature is not checked yet.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.rejected, m.outcomes)
+		reg.MustRegister(m.rejected, m.outcomes, m.held)
 	}
 	return m
 }
@@ -215,6 +220,7 @@ const (
 type bodyBudget struct {
 	mu          sync.Mutex
 	used, limit int64
+	held        prometheus.Gauge // nil without metrics
 }
 
 func (b *bodyBudget) take(n int64) bool {
@@ -224,6 +230,7 @@ func (b *bodyBudget) take(n int64) bool {
 		return false
 	}
 	b.used += n
+	b.report()
 	return true
 }
 
@@ -231,6 +238,13 @@ func (b *bodyBudget) give(n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.used -= n
+	b.report()
+}
+
+func (b *bodyBudget) report() {
+	if b.held != nil {
+		b.held.Set(float64(b.used))
+	}
 }
 
 // hookHandler wraps go-githubapp's dispatcher with what it leaves out: POST only, a size limit,
@@ -248,7 +262,11 @@ func newHookHandler(d http.Handler, m *eventMetrics, logger zerolog.Logger, secr
 	if maxUnverified <= 0 {
 		maxUnverified = DefaultMaxUnverifiedBytes
 	}
-	return &hookHandler{next: d, m: m, log: logger, secret: []byte(secret), budget: &bodyBudget{limit: maxUnverified}}
+	budget := &bodyBudget{limit: maxUnverified}
+	if m != nil {
+		budget.held = m.held
+	}
+	return &hookHandler{next: d, m: m, log: logger, secret: []byte(secret), budget: budget}
 }
 
 func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
