@@ -379,6 +379,14 @@ func TestIncrementalReviewOfTenPushes(t *testing.T) {
 	if !foundFixed {
 		t.Fatalf("the receipt does not list %s as fixed in %s", fixed.ID, heads[1])
 	}
+	pred := predicateOf(t, envelope)
+	runs, _ := json.Marshal(pred["declaration"].(map[string]any)["reviewRuns"])
+	if !strings.Contains(string(runs), "lensgate/security/openai@"+heads[10]) {
+		t.Fatalf("the receipt does not name the head each lens completed on: %s", runs)
+	}
+	if src, _ := json.Marshal(pred["coverage"].(map[string]any)["sources"]); !strings.Contains(string(src), "compare "+heads[9]+"..."+heads[10]) {
+		t.Fatalf("the receipt's coverage does not say the model lenses saw the compare: %s", src)
+	}
 	perFP := map[string][]githubfake.ReviewComment{}
 	for _, c := range st.gh.ReviewComments(e2eRepo, e2ePR) {
 		fp := handlers.HiddenValue(c.Body, handlers.MarkerFingerprint)

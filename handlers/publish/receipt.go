@@ -45,7 +45,13 @@ func predicate(pub subjectInfo, d *review.Decision, now time.Time, prior string,
 		p.Authoring = []disclosure.AssuredItem{{AssertedBy: "github:" + pub.author}}
 	}
 	for _, r := range d.Runs {
-		p.ReviewRuns = append(p.ReviewRuns, disclosure.AssuredItem{AssertedBy: fmt.Sprintf("lensgate/%s/%s", r.Lens, r.Runtime)})
+		by := fmt.Sprintf("lensgate/%s/%s", r.Lens, r.Runtime)
+		// The head the lens last completed on: this head, or an earlier one for a lens that
+		// is pending now. It is what the next push is reviewed incrementally from.
+		if d.State != nil && d.State.Lenses[r.Lens] != "" {
+			by += "@" + d.State.Lenses[r.Lens]
+		}
+		p.ReviewRuns = append(p.ReviewRuns, disclosure.AssuredItem{AssertedBy: by})
 	}
 	var last time.Time
 	for _, r := range d.Runs {
@@ -103,9 +109,23 @@ func coverage(pub subjectInfo, d *review.Decision) disclosure.Coverage {
 	for _, g := range d.Coverage.Gaps {
 		gaps = append(gaps, "file "+g.Path+": "+g.Reason)
 	}
+	sources := []string{"pull request diff"}
+	switch cv := d.Coverage; cv.Scope {
+	case review.ScopeIncremental:
+		// Model lenses saw the compare since the last reviewed head; files untouched since keep
+		// the review of the head named for them.
+		sources = append(sources, "model lenses: compare "+cv.Since+"..."+pub.headSHA)
+		for _, h := range cv.Heads {
+			if h.Head != pub.headSHA {
+				sources = append(sources, fmt.Sprintf("model lenses: %d unchanged file(s) reviewed at %s", h.Files, h.Head))
+			}
+		}
+	case review.ScopeFull:
+		sources = append(sources, "model lenses: the whole pull request")
+	}
 	c := disclosure.Coverage{
 		Window:           "head " + pub.headSHA + " against base " + pub.baseSHA,
-		Sources:          []string{"pull request diff"},
+		Sources:          sources,
 		CollectionMethod: "lensgate review of the GitHub pull request snapshot",
 		ObservedRuns:     &observed,
 		ExpectedRuns:     &expected,
