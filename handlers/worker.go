@@ -234,6 +234,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 			w.interrupted(ctx, client, pub)
 		}
 	}()
+	w.concludeOlderHeads(ctx, client, pub)
 	if len(trusted.Problems) > 0 {
 		pub.Decision = invalidConfigDecision(subj, trusted)
 		log.Warn().Str("config_source", trusted.Source.Source).Str("problems", trusted.Problems.Error()).Msg("invalid configuration: failing gate")
@@ -467,6 +468,25 @@ func (w *Worker) interrupted(ctx context.Context, client *github.Client, pub *Pu
 	defer cancel()
 	if err := w.Publisher.Abandon(pctx, client, pub, why); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("could not conclude the interrupted review's check run")
+	}
+}
+
+// concludeOlderHeads concludes, as superseded by this head, the gate checks of older heads whose
+// reviews the queue saw begin but never complete: their worker died, or they stopped resuming
+// when this head arrived.
+func (w *Worker) concludeOlderHeads(ctx context.Context, client *github.Client, pub *Publication) {
+	for _, h := range queue.OpenHeads(ctx) {
+		if h == pub.Subject.HeadSHA {
+			continue
+		}
+		old := *pub
+		subj := *pub.Subject
+		subj.HeadSHA = h
+		old.Subject = &subj
+		why := Interruption{Superseded: true, SupersededBy: pub.Subject.HeadSHA}
+		if err := w.Publisher.Abandon(ctx, client, &old, why); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("older_head", h).Msg("could not conclude an older head's check run")
+		}
 	}
 }
 

@@ -73,3 +73,21 @@ func Resumable(ctx context.Context) bool {
 	v, _ := ctx.Value(resumableKey{}).(bool)
 	return v
 }
+
+type openHeadsKey struct{}
+
+// WithOpenHeads tells the job running with ctx about older heads of its subject whose reviews
+// began but are not known to have concluded their check runs (their worker died, or the newer
+// job superseded them before they could): the job concludes them as superseded.
+func WithOpenHeads(ctx context.Context, heads []string) context.Context {
+	if len(heads) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, openHeadsKey{}, heads)
+}
+
+// OpenHeads returns the heads WithOpenHeads recorded in ctx.
+func OpenHeads(ctx context.Context) []string {
+	h, _ := ctx.Value(openHeadsKey{}).([]string)
+	return h
+}

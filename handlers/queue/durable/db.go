@@ -245,6 +245,14 @@ var schemaStatements = []string{
 		updated_at BIGINT NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS lensgate_subject_updated_at ON lensgate_subject (updated_at)`,
+	// Heads whose review began and has not completed: their gate check may still be open, and
+	// the subject's next job concludes it.
+	`CREATE TABLE IF NOT EXISTS lensgate_begun (
+		subject_key TEXT NOT NULL,
+		head_sha TEXT NOT NULL,
+		begun_at BIGINT NOT NULL,
+		PRIMARY KEY (subject_key, head_sha)
+	)`,
 	// One row per running review attempt, renewed by its worker (milliseconds, database clock).
 	`CREATE TABLE IF NOT EXISTS lensgate_lease (
 		job_id BIGINT PRIMARY KEY,
@@ -286,12 +294,18 @@ const (
 		WHERE id = $1 AND state IN ('available', 'pending', 'retryable', 'scheduled')`
 	sqlUpdateSubject = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2, updated_at = $3
 		WHERE subject_key = $4`
-	sqlCurrentJob       = `SELECT job_id, head_sha FROM lensgate_subject WHERE subject_key = $1`
-	sqlCountWaiting     = `SELECT count(*) FROM river_job WHERE state IN ('available', 'pending', 'retryable', 'scheduled')`
-	sqlCountByState     = `SELECT state, count(*) FROM river_job GROUP BY state`
-	sqlPruneDeliveries  = `DELETE FROM lensgate_delivery WHERE received_at < $1`
-	sqlPruneSubjects    = `DELETE FROM lensgate_subject WHERE updated_at < $1`
-	sqlPruneLeases      = `DELETE FROM lensgate_lease WHERE renewed_at < $1`
+	sqlCurrentJob      = `SELECT job_id, head_sha FROM lensgate_subject WHERE subject_key = $1`
+	sqlCountWaiting    = `SELECT count(*) FROM river_job WHERE state IN ('available', 'pending', 'retryable', 'scheduled')`
+	sqlCountByState    = `SELECT state, count(*) FROM river_job GROUP BY state`
+	sqlPruneDeliveries = `DELETE FROM lensgate_delivery WHERE received_at < $1`
+	sqlPruneSubjects   = `DELETE FROM lensgate_subject WHERE updated_at < $1`
+	sqlPruneLeases     = `DELETE FROM lensgate_lease WHERE renewed_at < $1`
+	sqlPruneBegun      = `DELETE FROM lensgate_begun WHERE begun_at < $1`
+	sqlBegin           = `INSERT INTO lensgate_begun (subject_key, head_sha, begun_at) VALUES ($1, $2, $3)
+		ON CONFLICT (subject_key, head_sha) DO NOTHING`
+	sqlOpenHeads = `SELECT head_sha FROM lensgate_begun WHERE subject_key = $1 AND head_sha <> $2
+		ORDER BY begun_at DESC LIMIT 20`
+	sqlConcluded        = `DELETE FROM lensgate_begun WHERE subject_key = $1 AND head_sha = $2`
 	advisoryMigrationID = 7_146_839_221 // any constant; serialises concurrent migrations on PostgreSQL
 )
 
