@@ -29,10 +29,13 @@ var ErrLeaseLost = errors.New("durable queue: job lease lost (another worker may
 // replicas on machines whose clocks differ agree on a lease's age.
 type leaseQueries struct {
 	acquire, renew, release, expired, take, finalize string
+	// unleased finds running reviews that never got a lease: their worker died between taking
+	// them and writing it (River takes several jobs at once); unleasedStill re-checks one.
+	unleased, unleasedStill string
 }
 
-func newLeaseQueries(nowMS, nowTS string) leaseQueries {
-	r := strings.NewReplacer("{now_ms}", nowMS, "{now_ts}", nowTS)
+func newLeaseQueries(nowMS, nowTS, attemptedMS string) leaseQueries {
+	r := strings.NewReplacer("{now_ms}", nowMS, "{now_ts}", nowTS, "{attempted_ms}", attemptedMS)
 	return leaseQueries{
 		acquire: r.Replace(`INSERT INTO lensgate_lease (job_id, client_id, renewed_at) VALUES ($1, $2, {now_ms})
 			ON CONFLICT (job_id) DO UPDATE SET client_id = excluded.client_id, renewed_at = excluded.renewed_at`),
@@ -45,12 +48,20 @@ func newLeaseQueries(nowMS, nowTS string) leaseQueries {
 		take: r.Replace(`DELETE FROM lensgate_lease WHERE job_id = $1 AND renewed_at < {now_ms} - $2`),
 		finalize: r.Replace(`UPDATE river_job SET state = 'cancelled', finalized_at = {now_ts}
 			WHERE id = $1 AND state = 'running'`),
+		unleased: r.Replace(`SELECT j.id FROM river_job j WHERE j.state = 'running' AND j.kind = 'lensgate_review'
+			AND {attempted_ms} < {now_ms} - $1
+			AND NOT EXISTS (SELECT 1 FROM lensgate_lease l WHERE l.job_id = j.id) ORDER BY j.id LIMIT 100`),
+		unleasedStill: r.Replace(`SELECT count(*) FROM river_job j WHERE j.id = $1 AND j.state = 'running'
+			AND {attempted_ms} < {now_ms} - $2
+			AND NOT EXISTS (SELECT 1 FROM lensgate_lease l WHERE l.job_id = j.id)`),
 	}
 }
 
 var (
-	postgresLease = newLeaseQueries(`(extract(epoch FROM clock_timestamp()) * 1000)::bigint`, `now()`)
-	sqliteLease   = newLeaseQueries(`CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`, `datetime('now', 'subsec')`)
+	postgresLease = newLeaseQueries(`(extract(epoch FROM clock_timestamp()) * 1000)::bigint`, `now()`,
+		`(extract(epoch FROM j.attempted_at) * 1000)::bigint`)
+	sqliteLease = newLeaseQueries(`CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`, `datetime('now', 'subsec')`,
+		`CAST((julianday(j.attempted_at) - 2440587.5) * 86400000 AS INTEGER)`)
 )
 
 // holdLease takes the lease of a starting attempt and keeps renewing it until release is
@@ -140,42 +151,58 @@ func (q *riverQueue[TTx]) watchLeases(ctx context.Context) {
 	}
 }
 
-// takeOverExpired takes over every running review whose lease expired.
+// takeOverExpired takes over every running review whose lease expired, and every one that has
+// been running for a lease period without ever getting one.
 func (q *riverQueue[TTx]) takeOverExpired(ctx context.Context) error {
 	ttl := q.opts.LeaseTTL.Milliseconds()
-	var ids []int64
-	err := withTx(ctx, q.db, func(tx TTx) error {
-		return q.db.queryRows(ctx, tx, q.lq.expired, []any{ttl}, func(scan func(...any) error) error {
-			var id int64
-			if err := scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-			return nil
+	for _, c := range []struct {
+		find  string
+		claim func(tx TTx, id int64) (bool, error)
+	}{
+		{q.lq.expired, func(tx TTx, id int64) (bool, error) {
+			n, err := q.db.exec(ctx, tx, q.lq.take, id, ttl)
+			return n > 0, err // none: renewed meanwhile, or another replica took it
+		}},
+		{q.lq.unleased, func(tx TTx, id int64) (bool, error) {
+			var n int64
+			err := q.db.queryRow(ctx, tx, q.lq.unleasedStill, []any{id, ttl}, &n)
+			return n > 0, err
+		}},
+	} {
+		var ids []int64
+		err := withTx(ctx, q.db, func(tx TTx) error {
+			return q.db.queryRows(ctx, tx, c.find, []any{ttl}, func(scan func(...any) error) error {
+				var id int64
+				if err := scan(&id); err != nil {
+					return err
+				}
+				ids = append(ids, id)
+				return nil
+			})
 		})
-	})
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if err := q.takeOver(ctx, id, ttl); err != nil {
-			return fmt.Errorf("take over job %d: %w", id, err)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := q.takeOver(ctx, id, c.claim); err != nil {
+				return fmt.Errorf("take over job %d: %w", id, err)
+			}
 		}
 	}
 	return nil
 }
 
-// takeOver cancels the dead attempt of job id and, if it is still its subject's current job,
-// queues the same review again as a new job marked resumed. A job whose workers died
-// MaxAttempts times is given up (a dead letter): it is likely what kills them.
-func (q *riverQueue[TTx]) takeOver(ctx context.Context, id, ttl int64) error {
+// takeOver cancels the dead attempt of job id, once claim confirms it in the transaction, and,
+// if it is still its subject's current job, queues the same review again as a new job marked
+// resumed. A job whose workers died MaxAttempts times is given up (a dead letter): it is likely
+// what kills them.
+func (q *riverQueue[TTx]) takeOver(ctx context.Context, id int64, claim func(tx TTx, id int64) (bool, error)) error {
 	var resumedAs int64
 	var args reviewArgs
 	gaveUp := false
 	err := withTx(ctx, q.db, func(tx TTx) error {
-		n, err := q.db.exec(ctx, tx, q.lq.take, id, ttl)
-		if err != nil || n == 0 {
-			return err // renewed meanwhile, or another replica took it
+		if ok, err := claim(tx, id); err != nil || !ok {
+			return err
 		}
 		row, err := q.client.JobGetTx(ctx, tx, id)
 		if err != nil {
