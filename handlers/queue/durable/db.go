@@ -299,9 +299,10 @@ const (
 	sqlCountByState    = `SELECT state, count(*) FROM river_job GROUP BY state`
 	sqlPruneDeliveries = `DELETE FROM lensgate_delivery WHERE received_at < $1`
 	sqlPruneSubjects   = `DELETE FROM lensgate_subject WHERE updated_at < $1`
-	sqlPruneLeases     = `DELETE FROM lensgate_lease WHERE renewed_at < $1`
-	sqlPruneBegun      = `DELETE FROM lensgate_begun WHERE begun_at < $1`
-	sqlBegin           = `INSERT INTO lensgate_begun (subject_key, head_sha, begun_at) VALUES ($1, $2, $3)
+	// Leases of finished attempts (empty client id) go after an hour, others after retention.
+	sqlPruneLeases = `DELETE FROM lensgate_lease WHERE renewed_at < $1 OR (client_id = '' AND renewed_at < $2)`
+	sqlPruneBegun  = `DELETE FROM lensgate_begun WHERE begun_at < $1`
+	sqlBegin       = `INSERT INTO lensgate_begun (subject_key, head_sha, begun_at) VALUES ($1, $2, $3)
 		ON CONFLICT (subject_key, head_sha) DO NOTHING`
 	sqlOpenHeads = `SELECT head_sha FROM lensgate_begun WHERE subject_key = $1 AND head_sha <> $2
 		ORDER BY begun_at DESC LIMIT 20`

@@ -105,7 +105,7 @@ func (w *pruneWorker[TTx]) Work(ctx context.Context, _ *river.Job[pruneArgs]) er
 		if _, err := w.q.db.exec(ctx, tx, sqlPruneSubjects, cutoff); err != nil {
 			return fmt.Errorf("prune subjects: %w", err)
 		}
-		if _, err := w.q.db.exec(ctx, tx, sqlPruneLeases, cutoff*1000); err != nil {
+		if _, err := w.q.db.exec(ctx, tx, sqlPruneLeases, cutoff*1000, time.Now().Add(-time.Hour).UnixMilli()); err != nil {
 			return fmt.Errorf("prune leases: %w", err)
 		}
 		if _, err := w.q.db.exec(ctx, tx, sqlPruneBegun, cutoff); err != nil {
