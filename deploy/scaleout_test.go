@@ -239,7 +239,16 @@ func (s *scaleOut) checkOutcome(prs []int, allHeads map[int][]string) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		if st["completed"] != 1 || len(st) != 1 {
-			s.t.Errorf("PR %d final head %s: review jobs by state %v, want exactly one completed", pr, final, st)
+			var jobs []string
+			if rows, err := s.pool.Query(context.Background(), `SELECT id || ' ' || state || ' attempt ' || attempt || ' ' || args::text || ' ' || coalesce(errors::text, '') FROM river_job WHERE kind = 'lensgate_review' AND args->>'head' = $1`, final); err == nil {
+				for rows.Next() {
+					var j string
+					_ = rows.Scan(&j)
+					jobs = append(jobs, j)
+				}
+				rows.Close()
+			}
+			s.t.Errorf("PR %d final head %s: review jobs by state %v, want exactly one completed; gate %+v; jobs %v", pr, final, st, s.gate(final), jobs)
 		}
 		g := s.gate(final)
 		if len(g) != 1 || g[0].Status != "completed" || g[0].Conclusion == "" || g[0].HeadSHA != final {
@@ -248,8 +257,13 @@ func (s *scaleOut) checkOutcome(prs []int, allHeads map[int][]string) {
 		for _, h := range allHeads[pr] {
 			gs := s.gate(h)
 			// A cancelled review concludes its check on its way out, shortly after the newer one.
+			waited := time.Now()
+			open := fmt.Sprint(gs)
 			for deadline := time.Now().Add(15 * time.Second); anyOpen(gs) && time.Now().Before(deadline); gs = s.gate(h) {
 				time.Sleep(100 * time.Millisecond)
+			}
+			if w := time.Since(waited); w > time.Second {
+				s.t.Logf("PR %d head %s: gate open %s after the final review: %s", pr, h, w.Round(100*time.Millisecond), open)
 			}
 			if len(gs) > 1 {
 				s.t.Errorf("PR %d head %s: %d gate check runs", pr, h, len(gs))
@@ -369,8 +383,11 @@ func TestScaleOutThroughWebhooks(t *testing.T) {
 			d := history[(i*7)%len(history)]
 			s.send(web, d.id, d.body)
 		}
+		sentAt := time.Now()
 		s.waitReviewed(prs, web, w1, w2)
+		reviewedAt := time.Now()
 		s.checkOutcome(prs, allHeads)
+		t.Logf("reviewed %s after the last delivery, checked in %s", reviewedAt.Sub(sentAt).Round(100*time.Millisecond), time.Since(reviewedAt).Round(100*time.Millisecond))
 		var superseded int
 		_ = pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'lensgate_review' AND state = 'cancelled'`).Scan(&superseded)
 		t.Logf("%d older heads cancelled by a newer push", superseded)
