@@ -302,7 +302,15 @@ func (c *setupCreateCmd) Run(e *env) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	defer func() { _ = srv.Close() }()
+	defer func() {
+		// The callback signals before its answer is written: let it reach the browser (a closed
+		// connection would show an error page for a registration that worked).
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			_ = srv.Close()
+		}
+	}()
 
 	fmt.Fprintf(e.stdout, "Open %s/ in a browser on this machine and press \"Register on GitHub\".\n", local)
 	fmt.Fprintf(e.stdout, "Waiting for GitHub to send the browser back (up to %s)...\n", c.Wait)

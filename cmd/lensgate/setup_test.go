@@ -275,11 +275,14 @@ func TestSetupCreate(t *testing.T) {
 			"--api-url", gh.URL + "/api/v3/", "--web-url", gh.URL, "--out", dir}, &out, &errb)
 	}()
 	var local string
-	for local == "" {
+	for deadline := time.Now().Add(30 * time.Second); local == ""; {
 		select {
 		case code := <-exit:
 			t.Fatalf("setup create exited %d early: %s", code, errb.String())
 		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("setup create named no local page within 30s: %s", out.String())
 		}
 		if m := regexp.MustCompile(`Open (http://127\.0\.0\.1:\d+)/`).FindStringSubmatch(out.String()); m != nil {
 			local = m[1]
@@ -316,8 +319,13 @@ func TestSetupCreate(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("callback answered %d", resp.StatusCode)
 	}
-	if code := <-exit; code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("setup create still running 30s after the callback: %s", out.String())
 	}
 	if !strings.Contains(out.String(), "Created GitHub App") || strings.Contains(out.String(), "whsec-from-github") {
 		t.Errorf("stdout %q", out.String())
