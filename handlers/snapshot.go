@@ -176,6 +176,9 @@ type PullSnapshot struct {
 	// changed files beyond it.
 	FilesTruncated bool
 	Unlisted       int
+	// UnlistedPaths names them, from the git trees of the merge base and the head (nil when
+	// the trees could not be read).
+	UnlistedPaths []string
 	// DiffTooLarge is set when GitHub refused the diff media type as too large; the review then
 	// works from the per-file patches.
 	DiffTooLarge bool
@@ -284,6 +287,12 @@ func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.
 	if n := pr.GetChangedFiles(); n > len(s.Files) {
 		s.FilesTruncated = true
 		s.Unlisted = n - len(s.Files)
+		names, err := f.unlistedPaths(ctx, c, owner, repo, pr, s.Files)
+		if err != nil {
+			// The files are still counted and named as one gap; only their names are missing.
+			zerolog.Ctx(ctx).Warn().Err(err).Int("unlisted", s.Unlisted).Msg("files beyond GitHub's list could not be named")
+		}
+		s.UnlistedPaths = names
 	}
 	s.HeadContents = f.workflowContents(ctx, c, owner, repo, pr.GetHead().GetSHA(), s.Files)
 	if countOpen {
@@ -408,6 +417,7 @@ func BindPull(s *PullSnapshot) *review.Subject {
 		Diff:             s.Diff,
 		OpenPRsByAuthor:  s.OpenPRsByAuthor,
 		UnlistedFiles:    s.Unlisted,
+		UnlistedPaths:    s.UnlistedPaths,
 	}
 	for _, l := range pr.Labels {
 		subj.Labels = append(subj.Labels, l.GetName())

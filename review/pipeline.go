@@ -526,7 +526,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			}
 		}
 	}
-	dec.Coverage = coverage(changed, files, lenses, reviewedBy, p.free, paid, free, view.withheld, cfg, subj.UnlistedFiles)
+	dec.Coverage = coverage(changed, files, lenses, reviewedBy, p.free, paid, free, view.withheld, cfg, subj.UnlistedFiles, subj.UnlistedPaths)
 	anyModel := false
 	for _, l := range lenses {
 		if l.cause == "" && !p.free[l.runtime] {

@@ -23,7 +23,7 @@ const maxCommentBytes = 60000
 const maxCellBytes = 600
 
 func coverage(changed []runtime.Changed, files []diff.File, lenses []lensPlan, reviewedBy map[string]bool,
-	free map[string]bool, paid, freeB budget, withheld []Gap, cfg *config.Repo, unlisted int) Coverage {
+	free map[string]bool, paid, freeB budget, withheld []Gap, cfg *config.Repo, unlisted int, unlistedPaths []string) Coverage {
 	cov := Coverage{FilesTotal: len(changed), Gaps: []Gap{}}
 	used := map[string]bool{}
 	for _, l := range lenses {
@@ -77,6 +77,14 @@ func coverage(changed []runtime.Changed, files []diff.File, lenses []lensPlan, r
 	}
 	for _, p := range order {
 		cov.Gaps = append(cov.Gaps, Gap{Path: p, Reason: strings.Join(reasons[p], "; ")})
+	}
+	if len(unlistedPaths) > 0 {
+		cov.FilesTotal += len(unlistedPaths)
+		for _, p := range unlistedPaths {
+			cov.Gaps = append(cov.Gaps, Gap{Path: p,
+				Reason: fmt.Sprintf("beyond the %d files GitHub lists of a pull request: not read, so not reviewed", len(changed))})
+		}
+		unlisted = 0
 	}
 	if unlisted > 0 {
 		cov.FilesTotal += unlisted

@@ -63,6 +63,8 @@ type Subject struct {
 	// UnlistedFiles counts changed files the forge did not list (GitHub lists at most 3,000
 	// files of a pull request); they are coverage gaps.
 	UnlistedFiles int
+	// UnlistedPaths names them when the caller could (each becomes a gap of its own).
+	UnlistedPaths []string
 
 	// Prior is the state the last review of this pull request left (nil: none, or unreadable).
 	Prior *State

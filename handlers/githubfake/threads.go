@@ -3,6 +3,7 @@ package githubfake
 import (
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,63 @@ func (s *Server) routesThreads(mux *http.ServeMux) {
 	s.handle(mux, "POST /repos/{owner}/{repo}/pulls/{number}/comments", authInstallation, s.createReviewCommentReply)
 	s.handle(mux, "GET /repos/{owner}/{repo}/compare/{basehead}", authInstallation, s.compare)
 	s.handle(mux, "POST /graphql", authInstallation, s.graphql)
+	s.handle(mux, "GET /repos/{owner}/{repo}/git/trees/{sha}", authInstallation, s.getTree)
+}
+
+// getTree answers a recursive tree read for a pull request's base or head commit: the base
+// holds every file the pull request modifies, renames away or removes, the head every file it
+// leaves (with a different blob for a changed one), plus any file SetFile stored at that SHA.
+// Files the pull request does not touch are left out of both, which a comparison of the two
+// trees cannot tell from a repository that has them.
+func (s *Server) getTree(w http.ResponseWriter, r *http.Request) {
+	st := s.repo(w, r)
+	if st == nil {
+		return
+	}
+	sha := r.PathValue("sha")
+	entries := map[string]string{}
+	found := false
+	for path, content := range st.files[sha] {
+		found = true
+		entries[path] = gitBlobSHA(content)
+	}
+	for _, pr := range st.pulls {
+		switch sha {
+		case pr.BaseSHA:
+			found = true
+			for _, f := range pr.Files {
+				switch {
+				case f.Status == "added":
+				case f.PreviousFilename != "":
+					entries[f.PreviousFilename] = gitBlobSHA("base:" + f.PreviousFilename)
+				default:
+					entries[f.Filename] = gitBlobSHA("base:" + f.Filename)
+				}
+			}
+		case pr.HeadSHA:
+			found = true
+			for _, f := range pr.Files {
+				if f.Status != "removed" {
+					entries[f.Filename] = gitBlobSHA("head:" + f.Filename + "\x00" + f.Patch)
+				}
+			}
+		}
+	}
+	if !found {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	paths := make([]string, 0, len(entries))
+	for p := range entries {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	t := &github.Tree{SHA: github.String(sha), Truncated: github.Bool(false)}
+	for _, p := range paths {
+		t.Entries = append(t.Entries, &github.TreeEntry{Path: github.String(p), Type: github.String("blob"),
+			Mode: github.String("100644"), SHA: github.String(entries[p])})
+	}
+	writeJSON(w, http.StatusOK, t)
 }
 
 // AddReviewCommentReply adds a reply by user to the inline comment inReplyTo (the top comment
@@ -177,6 +235,24 @@ func (s *Server) compare(w http.ResponseWriter, r *http.Request) {
 	}
 	from, okFrom := st.heads[base]
 	to, okTo := st.heads[head]
+	for _, pr := range st.pulls {
+		if pr.BaseSHA == base && pr.HeadSHA == head {
+			// The pull request's own compare: its base is the merge base.
+			files := pr.Files
+			if len(files) > maxCompareFiles {
+				files = files[:maxCompareFiles]
+			}
+			out := &github.CommitsComparison{Status: github.String("ahead"), AheadBy: github.Int(len(pr.Commits)),
+				BehindBy: github.Int(0), TotalCommits: github.Int(len(pr.Commits)), Files: []*github.CommitFile{},
+				BaseCommit:      &github.RepositoryCommit{SHA: github.String(base)},
+				MergeBaseCommit: &github.RepositoryCommit{SHA: github.String(base)}}
+			for _, f := range files {
+				out.Files = append(out.Files, commitFileJSON(f))
+			}
+			writeJSON(w, http.StatusOK, out)
+			return
+		}
+	}
 	if !okFrom || !okTo {
 		writeError(w, http.StatusNotFound, "Not Found", "No common ancestor between "+base+" and "+head+".")
 		return

@@ -629,7 +629,7 @@ func TestFiveThousandFilePullRequest(t *testing.T) {
 				switch {
 				case strings.Contains(g.Reason, "review.max_chunks"):
 					capped = append(capped, g)
-				case strings.Contains(g.Reason, "GitHub lists at most 3000 files"):
+				case strings.Contains(g.Reason, "beyond the 3000 files GitHub lists"):
 					unlisted = append(unlisted, g)
 				default:
 					t.Fatalf("unexpected gap %+v", g)
@@ -644,8 +644,15 @@ func TestFiveThousandFilePullRequest(t *testing.T) {
 					t.Fatalf("capped file %d is %s, want %s", i, g.Path, want)
 				}
 			}
-			if len(unlisted) != 1 || unlisted[0].Path != "(2000 more files)" || d.Coverage.FilesTotal != 5000 {
-				t.Fatalf("files beyond GitHub's list: %+v, total %d", unlisted, d.Coverage.FilesTotal)
+			// The 2,000 files beyond GitHub's list are named from the git trees of the merge base
+			// and the head.
+			if len(unlisted) != 2000 || d.Coverage.FilesTotal != 5000 {
+				t.Fatalf("%d files beyond GitHub's list named, total %d", len(unlisted), d.Coverage.FilesTotal)
+			}
+			for i, g := range unlisted {
+				if want := fmt.Sprintf("gen/part%04d.txt", 3000+i); g.Path != want {
+					t.Fatalf("unlisted file %d is %s, want %s", i, g.Path, want)
+				}
 			}
 			if d.Coverage.Status != review.CoveragePartial || d.Coverage.FilesReviewed != 3000-tc.capped {
 				t.Fatalf("coverage %s, %d reviewed", d.Coverage.Status, d.Coverage.FilesReviewed)
