@@ -97,51 +97,7 @@ func TestTokenCapAcrossReplicas(t *testing.T) {
 			ledgers := []*TokenLedger{ledgerOn(t, qa, limit, nil), ledgerOn(t, qb, limit, nil)}
 			pipes := []*review.Pipeline{modelPipeline(t, srv.URL, ledgers[0]), modelPipeline(t, srv.URL, ledgers[1])}
 
-			var (
-				mu      sync.Mutex
-				passed  = map[int]int{} // reviews passed per replica
-				pending []review.LensResult
-				wg      sync.WaitGroup
-			)
-			errs := make(chan error, 2)
-			for i, p := range pipes {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for n := 1; ; n++ {
-						d, err := p.Review(context.Background(), modelSubject(5, 100*i+n), modelRepo())
-						if err != nil {
-							errs <- err
-							return
-						}
-						l := d.Lenses[0]
-						mu.Lock()
-						switch l.Outcome {
-						case review.OutcomePassed:
-							passed[i]++
-						case review.OutcomePending:
-							pending = append(pending, l)
-						}
-						mu.Unlock()
-						if l.Outcome != review.OutcomePassed {
-							if l.Outcome != review.OutcomePending {
-								errs <- fmt.Errorf("replica %d: lens %+v", i, l)
-							}
-							return
-						}
-						if n > 50 {
-							errs <- fmt.Errorf("replica %d: %d reviews and no cap", i, n)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
-
+			passed, pending := reviewUntilCapped(t, pipes)
 			spent := model.calls.Load() * usagePerCall
 			if spent > limit {
 				t.Fatalf("the model was called %d times, %d tokens, over the daily cap of %d", model.calls.Load(), spent, limit)
@@ -216,5 +172,71 @@ func TestTokenCapAcrossReplicas(t *testing.T) {
 				t.Fatalf("another installation: %+v", l)
 			}
 		})
+	}
+}
+
+// reviewUntilCapped runs reviews of installation 5 on every pipeline at once, each until its
+// lens is not passed, and returns the reviews passed per pipeline and the lenses left pending.
+func reviewUntilCapped(t *testing.T, pipes []*review.Pipeline) (map[int]int, []review.LensResult) {
+	t.Helper()
+	var (
+		mu      sync.Mutex
+		passed  = map[int]int{} // reviews passed per replica
+		pending []review.LensResult
+		wg      sync.WaitGroup
+	)
+	errs := make(chan error, len(pipes))
+	for i, p := range pipes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 1; ; n++ {
+				d, err := p.Review(context.Background(), modelSubject(5, 100*i+n), modelRepo())
+				if err != nil {
+					errs <- err
+					return
+				}
+				l := d.Lenses[0]
+				mu.Lock()
+				switch l.Outcome {
+				case review.OutcomePassed:
+					passed[i]++
+				case review.OutcomePending:
+					pending = append(pending, l)
+				}
+				mu.Unlock()
+				if l.Outcome != review.OutcomePassed {
+					if l.Outcome != review.OutcomePending {
+						errs <- fmt.Errorf("replica %d: lens %+v", i, l)
+					}
+					return
+				}
+				if n > 50 {
+					errs <- fmt.Errorf("replica %d: %d reviews and no cap", i, n)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return passed, pending
+}
+
+// TestTokenCapInMemoryIsPerProcess: with the memory queue's ledger each replica counts alone,
+// so two replicas together spend past the cap; the durable ledger above is what shares it.
+func TestTokenCapInMemoryIsPerProcess(t *testing.T) {
+	const limit = 10_000
+	model := &okModel{}
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+	pipes := []*review.Pipeline{modelPipeline(t, srv.URL, review.NewTokenLedger(limit, nil)),
+		modelPipeline(t, srv.URL, review.NewTokenLedger(limit, nil))}
+	passed, pending := reviewUntilCapped(t, pipes)
+	if spent := model.calls.Load() * usagePerCall; spent <= limit || len(pending) != 2 {
+		t.Fatalf("%d tokens spent by two in-memory ledgers of %d each (%v passed), want more than one cap", spent, limit, passed)
 	}
 }
