@@ -266,9 +266,15 @@ func (w *Worker) prepareDelegation(ctx context.Context, client *github.Client, j
 		return obs
 	}
 	current := verdicts(presets, subj, cfg, obs)
+	// Asking a bot spends its quota: like a model review, it waits for intake to pass.
+	intake := review.IntakeOf(subj, cfg)
 	var needApproval string
 	for _, p := range presets {
 		if current[p.Name].Request != nil || obs.Blocked[p.Name] != "" {
+			continue
+		}
+		if !intake.Passed {
+			obs.Blocked[p.Name] = "intake did not pass (" + intake.Problems() + ")"
 			continue
 		}
 		if needApproval == "" {

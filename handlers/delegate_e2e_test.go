@@ -161,7 +161,7 @@ func newDelegateEnvWith(t *testing.T, ds delegateSetup) *delegateEnv {
 		o.Reviewer.(*countingReviewer).next = review.NewPipeline(review.Options{Runtimes: reg, Logger: zerolog.Nop(), WorkRoot: t.TempDir(), Now: clk.now})
 		o.Publisher = de.pubs
 		o.Now = clk.now
-		o.Delegation = handlers.Delegation{Runtime: dl, Recheck: []time.Duration{10 * time.Millisecond}, MaxRechecks: 100000}
+		o.Delegation = handlers.Delegation{Runtime: dl, Recheck: []time.Duration{50 * time.Millisecond}, MaxRechecks: 100000}
 		if ds.durable {
 			q, err := durable.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "queue.db"),
 				durable.Options{Workers: 2, JobTimeout: 30 * time.Second, FetchPollInterval: 20 * time.Millisecond, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond})
@@ -518,5 +518,16 @@ func TestDelegatedLensOnTheDurableQueue(t *testing.T) {
 	de.waitFor("gate success", func() bool { return de.gateConclusion(fixtureHead) == "success" })
 	if n := len(de.requests(fixtureHead)); n != 1 {
 		t.Fatalf("%d request comments, want 1", n)
+	}
+}
+
+// Asking the bot spends its quota: a pull request that intake stops is not sent to it.
+func TestDelegatedLensWaitsForIntake(t *testing.T) {
+	de := newDelegateEnv(t, "", []githubfake.Answer{{Kind: githubfake.AnswerComment, After: time.Minute}})
+	de.gh.SetPullBody(fixtureRepo, fixturePR, "no authorship line")
+	de.open()
+	de.waitLens(fixtureHead, "pending", "intake did not pass (disclosure)")
+	if n := len(de.requests(fixtureHead)); n != 0 {
+		t.Fatalf("%d requests posted although intake failed", n)
 	}
 }

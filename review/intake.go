@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
@@ -95,3 +96,21 @@ func hasLabel(labels []string, want string) bool {
 	}
 	return false
 }
+
+// IntakeOf runs the intake checks alone, as the review of subj under cfg would: the App asks
+// them before it asks another review bot, which spends that bot's quota.
+func IntakeOf(subj *Subject, cfg *config.Repo) Intake {
+	diffBytes := subj.Diff
+	if len(diffBytes) == 0 {
+		diffBytes = patchesToDiff(subj.Files)
+	}
+	files := diff.Parse(diffBytes)
+	total := 0
+	for i := range files {
+		total += files[i].Lines
+	}
+	return runIntake(subj, cfg, changedFiles(subj.Files, files), nil, total)
+}
+
+// Problems names the checks that did not pass ("" when intake passed).
+func (in Intake) Problems() string { return intakeProblems(in) }
