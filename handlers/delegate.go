@@ -386,6 +386,8 @@ func (w *Worker) afterDelegation(ctx context.Context, job queue.Job, subj *revie
 		EnqueuedAt:     now,
 		NotBefore:      at,
 		Extra:          JobExtra{Recheck: attempt + 1}.raw(),
+		// A look scheduled by a look continues its head; the first look of a head is news.
+		FollowUp: job.Kind == queue.KindDelegate,
 	}
 	if err := w.Queue.Enqueue(ctx, next); err != nil && !errors.Is(err, queue.ErrDuplicate) {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("could not schedule the next look for the delegated answer")
@@ -452,7 +454,7 @@ func (w *Worker) enqueueSettled(ctx context.Context, job queue.Job, pr *github.P
 	err := w.Queue.Enqueue(ctx, queue.Job{
 		Key: JobKey(job.Owner, job.Repo, job.Number), DeliveryID: delivery, Kind: queue.KindPullRequest,
 		InstallationID: job.InstallationID, Owner: job.Owner, Repo: job.Repo, Number: job.Number,
-		HeadSHA: pr.GetHead().GetSHA(), Reason: reason, EnqueuedAt: w.now(),
+		HeadSHA: job.HeadSHA, Reason: reason, EnqueuedAt: w.now(), FollowUp: true,
 	})
 	if errors.Is(err, queue.ErrDuplicate) {
 		return nil

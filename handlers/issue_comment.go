@@ -125,6 +125,9 @@ func (h issueCommentHandler) delegateAnswer(ctx context.Context, ev github.Issue
 	if pr.GetState() == "closed" {
 		return h.skip(ctx, reason, "pull request is closed")
 	}
+	if p, _ := h.delegates.Preset(botOfPresets(h.delegates, c.GetUser())); !p.CommentAnswers(c.GetBody(), pr.GetHead().GetSHA()) {
+		return h.skip(ctx, reason, "comment of "+p.Bot.Login+" is no answer for the head")
+	}
 	return h.enqueue(ctx, queue.Job{
 		Key:            JobKey(owner, name, pr.GetNumber()),
 		DeliveryID:     EvidenceDelivery(owner, name, pr.GetNumber(), delegate.EvidenceComment, c.GetID()),
@@ -135,6 +138,8 @@ func (h issueCommentHandler) delegateAnswer(ctx context.Context, ev github.Issue
 		Number:         pr.GetNumber(),
 		HeadSHA:        pr.GetHead().GetSHA(),
 		Reason:         "delegate." + reason,
+		// An answer is never news of a head: it must not supersede a newer head's review.
+		FollowUp: true,
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
 
@@ -37,6 +38,8 @@ func (h pullRequestReviewHandler) Handle(ctx context.Context, eventType, deliver
 		return h.skip(ctx, reason, "only submitted reviews can answer a delegated lens")
 	case botOfPresets(h.delegates, rv.GetUser()) == "":
 		return h.skip(ctx, reason, "review is not from a bot a lens is delegated to")
+	case !answers(h.delegates, rv, pr.GetHead().GetSHA()):
+		return h.skip(ctx, reason, "review is no answer for the head")
 	case pr.GetState() == "closed":
 		return h.skip(ctx, reason, "pull request is closed")
 	case inst == 0:
@@ -53,5 +56,14 @@ func (h pullRequestReviewHandler) Handle(ctx context.Context, eventType, deliver
 		Number:         pr.GetNumber(),
 		HeadSHA:        pr.GetHead().GetSHA(),
 		Reason:         "delegate." + reason,
+		// An answer is never news of a head: it must not supersede a newer head's review.
+		FollowUp: true,
 	})
+}
+
+// answers reports whether a bot's review can answer a delegated lens for head.
+func answers(rt *delegate.Runtime, rv *github.PullRequestReview, head string) bool {
+	p, ok := rt.Preset(botOfPresets(rt, rv.GetUser()))
+	return ok && p.ReviewAnswers(runtime.BotReview{ID: rv.GetID(), User: runtime.Actor{Login: rv.GetUser().GetLogin(), ID: rv.GetUser().GetID()},
+		State: rv.GetState(), CommitID: rv.GetCommitID(), Body: rv.GetBody(), SubmittedAt: rv.GetSubmittedAt().Time}, head)
 }

@@ -71,7 +71,23 @@ type Memory struct {
 }
 
 // waiting is a scheduled job's timer; its identity tells a replaced job from the current one.
-type waiting struct{ timer *time.Timer }
+type waiting struct {
+	timer *time.Timer
+	head  string
+}
+
+// otherHead reports whether a queued, scheduled or running job of the key is for another head;
+// q.mu is held.
+func (q *Memory) otherHead(job Job) bool {
+	if r, ok := q.running[job.Key]; ok && r.job.HeadSHA != job.HeadSHA {
+		return true
+	}
+	if p, ok := q.pending[job.Key]; ok && p.HeadSHA != job.HeadSHA {
+		return true
+	}
+	w, ok := q.scheduled[job.Key]
+	return ok && w.head != job.HeadSHA
+}
 
 type run struct {
 	job    Job
@@ -133,13 +149,19 @@ func (q *Memory) Enqueue(ctx context.Context, job Job) error {
 			return ErrDuplicate
 		}
 	}
+	if job.FollowUp && q.otherHead(job) {
+		// The subject moved on; the newer head's own jobs do this work for it.
+		q.remember(job.DeliveryID)
+		q.m.Coalesced.Inc()
+		return nil
+	}
 	if w, ok := q.scheduled[job.Key]; ok {
 		w.timer.Stop()
 		delete(q.scheduled, job.Key)
 	}
 	if wait := job.NotBefore.Sub(q.opts.Now()); !job.NotBefore.IsZero() && wait > 0 {
 		q.remember(job.DeliveryID)
-		w := &waiting{}
+		w := &waiting{head: job.HeadSHA}
 		w.timer = time.AfterFunc(wait, func() { q.release(job, w) })
 		q.scheduled[job.Key] = w
 		return nil

@@ -395,3 +395,42 @@ func TestMemoryScheduledJobs(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// A follow-up job never supersedes a job of another head, and is dropped when the subject
+// moved on.
+func TestMemoryFollowUpNeverSupersedes(t *testing.T) {
+	started := make(chan Job, 4)
+	release := make(chan struct{})
+	q := NewMemory(MemoryOptions{Workers: 1})
+	if err := q.Start(context.Background(), func(ctx context.Context, j Job) error {
+		started <- j
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop(context.Background())
+	ctx := context.Background()
+	if err := q.Enqueue(ctx, Job{Key: "k", DeliveryID: "push", HeadSHA: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	running := <-started
+	if err := q.Enqueue(ctx, Job{Key: "k", DeliveryID: "answer-old", HeadSHA: "old", FollowUp: true}); err != nil {
+		t.Fatal(err)
+	}
+	if queued, _ := q.Len(); queued != 0 {
+		t.Fatalf("a follow-up for the old head was queued (%d)", queued)
+	}
+	if err := q.Enqueue(ctx, Job{Key: "k", DeliveryID: "answer-new", HeadSHA: "new", FollowUp: true}); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	next := <-started
+	if running.DeliveryID != "push" || next.DeliveryID != "answer-new" {
+		t.Fatalf("ran %s then %s", running.DeliveryID, next.DeliveryID)
+	}
+}

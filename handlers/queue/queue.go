@@ -48,6 +48,10 @@ type Job struct {
 	// NotBefore schedules the job: it does not run before this time (zero: at once). A
 	// scheduled job still coalesces with later jobs of its key.
 	NotBefore time.Time `json:"not_before,omitzero"`
+	// FollowUp marks a job that continues earlier work on HeadSHA (a scheduled look, a review
+	// after a bot answered) rather than news of the subject: it never supersedes a job of
+	// another head, and is dropped when the subject's newest job is for another head.
+	FollowUp bool `json:"follow_up,omitempty"`
 }
 
 // Handler runs one job. It must honour ctx: cancellation means a newer job superseded this one or

@@ -408,6 +408,11 @@ func (q *riverQueue[TTx]) enqueue(ctx context.Context, job queue.Job) (enqueueRe
 			return queue.ErrDuplicate
 		}
 		head, current := adm.head, adm.current
+		if job.FollowUp && head != "" && head != job.HeadSHA {
+			// The subject moved on to another head; its own jobs do this work.
+			res = resultCoalesced
+			return nil
+		}
 		rerun := ""
 		if ForcesRerun(job.Reason) {
 			rerun = job.DeliveryID

@@ -69,3 +69,35 @@ func TestScheduledLooks(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowUpNeverSupersedes: a follow-up job for a head the subject has left is dropped, and
+// one for the current head is queued.
+func TestFollowUpNeverSupersedes(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			q := open(t, b.dsn(t), testOptions())
+			if err := q.Enqueue(ctx, prJob("o/r#1", "new", "push")); err != nil {
+				t.Fatal(err)
+			}
+			old := prJob("o/r#1", "old", "answer-old")
+			old.Reason, old.FollowUp = "delegate.answered", true
+			if err := q.Enqueue(ctx, old); err != nil {
+				t.Fatal(err)
+			}
+			cur := prJob("o/r#1", "new", "answer-new")
+			cur.Reason, cur.FollowUp = "delegate.answered", true
+			if err := q.Enqueue(ctx, cur); err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range jobsOf(t, q) {
+				if j.Head == "old" {
+					t.Fatalf("a follow-up for the old head was queued: %+v", jobsOf(t, q))
+				}
+			}
+			if n := len(jobsOf(t, q)); n != 2 {
+				t.Fatalf("%d jobs, want the push and the current head's follow-up: %+v", n, jobsOf(t, q))
+			}
+		})
+	}
+}

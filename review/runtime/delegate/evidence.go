@@ -162,3 +162,15 @@ func (p Preset) reviewAnswer(r runtime.BotReview, head string) bool {
 	}
 	return true
 }
+
+// CommentAnswers reports whether a comment body of the bot can be its answer for head (the
+// caller still needs the request and the times for Evaluate); other comments of the bot, such
+// as notices, are no reason to review again.
+func (p Preset) CommentAnswers(body, head string) bool {
+	return p.Accepts(EvidenceComment) && p.cleanComment(body, head)
+}
+
+// ReviewAnswers is CommentAnswers for a submitted review.
+func (p Preset) ReviewAnswers(r runtime.BotReview, head string) bool {
+	return p.Accepts(EvidenceReview) && p.reviewAnswer(r, head)
+}
