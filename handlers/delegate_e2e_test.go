@@ -127,7 +127,8 @@ func newDelegateEnv(t *testing.T, extra string, scripts ...[]githubfake.Answer) 
 
 func newDelegateEnvWith(t *testing.T, ds delegateSetup) *delegateEnv {
 	t.Helper()
-	clk := &testClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	// Real time as the start: installation tokens the fake mints expire by the real clock.
+	clk := &testClock{t: time.Now().UTC().Truncate(time.Second)}
 	gh := githubfake.New(t, githubfake.WithClock(clk.now))
 	conn := githubfake.Connector{Bot: codexBot, Trigger: "@codex review", Scripts: ds.scripts}
 	if ds.connector != nil {
