@@ -158,6 +158,10 @@ func New(opts Options) (*Server, error) {
 	}
 
 	em := newEventMetrics(reg)
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	q := opts.Queue
 	if q == nil {
 		q = queue.NewMemory(queue.MemoryOptions{
@@ -165,11 +169,9 @@ func New(opts Options) (*Server, error) {
 			Workers:  cfg.Queue.Workers,
 			Metrics:  queue.NewMetrics(reg),
 			Logger:   opts.Logger,
+			// Scheduled jobs wait by the same clock that scheduled them.
+			Now: now,
 		})
-	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
 	}
 	fetch := Fetcher{Attempts: cfg.Review.SnapshotAttempts, InitialBackoff: opts.InitialBackoff, MaxBackoff: opts.MaxBackoff}
 	s := &Server{
