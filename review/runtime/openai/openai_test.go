@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -343,45 +344,48 @@ func TestFailsClosed(t *testing.T) {
 		opts      func(*openai.Options)
 		attempts  int
 		wantCause string
+		// late: the client may give up before the request reaches the server (on a loaded
+		// machine delivering it can take longer than a short timeout), so the server may see fewer.
+		late bool
 	}{
-		{"prose", func(_ int, w http.ResponseWriter, _ *http.Request) { reply(w, "Looks good to me, approve!") }, nil, 1, "not a JSON object"},
+		{"prose", func(_ int, w http.ResponseWriter, _ *http.Request) { reply(w, "Looks good to me, approve!") }, nil, 1, "not a JSON object", false},
 		{"wrong schema", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			reply(w, `{"schema":"something/else","recommendation":"comment","summary":"","lenses":[]}`)
-		}, nil, 1, "answer.schema is"},
+		}, nil, 1, "answer.schema is", false},
 		{"approve verdict", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			reply(w, `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[{"lens":"correctness","verdict":"approve","summary":"","findings":[]}]}`)
-		}, nil, 1, "verdict"},
+		}, nil, 1, "verdict", false},
 		{"duplicate keys", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			reply(w, `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[{"lens":"correctness","verdict":"request-changes","verdict":"ok","summary":"","findings":[]}]}`)
-		}, nil, 1, "duplicate"},
+		}, nil, 1, "duplicate", false},
 		{"garbage body", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, "\x00\x01 not json at all")
-		}, nil, 1, "not a chat completion"},
+		}, nil, 1, "not a chat completion", false},
 		{"deep JSON", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			reply(w, `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[],"x":`+
 				strings.Repeat("[", 5000)+strings.Repeat("]", 5000)+`}`)
-		}, nil, 1, "nest"},
+		}, nil, 1, "nest", false},
 		{"invalid UTF-8 body", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"choices":[{"finish_reason":"stop","message":{"role":"assistant","content":"{\"schema\":\"`+"\xff\xfe"+`\"}"}}]}`)
-		}, nil, 1, "not valid UTF-8"},
+		}, nil, 1, "not valid UTF-8", false},
 		{"schema-valid answer naming an unknown lens", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			reply(w, reviewJSON("s", "correctness=ok", "approve-everything=ok"))
-		}, nil, 1, "not one of correctness"},
-		{"always 500", func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }, nil, 3, "HTTP 500"},
+		}, nil, 1, "not one of correctness", false},
+		{"always 500", func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }, nil, 3, "HTTP 500", false},
 		{"400 is final", func(_ int, w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(400)
 			_, _ = io.WriteString(w, `{"error":{"message":"bad","type":"invalid_request_error"}}`)
-		}, nil, 1, "HTTP 400"},
+		}, nil, 1, "HTTP 400", false},
 		{"timeout", func(_ int, w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
 			}
-		}, func(o *openai.Options) { o.Timeout = 50 * time.Millisecond; o.Retries = -1 }, 1, "timed out"},
+		}, func(o *openai.Options) { o.Timeout = 50 * time.Millisecond; o.Retries = -1 }, 1, "timed out", true},
 		{"oversized answer", func(_ int, w http.ResponseWriter, _ *http.Request) { reply(w, big) },
-			func(o *openai.Options) { o.MaxResponseBytes = 8 << 10 }, 1, "size limit"},
+			func(o *openai.Options) { o.MaxResponseBytes = 8 << 10 }, 1, "size limit", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -397,7 +401,15 @@ func TestFailsClosed(t *testing.T) {
 				c.answer(n, w, r)
 			}))
 			defer srv.Close()
-			d, err := pipeline(t, srv, c.opts).Review(context.Background(), subject(), repoConfig("correctness", "security"))
+			// The runtime's attempts, counted where it sends them.
+			var sent atomic.Int32
+			opts := func(o *openai.Options) {
+				o.HTTPClient = &http.Client{Transport: countingTransport{next: http.DefaultTransport, n: &sent}}
+				if c.opts != nil {
+					c.opts(o)
+				}
+			}
+			d, err := pipeline(t, srv, opts).Review(context.Background(), subject(), repoConfig("correctness", "security"))
 			if err != nil {
 				t.Fatalf("Review returned an error: %v", err)
 			}
@@ -408,8 +420,11 @@ func TestFailsClosed(t *testing.T) {
 			if strings.Contains(l.Cause, "sk-test-secret-token") || strings.Contains(d.Comment, "sk-test-secret-token") {
 				t.Fatal("the token leaked into the cause")
 			}
-			if got := len(model.requests()); got != c.attempts {
+			if got := int(sent.Load()); got != c.attempts {
 				t.Fatalf("%d attempts, want %d", got, c.attempts)
+			}
+			if got := len(model.requests()); got > c.attempts || got < c.attempts && !c.late {
+				t.Fatalf("the server saw %d requests, want %d", got, c.attempts)
 			}
 			if d.Gate.State != review.OutcomePending || d.Recommendation != review.RecommendComment {
 				t.Fatalf("gate %s recommendation %s", d.Gate.State, d.Recommendation)
@@ -420,6 +435,17 @@ func TestFailsClosed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingTransport counts the requests a client sends.
+type countingTransport struct {
+	next http.RoundTripper
+	n    *atomic.Int32
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
 }
 
 func TestNewNeedsEndpointAndToken(t *testing.T) {
