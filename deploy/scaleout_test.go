@@ -92,7 +92,10 @@ func (s *scaleOut) start(role string) *server {
 	vars["LENSGATE_QUEUE_DSN"] = s.dsn
 	vars["LENSGATE_QUEUE_SIZE"] = "1000"
 	vars["LENSGATE_QUEUE_WORKERS"] = "4"
-	vars["LENSGATE_JOB_TIMEOUT"] = "10s"
+	// A review may wait for its content writes behind those of every other review (they are
+	// spaced a second apart per installation), after a GitHub call the test stalls for 8 s: a
+	// bound of a few seconds times such reviews out and retries them, which is not what is tested.
+	vars["LENSGATE_JOB_TIMEOUT"] = "2m"
 	vars["LENSGATE_CATCHUP_WINDOW"] = "0"
 	vars["LENSGATE_SHUTDOWN_TIMEOUT"] = "2s" // a running review is cancelled and handed back soon
 	vars["LENSGATE_LOG_LEVEL"] = "warn"
@@ -248,7 +251,7 @@ func (s *scaleOut) checkOutcome(prs []int, allHeads map[int][]string) {
 				}
 				rows.Close()
 			}
-			s.t.Errorf("PR %d final head %s: review jobs by state %v, want exactly one completed; gate %+v; jobs %v", pr, final, st, s.gate(final), jobs)
+			s.t.Errorf("PR %d final head %s: review jobs by state %v, want exactly one completed; gate %+v; jobs %v; all its heads' jobs:\n%s", pr, final, st, s.gate(final), jobs, s.jobsOf(allHeads[pr]))
 		}
 		g := s.gate(final)
 		if len(g) != 1 || g[0].Status != "completed" || g[0].Conclusion == "" || g[0].HeadSHA != final {
@@ -292,6 +295,30 @@ func (s *scaleOut) checkOutcome(prs []int, allHeads map[int][]string) {
 	if discarded != 0 {
 		s.t.Errorf("%d review jobs discarded", discarded)
 	}
+}
+
+// jobsOf describes the review jobs of heads, for a failure message.
+func (s *scaleOut) jobsOf(heads []string) string {
+	rows, err := s.pool.Query(context.Background(), `SELECT id, state, args->>'head', coalesce(args->>'rerun', ''), attempt,
+		coalesce(array_to_string(attempted_by, ' '), ''), created_at, scheduled_at, coalesce(finalized_at::text, ''), coalesce(errors::text, '')
+		FROM river_job WHERE kind = 'lensgate_review' AND args->>'head' = ANY($1) ORDER BY id`, heads)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id int64
+		var attempt int
+		var state, head, rerun, by, fin, errs string
+		var created, sched time.Time
+		if err := rows.Scan(&id, &state, &head, &rerun, &attempt, &by, &created, &sched, &fin, &errs); err != nil {
+			return err.Error()
+		}
+		fmt.Fprintf(&b, "  job %d %s head %s rerun %q attempt %d by [%s] created %s scheduled %s finalized %s errors %s\n",
+			id, state, head, rerun, attempt, by, created.Format(time.StampMicro), sched.Format(time.StampMicro), fin, errs)
+	}
+	return b.String()
 }
 
 func anyOpen(gs []githubfake.CheckRun) bool {
