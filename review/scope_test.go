@@ -342,3 +342,38 @@ func TestPerPathLenses(t *testing.T) {
 		}
 	}
 }
+
+func TestTruncatedCompareAndFailedChunk(t *testing.T) {
+	rt := badLineModel()
+	p, cfg := modelPipeline(t, rt)
+	a := addedFile("a.go", "x")
+	d1, err := p.Review(context.Background(), pushSubject(sha('1'), a, nil, nil), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := p.Review(context.Background(), pushSubject(sha('2'), a, d1.State, &Increment{From: sha('1'), Truncated: true}), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2.Coverage.Scope != ScopeFull || !strings.Contains(d2.Coverage.ScopeReason, "too many to list") {
+		t.Fatalf("truncated compare: %+v", d2.Coverage)
+	}
+	// A part that fails leaves the lens pending, naming the part: never a partial pass.
+	calls := 0
+	inner := rt.fn
+	rt.fn = func(req *runtime.Request) (*runtime.Result, error) {
+		calls++
+		if calls == 2 {
+			return nil, fmt.Errorf("endpoint down")
+		}
+		return inner(req)
+	}
+	cfg.Review.MaxDiffLines = 9
+	d3, err := p.Review(context.Background(), pushSubject(sha('3'), addedFile("a.go", "x")+addedFile("b.go", "y"), nil, nil), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := d3.Lenses[0]; l.Outcome != OutcomePending || !strings.Contains(l.Cause, "part 2 of 2") || d3.Gate.State == OutcomePassed {
+		t.Fatalf("failed part: %s %q, gate %s", l.Outcome, l.Cause, d3.Gate.State)
+	}
+}
