@@ -69,10 +69,32 @@ var (
 
 // holdLease takes the lease of a starting attempt and keeps renewing it until release is
 // called. When renewal shows another replica took the job over, or fails for half the lease
-// period, it cancels ctx with ErrLeaseLost.
-func (q *riverQueue[TTx]) holdLease(ctx context.Context, jobID int64) (context.Context, func(), error) {
-	if err := q.leaseExec(ctx, q.lq.acquire, jobID, q.opts.ClientID); err != nil {
-		return ctx, nil, fmt.Errorf("durable queue: take job lease: %w", err)
+// period, it cancels ctx with ErrLeaseLost. In the same transaction it records that the review
+// of head begins and returns the subject's older heads whose reviews began and never completed
+// (see WithOpenHeads); release(completed) forgets those and head when the job completed.
+func (q *riverQueue[TTx]) holdLease(ctx context.Context, jobID int64, key, head string) (context.Context, []string, func(completed bool), error) {
+	var open []string
+	err := withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error {
+		if _, err := q.db.exec(ctx, tx, q.lq.acquire, jobID, q.opts.ClientID); err != nil {
+			return err
+		}
+		if head == "" {
+			return nil
+		}
+		if _, err := q.db.exec(ctx, tx, sqlBegin, key, head, time.Now().Unix()); err != nil {
+			return err
+		}
+		return q.db.queryRows(ctx, tx, sqlOpenHeads, []any{key, head}, func(scan func(...any) error) error {
+			var h string
+			if err := scan(&h); err != nil {
+				return err
+			}
+			open = append(open, h)
+			return nil
+		})
+	})
+	if err != nil {
+		return ctx, nil, nil, fmt.Errorf("durable queue: take job lease: %w", err)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -108,24 +130,33 @@ func (q *riverQueue[TTx]) holdLease(ctx context.Context, jobID int64) (context.C
 			}
 		}
 	}()
-	release := func() {
+	release := func(completed bool) {
 		close(done)
 		<-stopped
 		cancel(nil)
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer rcancel()
-		if err := q.leaseExec(rctx, q.lq.release, jobID, q.opts.ClientID); err != nil {
+		// Losing this write costs only an expired lease (the job is no longer running then) or
+		// a look at the forgotten heads' check runs by the subject's next job.
+		err := withTxOpts(rctx, q.db, txNoFlush, func(tx TTx) error {
+			if _, err := q.db.exec(rctx, tx, q.lq.release, jobID, q.opts.ClientID); err != nil || !completed {
+				return err
+			}
+			for _, h := range append(open, head) {
+				if h == "" {
+					continue
+				}
+				if _, err := q.db.exec(rctx, tx, sqlConcluded, key, h); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			q.log.Warn().Err(err).Int64("job_id", jobID).Msg("job lease not released; it expires")
 		}
 	}
-	return ctx, release, nil
-}
-
-func (q *riverQueue[TTx]) leaseExec(ctx context.Context, query string, args ...any) error {
-	return withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error {
-		_, err := q.db.exec(ctx, tx, query, args...)
-		return err
-	})
+	return ctx, open, release, nil
 }
 
 func (q *riverQueue[TTx]) leaseRenew(ctx context.Context, jobID int64) (int64, error) {

@@ -43,21 +43,15 @@ func (w *reviewWorker[TTx]) Work(ctx context.Context, job *river.Job[reviewArgs]
 		return err
 	}
 
-	ctx, release, err := q.holdLease(ctx, job.ID)
+	ctx, open, release, err := q.holdLease(ctx, job.ID, job.Args.Key, job.Args.Head)
 	if err != nil {
-		return err
-	}
-	open, err := q.begin(ctx, job.Args.Key, job.Args.Head)
-	if err != nil {
-		release()
 		return err
 	}
 	start := time.Now()
 	err = (*h)(queue.WithOpenHeads(queue.WithResumable(queue.WithCurrentCheck(ctx, check)), open), job.Args.Job)
 	took := time.Since(start)
-	release()
+	release(err == nil)
 	if err == nil {
-		q.concluded(context.WithoutCancel(ctx), job.Args.Key, append(open, job.Args.Head))
 		q.metrics.finished("completed", took)
 		log.Info().Dur("took", took).Msg("job completed")
 		return nil
@@ -131,49 +125,4 @@ func (p backoffPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	d := p.delay(job.Attempt)
 	jitter := time.Duration((rand.Float64()*0.2 - 0.1) * float64(d))
 	return time.Now().Add(d + jitter)
-}
-
-// begin records that the review of head starts (its gate check opens) and returns the older
-// heads of the subject whose reviews began and never completed, for the job to conclude.
-func (q *riverQueue[TTx]) begin(ctx context.Context, key, head string) ([]string, error) {
-	if head == "" {
-		return nil, nil
-	}
-	var open []string
-	err := withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error {
-		if _, err := q.db.exec(ctx, tx, sqlBegin, key, head, time.Now().Unix()); err != nil {
-			return err
-		}
-		return q.db.queryRows(ctx, tx, sqlOpenHeads, []any{key, head}, func(scan func(...any) error) error {
-			var h string
-			if err := scan(&h); err != nil {
-				return err
-			}
-			open = append(open, h)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("durable queue: record the review's start: %w", err)
-	}
-	return open, nil
-}
-
-// concluded forgets heads whose check runs a completed job concluded. Losing this write costs
-// only a look at those check runs by the subject's next job.
-func (q *riverQueue[TTx]) concluded(ctx context.Context, key string, heads []string) {
-	err := withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error {
-		for _, h := range heads {
-			if h == "" {
-				continue
-			}
-			if _, err := q.db.exec(ctx, tx, sqlConcluded, key, h); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		q.log.Warn().Err(err).Str("key", key).Msg("concluded heads not recorded")
-	}
 }
