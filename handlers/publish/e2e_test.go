@@ -183,6 +183,12 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func readPayload(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -347,7 +353,7 @@ func (st *stack) wait(what string) {
 			st.t.Fatalf("%s: publish: %v", what, err)
 		}
 	case <-time.After(30 * time.Second):
-		st.t.Fatalf("%s: no publication; logs:\n%s", what, st.logs.b.String())
+		st.t.Fatalf("%s: no publication; logs:\n%s", what, st.logs.String())
 	}
 }
 
