@@ -101,6 +101,7 @@ type delegateEnv struct {
 	clk  *testClock
 	pubs *decisions
 	sent atomic.Int64
+	key  ed25519.PrivateKey // the receipt signer's key, when signed
 }
 
 // delegateSetup varies newDelegateEnv.
@@ -114,6 +115,8 @@ type delegateSetup struct {
 	files map[string]string
 	// signed publishes receipts.
 	signed bool
+	// runtimes are enabled next to builtin and delegate.
+	runtimes []runtime.Runtime
 	// durable keeps the jobs in a SQLite database with River instead of memory.
 	durable bool
 }
@@ -139,15 +142,16 @@ func newDelegateEnvWith(t *testing.T, ds delegateSetup) *delegateEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := runtime.NewRegistry(builtin.New(builtin.Options{}), dl)
+	reg := runtime.NewRegistry(append([]runtime.Runtime{builtin.New(builtin.Options{}), dl}, ds.runtimes...)...)
 	for _, n := range dl.PresetNames() {
 		if err := reg.AddPreset(n, delegate.Name); err != nil {
 			t.Fatal(err)
 		}
 	}
 	po := publish.Options{Audit: &pdp.MemorySink{}, Now: clk.now}
+	var key ed25519.PrivateKey
 	if ds.signed {
-		_, key, err := ed25519.GenerateKey(nil)
+		_, key, err = ed25519.GenerateKey(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +161,7 @@ func newDelegateEnvWith(t *testing.T, ds delegateSetup) *delegateEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	de := &delegateEnv{clk: clk, pubs: &decisions{Publisher: p}}
+	de := &delegateEnv{clk: clk, pubs: &decisions{Publisher: p}, key: key}
 	de.env = newEnvOn(t, gh, func(_ *config.Server, o *handlers.Options) {
 		o.Reviewer.(*countingReviewer).next = review.NewPipeline(review.Options{Runtimes: reg, Logger: zerolog.Nop(), WorkRoot: t.TempDir(), Now: clk.now})
 		o.Publisher = de.pubs

@@ -200,6 +200,9 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	}
 	subj := BindPull(snap)
 	subj.InstallationID = job.InstallationID
+	// A review queued because a delegated lens settled reuses what the paid lenses concluded
+	// at this very head, instead of billing them again.
+	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && strings.HasPrefix(job.Reason, "delegate.") && job.HeadSHA == subj.HeadSHA
 	if snap.FilesTruncated {
 		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
 	}

@@ -95,6 +95,9 @@ type TokenCount struct {
 	Completion int  `json:"completion"`
 	Total      int  `json:"total"`
 	Estimated  bool `json:"estimated"`
+	// Earlier marks tokens spent by an earlier review of the same head whose result this one
+	// reuses: reported, not spent again.
+	Earlier bool `json:"earlier,omitempty"`
 }
 
 func (t *TokenCount) add(u runtime.Tokens) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -163,7 +164,13 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			usesPaid = true
 		}
 	}
+	cfgDigest := configDigest(cfg)
+	reused, noReuse := p.reusable(subj, plan, cfgDigest, lenses, &log)
 	sc := scopeOf(subj, plan)
+	if noReuse != "" {
+		// The record of this head cannot stand for the paid lenses: they review it all again.
+		sc = scope{reason: "the earlier results of this head could not be reused: " + noReuse}
+	}
 	free := budgetByBytes(files, p.opts.FreeMaxDiffBytes)
 
 	// Group lenses by runtime and scope, keeping plan order. A model lens is reviewed
@@ -172,13 +179,17 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	var order []string
 	groups := map[string][]int{}
 	for i, l := range lenses {
-		if l.cause == "" && !p.free[l.runtime] && sc.incremental && subj.Prior.Lenses[l.item.Name] == sc.since {
+		_, reuse := reused[l.item.Name]
+		if l.cause == "" && !reuse && !p.free[l.runtime] && sc.incremental && subj.Prior.Lenses[l.item.Name] == sc.since {
 			incremental[l.item.Name] = true
 		}
 		if l.cause != "" {
 			continue
 		}
 		key := l.runtime
+		if reuse {
+			key += "\x00reused"
+		}
 		if incremental[l.item.Name] {
 			key += "\x00since"
 		}
@@ -283,7 +294,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	}
 
 	var wd *workDir
-	if usesPaid && intake.Passed {
+	if usesPaid && intake.Passed && !allReused(lenses, reused, p.free) {
 		meta := map[string]string{
 			"pr_number": itoa(subj.Number), "base_sha": subj.BaseSHA, "head_sha": subj.HeadSHA,
 			"require_spec": fmt.Sprint(cfg.RequireSpec), "max_open_prs": itoa(cfg.MaxOpenPRsPerAuthor),
@@ -337,6 +348,10 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		idx := groups[key]
 		rtName := lenses[idx[0]].runtime
 		isFree := p.free[rtName]
+		if _, ok := reused[lenses[idx[0]].item.Name]; ok && intake.Passed {
+			reviewedBy[rtName] = true
+			continue
+		}
 		if !isFree && (!intake.Passed || wd == nil) {
 			cause := "intake did not pass, so the change was not sent to the " + rtName + " runtime"
 			if intake.Passed {
@@ -455,6 +470,21 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			lr.Cause = l.cause
 		case rtErr[l.group] != "":
 			lr.Cause = rtErr[l.group]
+		case strings.HasSuffix(l.group, "\x00reused") && intake.Passed:
+			rec := reused[l.item.Name]
+			lr.Outcome, lr.Summary = rec.Outcome, rec.Summary
+			requestChanges[i] = rec.RequestChanges
+			if rec.Tokens != nil {
+				t := *rec.Tokens
+				t.Earlier = true
+				lr.Tokens = &t
+			}
+			// Its findings are the ones the earlier review of this head left open.
+			for _, f := range subj.Prior.Findings {
+				if f.Lens == lr.Name && f.Open() {
+					lr.Findings = append(lr.Findings, f)
+				}
+			}
 		case outOfScope[l.group]:
 			lr.Outcome = OutcomePassed
 			lr.Summary = "No changed file matches this lens's paths."
@@ -543,11 +573,21 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			dec.Coverage.Chunks = maxChunksUsed
 		}
 	}
+	if len(reused) > 0 && anyModel {
+		// The model review of this head is the earlier one: its scope, not this run's.
+		r := subj.Prior.Reuse
+		dec.Coverage.Scope, dec.Coverage.Since, dec.Coverage.Chunks = r.Scope, r.Since, r.Chunks
+		dec.Coverage.ScopeReason = ""
+		if r.Scope == ScopeFull {
+			dec.Coverage.ScopeReason = sc.reason
+		}
+	}
 	if !subj.Local {
 		dec.State = nextState(subj, sc, plan, results, dec.Findings, changed, len(incremental) > 0, modelRan)
 		if anyModel {
 			dec.Coverage.Heads = headCoverage(subj, dec.State, changed)
 		}
+		dec.State.Reuse = p.reuseRecord(subj.HeadSHA, cfgDigest, dec.Coverage, lenses, results, requestChanges)
 	}
 	if sentToModel {
 		dec.ModelInput = view.input
@@ -566,6 +606,109 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	log.Info().Str("gate", string(gate.State)).Int("findings", len(dec.Findings)).
 		Str("coverage", dec.Coverage.Status).Msg("review finished")
 	return dec, nil
+}
+
+// configDigest identifies a repository configuration ("" when it cannot be encoded, which
+// makes no record reusable).
+func configDigest(cfg *config.Repo) string {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return ""
+	}
+	return sha256Hex(raw)
+}
+
+// reusable returns the paid lenses whose result the earlier review of this very head may
+// stand for. It is all or nothing: when the subject is a settled delegated lens's review and
+// every paid lens completed at this head under the same plan, base and configuration, the
+// records are reused; otherwise none is, and it returns (and logs) why.
+func (p *Pipeline) reusable(subj *Subject, plan policy.Plan, cfgDigest string, lenses []lensPlan, log *zerolog.Logger) (map[string]LensRecord, string) {
+	if !subj.Settled {
+		return nil, ""
+	}
+	var paid []string
+	for _, l := range lenses {
+		if l.cause == "" && !p.free[l.runtime] {
+			paid = append(paid, l.item.Name)
+		}
+	}
+	if len(paid) == 0 {
+		return nil, ""
+	}
+	pr := subj.Prior
+	why := ""
+	switch {
+	case pr == nil:
+		why = "no readable state of the earlier review"
+	case pr.Reuse == nil:
+		why = "the earlier review recorded no lens results"
+	case pr.Reuse.Head != subj.HeadSHA:
+		why = "the recorded results are of head " + shortSHA(pr.Reuse.Head) + ", not this one"
+	case pr.PlanDigest != plan.Digest():
+		why = "the review policy changed (plan digest " + shortSHA(pr.PlanDigest) + " -> " + shortSHA(plan.Digest()) + ")"
+	case pr.BaseSHA != subj.BaseSHA:
+		why = "the base moved since the recorded review"
+	case cfgDigest == "" || pr.Reuse.Config != cfgDigest:
+		why = "the repository configuration changed since the recorded review"
+	}
+	out := map[string]LensRecord{}
+	if why == "" {
+		for _, name := range paid {
+			rec, ok := pr.Reuse.Lenses[name]
+			if !ok || rec.Runtime != lenses[indexOfLens(lenses, name)].runtime {
+				why = "lens " + name + " has no completed result for this head on its runtime"
+				break
+			}
+			out[name] = rec
+		}
+	}
+	if why != "" {
+		log.Info().Str("reason", why).Msg("delegated lens settled; the paid lenses run again in full")
+		return nil, why
+	}
+	log.Info().Int("lenses", len(out)).Msg("delegated lens settled; the paid lenses' results of this head are reused, not billed again")
+	return out, ""
+}
+
+func indexOfLens(lenses []lensPlan, name string) int {
+	for i, l := range lenses {
+		if l.item.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// allReused reports whether no paid lens needs a model call.
+func allReused(lenses []lensPlan, reused map[string]LensRecord, free map[string]bool) bool {
+	for _, l := range lenses {
+		if _, ok := reused[l.item.Name]; l.cause == "" && !free[l.runtime] && !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// reuseRecord is what the paid lenses of this review concluded at head.
+func (p *Pipeline) reuseRecord(head, cfgDigest string, cov Coverage, lenses []lensPlan, results []LensResult, requestChanges []bool) *Reuse {
+	r := &Reuse{Head: head, Config: cfgDigest, Scope: cov.Scope, Since: cov.Since, Chunks: cov.Chunks, Lenses: map[string]LensRecord{}}
+	for i, l := range lenses {
+		lr := results[i]
+		if l.cause != "" || p.free[l.runtime] || lr.Outcome == OutcomePending {
+			continue
+		}
+		rec := LensRecord{Runtime: l.runtime, Outcome: lr.Outcome, Summary: lr.Summary, RequestChanges: requestChanges[i]}
+		if lr.Tokens != nil {
+			t := *lr.Tokens
+			t.Earlier = false
+			rec.Tokens = &t
+		}
+		r.Lenses[lr.Name] = rec
+	}
+	if len(r.Lenses) == 0 || cfgDigest == "" {
+		return nil
+	}
+	return r
 }
 
 // tallyTokens totals the calls of a review and gives each lens its share: a call that judged

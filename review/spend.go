@@ -13,7 +13,7 @@ import (
 func TokensLine(d *Decision) string {
 	t := d.Tokens
 	if len(t.Calls) == 0 {
-		return ""
+		return earlierLine(d)
 	}
 	sent := 0
 	for _, c := range t.Calls {
@@ -37,7 +37,7 @@ func TokensLine(d *Decision) string {
 		thousands(t.Prompt), thousands(t.Completion), est, sent, held)
 	var per []string
 	for _, l := range d.Lenses {
-		if l.Tokens == nil || l.Tokens.Total == 0 {
+		if l.Tokens == nil || l.Tokens.Total == 0 || l.Tokens.Earlier {
 			continue
 		}
 		s := l.Name + " " + thousands(l.Tokens.Total)
@@ -50,6 +50,26 @@ func TokensLine(d *Decision) string {
 		b.WriteString("; per lens: " + strings.Join(per, ", "))
 	}
 	return b.String() + "."
+}
+
+// earlierLine names the tokens of lenses whose result an earlier review of the same head
+// spent and this one reuses ("" when none).
+func earlierLine(d *Decision) string {
+	var per []string
+	for _, l := range d.Lenses {
+		if l.Tokens == nil || !l.Tokens.Earlier || l.Tokens.Total == 0 {
+			continue
+		}
+		s := l.Name + " " + thousands(l.Tokens.Total)
+		if l.Tokens.Estimated {
+			s += " (estimated)"
+		}
+		per = append(per, s)
+	}
+	if len(per) == 0 {
+		return ""
+	}
+	return "Model tokens: none in this run; reused from the earlier review of this head, spent then: " + strings.Join(per, ", ") + "."
 }
 
 // RedactedLine says how many secret values were replaced before the change went to a model,

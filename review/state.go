@@ -47,6 +47,33 @@ type State struct {
 	FilesHead string `json:"filesHead,omitempty"`
 	// FilesAt maps a file to the head its model review happened at, when that is not FilesHead.
 	FilesAt map[string]string `json:"filesAt,omitempty"`
+	// Reuse records what the paid lenses concluded at the head of this review, so that a
+	// review of the same head that runs only because a delegated lens settled does not send
+	// the change to the models again.
+	Reuse *Reuse `json:"reuse,omitempty"`
+}
+
+// Reuse is the record of the paid lenses of one review of one head.
+type Reuse struct {
+	Head string `json:"head"`
+	// Config is the digest of the repository configuration the review ran under: any change
+	// of it (models, outcome settings, paths) makes the record untrustworthy.
+	Config string `json:"config"`
+	// Scope, Since and Chunks are the model review's coverage at that head.
+	Scope  string `json:"scope,omitempty"`
+	Since  string `json:"since,omitempty"`
+	Chunks int    `json:"chunks,omitempty"`
+	// Lenses are the paid lenses that completed (passed or failed) at Head.
+	Lenses map[string]LensRecord `json:"lenses"`
+}
+
+// LensRecord is what one paid lens concluded; its findings are the state's findings.
+type LensRecord struct {
+	Runtime        string      `json:"runtime"`
+	Outcome        Outcome     `json:"outcome"`
+	Summary        string      `json:"summary,omitempty"`
+	RequestChanges bool        `json:"rc,omitempty"`
+	Tokens         *TokenCount `json:"tokens,omitempty"`
 }
 
 // Head is the newest head any lens completed on ("" when none did).
@@ -171,6 +198,24 @@ func DecodeState(text string) (*State, error) {
 	for _, h := range s.FilesAt {
 		if !reSHA.MatchString(h) {
 			return nil, errors.New("review state: malformed file head")
+		}
+	}
+	if r := s.Reuse; r != nil {
+		if !reSHA.MatchString(r.Head) || r.Since != "" && !reSHA.MatchString(r.Since) || r.Chunks < 0 {
+			return nil, errors.New("review state: malformed reuse record")
+		}
+		if len(r.Lenses) > maxStateFindings {
+			return nil, errors.New("review state: too many reused lenses")
+		}
+		for name, l := range r.Lenses {
+			if name == "" || l.Outcome != OutcomePassed && l.Outcome != OutcomeFailed {
+				return nil, errors.New("review state: malformed reused lens")
+			}
+			if t := l.Tokens; t != nil && (t.Prompt < 0 || t.Completion < 0 || t.Total != t.Prompt+t.Completion) {
+				return nil, errors.New("review state: malformed reused tokens")
+			}
+			l.Summary = boundText(l.Summary, maxSummaryBytes)
+			r.Lenses[name] = l
 		}
 	}
 	for i := range s.Findings {

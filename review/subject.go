@@ -71,6 +71,10 @@ type Subject struct {
 	// Since holds the changes from Prior's head to HeadSHA, when that head is an ancestor of
 	// HeadSHA (nil otherwise: a force-push, or no prior review).
 	Since *Increment
+	// Settled marks a review of a head that runs only because a delegated lens settled (the
+	// bot answered, or its wait ended): paid lenses recorded in Prior for this very head are
+	// then reused instead of sent to the model again.
+	Settled bool
 	// Dismissals are the accepted dismissals of findings, from people with write access.
 	Dismissals []Dismissal
 

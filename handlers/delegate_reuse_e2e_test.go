@@ -1,0 +1,202 @@
+package handlers_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/runtime"
+	"github.com/lensgate/lensgate/review/runtime/openai"
+)
+
+// reuseConfig has one lens on a paid model runtime and one answered by the Codex connector.
+const reuseConfig = `models:
+  reviewer: m
+agent_review:
+  version: 1
+  required: [model-review, codex-review]
+  agents:
+    model-review:
+      preset: openai
+      instruction: Review correctness.
+    codex-review:
+      preset: codex
+      instruction: Review behaviour, tests and compatibility.
+      publication: inline
+`
+
+// countingModel is an OpenAI-compatible server that counts the calls it answers; every lens it
+// is asked about gets one finding on README.md when the change sent has it, so that reuse of
+// findings is visible.
+func countingModel(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		var buf bytes.Buffer
+		_, _ = buf.ReadFrom(r.Body)
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		_ = json.Unmarshal(buf.Bytes(), &req)
+		var lenses []string
+		if len(req.Messages) > 0 {
+			finding := ""
+			if strings.Contains(buf.String(), "b/README.md") {
+				finding = `{"severity":"note","path":"README.md:1","title":"Name the project","message":"Say what it is."}`
+			}
+			for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.Messages[0].Content, -1) {
+				lenses = append(lenses, `{"lens":"`+m[1]+`","verdict":"concerns","summary":"One nit.","findings":[`+finding+`]}`)
+			}
+		}
+		answer := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` + strings.Join(lenses, ",") + `]}`
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": answer}},
+		}, "usage": map[string]any{"prompt_tokens": 900, "completion_tokens": 100, "total_tokens": 1000}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+// When the bot answers, only the delegated lens is decided anew: the model lens of the same head
+// is not sent to the model again, its outcome, findings and tokens come from the recorded state,
+// and the receipt of the head names both lenses and verifies. A push reviews again as usual.
+func TestDelegatedAnswerDoesNotRebillModelLenses(t *testing.T) {
+	srv, calls := countingModel(t)
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "model-token", Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	de := newDelegateEnvWith(t, delegateSetup{
+		scripts:  [][]githubfake.Answer{{{Kind: githubfake.AnswerComment, After: 30 * time.Second}}, {{Kind: githubfake.AnswerComment, After: 30 * time.Second}}},
+		files:    map[string]string{".asdd.yml": reuseConfig},
+		runtimes: []runtime.Runtime{rt},
+		signed:   true,
+	})
+	de.open()
+	defer func() {
+		if t.Failed() {
+			de.pubs.mu.Lock()
+			for _, p := range de.pubs.pubs {
+				if p.Decision != nil {
+					for _, l := range p.Decision.Lenses {
+						t.Logf("%s %s %s %s", l.Name, l.Outcome, l.Cause, l.Summary)
+					}
+				}
+			}
+			de.pubs.mu.Unlock()
+		}
+	}()
+	de.waitFor("the model lens published", func() bool {
+		l, ok := de.pubs.lens("model-review", fixtureHead)
+		return ok && l.Outcome == review.OutcomePassed
+	})
+	first, _ := de.pubs.lens("model-review", fixtureHead)
+	afterFirst := calls.Load()
+	if afterFirst == 0 || first.Tokens == nil || first.Tokens.Total == 0 || len(first.Findings) != 1 {
+		t.Fatalf("first review: %d model calls, lens %+v", afterFirst, first)
+	}
+
+	de.waitLens(fixtureHead, "passed", "found no major issues")
+	de.waitFor("gate success", func() bool { return de.gateConclusion(fixtureHead) == "success" })
+	if n := calls.Load(); n != afterFirst {
+		t.Fatalf("the bot's answer made %d more model calls, want 0", n-afterFirst)
+	}
+	t.Logf("model calls: %d for the first review, %d more after the bot's answer", afterFirst, calls.Load()-afterFirst)
+
+	de.pubs.mu.Lock()
+	last := de.pubs.pubs[len(de.pubs.pubs)-1]
+	de.pubs.mu.Unlock()
+	d := last.Decision
+	var model, codex review.LensResult
+	for _, l := range d.Lenses {
+		switch l.Name {
+		case "model-review":
+			model = l
+		case "codex-review":
+			codex = l
+		}
+	}
+	if model.Outcome != first.Outcome || len(model.Findings) != 1 || model.Findings[0].ID != first.Findings[0].ID || false {
+		t.Fatalf("model lens after the answer %+v, want the first review's %+v", model, first)
+	}
+	if model.Tokens == nil || model.Tokens.Total != first.Tokens.Total || !model.Tokens.Earlier {
+		t.Fatalf("model lens tokens %+v, want %d spent earlier", model.Tokens, first.Tokens.Total)
+	}
+	if d.Tokens.Total != 0 || len(d.Tokens.Calls) != 0 {
+		t.Fatalf("the follow-up review reports %+v tokens spent now", d.Tokens)
+	}
+	if codex.Outcome != review.OutcomePassed || d.Gate.State != review.OutcomePassed {
+		t.Fatalf("codex %s, gate %s", codex.Outcome, d.Gate.State)
+	}
+
+	// The receipt of the head names both lenses and verifies.
+	var sticky string
+	for _, c := range de.gh.Comments(fixtureRepo, fixturePR) {
+		if c.User == de.gh.BotLogin() && strings.Contains(c.Body, "```json\n") {
+			sticky = c.Body
+		}
+	}
+	if !strings.Contains(sticky, "Model tokens: none in this run; reused from the earlier review of this head, spent then: model-review 1,000.") {
+		t.Errorf("advisory comment does not say the tokens were spent earlier:\n%s", sticky)
+	}
+	_, rest, _ := strings.Cut(sticky, "```json\n")
+	envelope, _, _ := strings.Cut(rest, "\n```")
+	pub := de.key.Public().(ed25519.PublicKey)
+	body := de.gh.PullBody(fixtureRepo, fixturePR)
+	subject := disclosure.Verify([]byte(envelope), disclosure.Options{PublicKey: pub}).SubjectDigest
+	rep := disclosure.Verify([]byte(envelope), disclosure.Options{PublicKey: pub, ExpectedSubjectDigest: subject, Body: &body, Policy: disclosure.DefaultPolicy()})
+	if !rep.OK {
+		t.Fatalf("receipt does not verify: %v %v", rep.ReasonCodes, rep.Errors)
+	}
+	var envl struct {
+		Payload []byte `json:"payload"`
+	}
+	if err := json.Unmarshal([]byte(envelope), &envl); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"lensgate/model-review/openai", "lensgate/codex-review/delegate"} {
+		if !strings.Contains(string(envl.Payload), name) {
+			t.Errorf("receipt does not name %s", name)
+		}
+	}
+
+	// A push reviews the new head as usual: the model is called again. The new head sorts
+	// after the old one, which the codex lens last completed on.
+	newHead := strings.Repeat("f1", 20)
+	de.clk.advance(time.Minute)
+	more := readmeDiff + "diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\nindex 0000000..3333333\n--- /dev/null\n+++ b/NOTES.md\n@@ -0,0 +1 @@\n+A new note.\n"
+	de.gh.Push(fixtureRepo, fixturePR, newHead, []byte(more), nil)
+	if code, body := de.send("pull_request", "d-sync", withHead(fixture(t, "pull_request.synchronize.payload.json"), newHead)); code != http.StatusAccepted {
+		t.Fatalf("synchronize: %d %q", code, body)
+	}
+	de.waitFor("the new head's model lens", func() bool {
+		l, ok := de.pubs.lens("model-review", newHead)
+		return ok && l.Outcome == review.OutcomePassed
+	})
+	afterPush := calls.Load()
+	if afterPush <= afterFirst {
+		t.Fatal("the push did not call the model")
+	}
+	// The bot's answer for the new head settles it without a model call either.
+	de.waitFor("the new head's codex lens passed", func() bool {
+		l, ok := de.pubs.lens("codex-review", newHead)
+		return ok && l.Outcome == review.OutcomePassed
+	})
+	de.waitFor("gate success on the new head", func() bool { return de.gateConclusion(newHead) == "success" })
+	de.drain()
+	if n := calls.Load(); n != afterPush {
+		t.Fatalf("the answer for the new head made %d more model calls, want 0", n-afterPush)
+	}
+	t.Logf("model calls: %d after the push, %d more after the bot's answer for it", afterPush-afterFirst, calls.Load()-afterPush)
+}
