@@ -32,6 +32,8 @@ const (
 	maxTitleBytes      = 300
 	maxMessageBytes    = 2000
 	maxReasonBytes     = 300
+	// maxReusedSummaryBytes bounds a paid lens's summary in the state's reuse record.
+	maxReusedSummaryBytes = 1000
 )
 
 // Options configure a Pipeline.
@@ -697,7 +699,8 @@ func (p *Pipeline) reuseRecord(head, cfgDigest string, cov Coverage, lenses []le
 		if l.cause != "" || p.free[l.runtime] || lr.Outcome == OutcomePending {
 			continue
 		}
-		rec := LensRecord{Runtime: l.runtime, Outcome: lr.Outcome, Summary: lr.Summary, RequestChanges: requestChanges[i]}
+		// The summary is bounded so that the record stays small in the advisory comment.
+		rec := LensRecord{Runtime: l.runtime, Outcome: lr.Outcome, Summary: boundText(lr.Summary, maxReusedSummaryBytes), RequestChanges: requestChanges[i]}
 		if lr.Tokens != nil {
 			t := *lr.Tokens
 			t.Earlier = false
