@@ -156,7 +156,7 @@ func TestMemorySameHeadDoesNotCancelRunningJob(t *testing.T) {
 	if err := q.Enqueue(ctx, job("o/r#1", "d1", "same")); err != nil {
 		t.Fatal(err)
 	}
-	<-rec.started
+	within(t, "job start", rec.started)
 	// An edit of the body keeps the head: the running review finishes, then the queued one runs.
 	if err := q.Enqueue(ctx, job("o/r#1", "d2", "same")); err != nil {
 		t.Fatal(err)
@@ -282,7 +282,7 @@ func TestMemoryStop(t *testing.T) {
 		if err := q.Enqueue(ctx, job("o/r#2", "d2", "h")); err != nil {
 			t.Fatal(err)
 		}
-		<-rec.started
+		within(t, "job start", rec.started)
 		sctx, cancel := context.WithCancel(ctx)
 		cancel() // deadline already passed
 		err := q.Stop(sctx)
@@ -354,7 +354,7 @@ func TestMemoryStopDoesNotWaitForeverOnAStuckJob(t *testing.T) {
 	if err := q.Enqueue(ctx, job("o/r#1", "d1", "h")); err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	within(t, "job start", started)
 	sctx, cancel := context.WithCancel(ctx)
 	cancel()
 	err := q.Stop(sctx)
@@ -385,7 +385,7 @@ func TestMemoryScheduledJobs(t *testing.T) {
 	if queued, running := q.Len(); queued != 0 || running != 0 {
 		t.Fatalf("a scheduled job is queued early: %d queued, %d running", queued, running)
 	}
-	j := <-ran
+	j := within(t, "job run", ran)
 	if j.DeliveryID != "d2" || !j.NotBefore.IsZero() {
 		t.Fatalf("ran %+v", j)
 	}
@@ -418,7 +418,7 @@ func TestMemoryFollowUpNeverSupersedes(t *testing.T) {
 	if err := q.Enqueue(ctx, Job{Key: "k", DeliveryID: "push", HeadSHA: "new"}); err != nil {
 		t.Fatal(err)
 	}
-	running := <-started
+	running := within(t, "job start", started)
 	if err := q.Enqueue(ctx, Job{Key: "k", DeliveryID: "answer-old", HeadSHA: "old", FollowUp: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -429,8 +429,22 @@ func TestMemoryFollowUpNeverSupersedes(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
-	next := <-started
+	next := within(t, "next job start", started)
 	if running.DeliveryID != "push" || next.DeliveryID != "answer-new" {
 		t.Fatalf("ran %s then %s", running.DeliveryID, next.DeliveryID)
+	}
+}
+
+// within receives from ch, failing the test after a minute instead of hanging until the
+// package's timeout.
+func within[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("no %s within a minute", what)
+		var zero T
+		return zero
 	}
 }

@@ -205,7 +205,7 @@ func testSupersedeRunning(t *testing.T, dsn string) {
 	if err := q.Enqueue(ctx, prJob("o/r#3", "old", "d1")); err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	within(t, "job start", started)
 	if err := q.Enqueue(ctx, prJob("o/r#3", "new", "d2")); err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +423,7 @@ func testStopHandsBack(t *testing.T, dsn string) {
 	if err := q1.Enqueue(ctx, prJob("o/r#9", "h", "d1")); err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	within(t, "job start", started)
 	stopCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	_ = q1.Stop(stopCtx) // the deadline passes with the job still running
@@ -548,5 +548,19 @@ func TestSQLiteSettings(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data.db")); err != nil {
 		t.Fatalf("database not at the relative path: %v", err)
+	}
+}
+
+// within receives from ch, failing the test after a minute instead of hanging until the
+// package's timeout.
+func within[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("no %s within a minute", what)
+		var zero T
+		return zero
 	}
 }
