@@ -186,11 +186,21 @@ func reviewUntilCapped(t *testing.T, pipes []*review.Pipeline) (map[int]int, []r
 		wg      sync.WaitGroup
 	)
 	errs := make(chan error, len(pipes))
+	// Every replica finishes its first review before any goes on: left to the scheduler, a
+	// loaded machine may run one replica's loop to the cap before the other starts.
+	var first sync.WaitGroup
+	first.Add(len(pipes))
 	for i, p := range pipes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			arrive := sync.OnceFunc(first.Done)
+			defer arrive()
 			for n := 1; ; n++ {
+				if n == 2 {
+					arrive()
+					first.Wait()
+				}
 				d, err := p.Review(context.Background(), modelSubject(5, 100*i+n), modelRepo())
 				if err != nil {
 					errs <- err
