@@ -84,8 +84,13 @@ type ServerGitHub struct {
 	V4APIURL string `yaml:"v4_api_url"`
 	// Timeout bounds each GitHub API request. Env LENSGATE_GITHUB_TIMEOUT. Default 10s.
 	Timeout time.Duration `yaml:"timeout"`
-	App     ServerApp     `yaml:"app"`
-	OAuth   ServerOAuth   `yaml:"oauth"`
+	// ContentSpacing is the least time between two content-creating writes (comments, reviews,
+	// reactions, labels) of one installation, as GitHub asks to stay clear of its secondary rate
+	// limits; check runs are never spaced. 0 turns spacing off (for a GitHub without secondary
+	// rate limits, such as a test double). Env LENSGATE_GITHUB_CONTENT_SPACING. Default 1s.
+	ContentSpacing time.Duration `yaml:"content_spacing"`
+	App            ServerApp     `yaml:"app"`
+	OAuth          ServerOAuth   `yaml:"oauth"`
 }
 
 // ServerOAuth is the GitHub App's OAuth client, with which readers of the details page log in.
@@ -298,6 +303,7 @@ func ServerEnvVars() []ServerEnvVar {
 		{"GITHUB_V3_API_URL", "github.v3_api_url", str(func(s *Server) *string { return &s.GitHub.V3APIURL })},
 		{"GITHUB_V4_API_URL", "github.v4_api_url", str(func(s *Server) *string { return &s.GitHub.V4APIURL })},
 		{"LENSGATE_GITHUB_TIMEOUT", "github.timeout", dur(func(s *Server) *time.Duration { return &s.GitHub.Timeout })},
+		{"LENSGATE_GITHUB_CONTENT_SPACING", "github.content_spacing", dur(func(s *Server) *time.Duration { return &s.GitHub.ContentSpacing })},
 		{"GITHUB_APP_INTEGRATION_ID", "github.app.integration_id", func(s *Server, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -369,6 +375,9 @@ const DefaultStateDir = "lensgate-state"
 // DefaultServer returns the server configuration with every default applied and no GitHub App
 // identity (which has no default). The state directory and the paths under it are resolved by
 // LoadServer, so here StateDir, AuditFile and Queue.DSN are empty.
+// MaxContentSpacing bounds github.content_spacing.
+const MaxContentSpacing = time.Minute
+
 func DefaultServer() *Server {
 	return &Server{
 		Listen:          ":8080",
@@ -376,10 +385,11 @@ func DefaultServer() *Server {
 		LogFormat:       "json",
 		ShutdownTimeout: 30 * time.Second,
 		GitHub: ServerGitHub{
-			WebURL:   "https://github.com",
-			V3APIURL: "https://api.github.com/",
-			V4APIURL: "https://api.github.com/graphql",
-			Timeout:  10 * time.Second,
+			WebURL:         "https://github.com",
+			V3APIURL:       "https://api.github.com/",
+			V4APIURL:       "https://api.github.com/graphql",
+			Timeout:        10 * time.Second,
+			ContentSpacing: time.Second,
 		},
 		Review: ServerReview{
 			OrgConfigRepo:    ".github",
@@ -627,6 +637,10 @@ func (s *Server) Validate() error {
 		if d.val <= 0 {
 			add(d.key, "must be positive")
 		}
+	}
+	// A spacing past a minute would hold every review of an installation for minutes per write.
+	if d := s.GitHub.ContentSpacing; d < 0 || d > MaxContentSpacing {
+		add("github.content_spacing", "must be 0 (off) or positive up to %s", MaxContentSpacing)
 	}
 	switch dsn := s.Queue.DSN; {
 	case s.MemoryQueue(), strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):

@@ -208,7 +208,7 @@ func TestServerPreviousKeysAndDefaults(t *testing.T) {
 	if pk := s.ServerPreviousKeys(); len(pk) != 1 || pk[0][0] != 1 {
 		t.Fatalf("previous keys %x", pk)
 	}
-	if s.Queue.CatchupWindow != 24*time.Hour || s.AuditFile == "" {
+	if s.Queue.CatchupWindow != 24*time.Hour || s.AuditFile == "" || s.GitHub.ContentSpacing != time.Second {
 		t.Fatalf("defaults %+v", s.Queue)
 	}
 }
@@ -263,6 +263,11 @@ func TestServerQueueAndPresetErrors(t *testing.T) {
 		{"rescue above job timeout", map[string]string{"LENSGATE_JOB_TIMEOUT": "10s", "LENSGATE_QUEUE_RESCUE_AFTER": "12s"}, ""},
 		{"preset without runtime", map[string]string{"LENSGATE_RUNTIME_PRESETS": "deep=openai,house"}, "runtimes.presets (LENSGATE_RUNTIME_PRESETS): invalid value"},
 		{"presets", map[string]string{"LENSGATE_RUNTIME_PRESETS": " deep = openai , house=builtin"}, ""},
+		{"content spacing off", map[string]string{"LENSGATE_GITHUB_CONTENT_SPACING": "0"}, ""},
+		{"content spacing", map[string]string{"LENSGATE_GITHUB_CONTENT_SPACING": "2500ms"}, ""},
+		{"negative content spacing", map[string]string{"LENSGATE_GITHUB_CONTENT_SPACING": "-1s"}, "github.content_spacing (LENSGATE_GITHUB_CONTENT_SPACING): must be 0 (off) or positive up to 1m0s"},
+		{"content spacing too long", map[string]string{"LENSGATE_GITHUB_CONTENT_SPACING": "61s"}, "github.content_spacing (LENSGATE_GITHUB_CONTENT_SPACING): must be 0 (off)"},
+		{"content spacing not a duration", map[string]string{"LENSGATE_GITHUB_CONTENT_SPACING": "1"}, "LENSGATE_GITHUB_CONTENT_SPACING"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

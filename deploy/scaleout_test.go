@@ -72,6 +72,7 @@ type scaleOut struct {
 	mu      sync.Mutex
 	heads   map[int]string // final head per pull request
 	seq     int
+	spacing string // LENSGATE_GITHUB_CONTENT_SPACING of the processes started; "" keeps the default
 }
 
 const scaleRepo = "Codertocat/Hello-World"
@@ -99,6 +100,9 @@ func (s *scaleOut) start(role string) *server {
 	vars["LENSGATE_CATCHUP_WINDOW"] = "0"
 	vars["LENSGATE_SHUTDOWN_TIMEOUT"] = "2s" // a running review is cancelled and handed back soon
 	vars["LENSGATE_LOG_LEVEL"] = "warn"
+	if s.spacing != "" {
+		vars["LENSGATE_GITHUB_CONTENT_SPACING"] = s.spacing
+	}
 	return startServe(s.t, vars, "--role", role)
 }
 

@@ -204,8 +204,12 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 				Msg("the audit ledger ended in a torn line (a crash while writing); it is kept in set_aside and the chain continues from the last whole record")
 		}
 		closers = append(closers, func() { _ = sink.Close() })
+		spacing := cfg.GitHub.ContentSpacing
+		if spacing == 0 {
+			spacing = -1 // the operator turned spacing off; publish reads zero as its default
+		}
 		p, err := publish.New(publish.Options{Signer: signer, Witness: witness, RunnerVersion: version, Audit: sink, DetailsURL: cfg.PublicURL,
-			GraphQLURL: cfg.GitHub.V4APIURL})
+			GraphQLURL: cfg.GitHub.V4APIURL, ContentSpacing: spacing})
 		if err != nil {
 			return fail(err)
 		}
