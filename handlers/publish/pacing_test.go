@@ -105,3 +105,98 @@ func TestContentWritesAreSpaced(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Each installation has its own write slot: writes of one are spaced against each other only,
+// never against another installation's.
+func TestPacerSpacesEachInstallationAlone(t *testing.T) {
+	tests := []struct {
+		name   string
+		writes []int64         // installation of each write, in order, all at the same instant
+		want   []time.Duration // the wait each write is given
+	}{
+		{"one installation", []int64{1, 1, 1}, []time.Duration{0, time.Second, 2 * time.Second}},
+		{"two installations interleaved", []int64{1, 2, 1, 2}, []time.Duration{0, 0, time.Second, time.Second}},
+		{"a burst of one, then another", []int64{1, 1, 1, 1, 2}, []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+			var got []time.Duration
+			p := newPacer(time.Second, func() time.Time { return now }, func(_ context.Context, d time.Duration) error {
+				got = append(got, d) // the clock stands still: every write is reserved at the same instant
+				return nil
+			})
+			for i, inst := range tt.writes {
+				n := len(got)
+				if err := p.wait(context.Background(), inst); err != nil {
+					t.Fatal(err)
+				}
+				var waited time.Duration
+				if len(got) > n {
+					waited = got[n]
+				}
+				if waited != tt.want[i] {
+					t.Errorf("write %d (installation %d) waited %v, want %v", i, inst, waited, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// A write waiting for a slow installation's slot holds neither the pacer nor another
+// installation: installation 2 gets its slot at once while installation 1's write still waits.
+func TestPacerWaitDoesNotHoldOtherInstallations(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	release := make(chan struct{})
+	waiting := make(chan time.Duration, 1)
+	p := newPacer(time.Second, func() time.Time { return now }, func(ctx context.Context, d time.Duration) error {
+		waiting <- d
+		select { // stands for the real wait; released by the test, never by time
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	ctx := context.Background()
+	if err := p.wait(ctx, 1); err != nil { // takes installation 1's slot now
+		t.Fatal(err)
+	}
+	slow := make(chan error, 1)
+	go func() { slow <- p.wait(ctx, 1) }() // must wait a second for installation 1's next slot
+	if d := <-waiting; d != time.Second {
+		t.Fatalf("installation 1's second write waits %v, want 1s", d)
+	}
+	// Installation 1's write is now asleep in the pacer; installation 2's write goes at once.
+	if err := p.wait(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-waiting:
+		t.Fatalf("installation 2's write was made to wait %v behind installation 1", d)
+	default:
+	}
+	select {
+	case err := <-slow:
+		t.Fatalf("installation 1's write returned before its slot: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A write whose job ends while it waits for the slot gives up with the job's error.
+func TestPacerWaitEndsWithContext(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	p := newPacer(time.Second, func() time.Time { return now }, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := p.wait(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := p.wait(ctx, 1); err != context.Canceled {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
