@@ -35,6 +35,23 @@ type DelegateRequester interface {
 	RequestDelegate(ctx context.Context, client *github.Client, r *DelegateRequest) (commentID int64, at time.Time, err error)
 }
 
+// DelegateProgress is a Publisher that can say, in the gate check's text, that another review
+// bot is working on the head (it reacted eyes), without settling the lens or commenting.
+type DelegateProgress interface {
+	NoteDelegateInProgress(ctx context.Context, client *github.Client, n *DelegateNote) error
+}
+
+// DelegateNote is one "the bot is reviewing" note.
+type DelegateNote struct {
+	Job     queue.Job
+	App     AppIdentity
+	Subject *review.Subject
+	Repo    *config.Repo
+	Preset  delegate.Preset
+	// Lenses are the policy lenses waiting for the bot.
+	Lenses []string
+}
+
 // DelegateRequest is one request to post.
 type DelegateRequest struct {
 	Job     queue.Job
@@ -413,7 +430,7 @@ func (w *Worker) recheckDelegate(ctx context.Context, client *github.Client, job
 	if len(trusted.Problems) > 0 {
 		return nil
 	}
-	presets, _ := w.delegatedLenses(trusted.Repo)
+	presets, lenses := w.delegatedLenses(trusted.Repo)
 	if len(presets) == 0 {
 		return nil
 	}
@@ -435,6 +452,9 @@ func (w *Worker) recheckDelegate(ctx context.Context, client *github.Client, job
 		case v.TimedOut:
 			reason, key = "delegate.timeout", "delegate-timeout/"+v.Request.ID
 		default:
+			if v.InProgress {
+				w.noteInProgress(ctx, client, job, subj, trusted.Repo, p, lenses[p.Name])
+			}
 			continue
 		}
 		log.Info().Str("preset", p.Name).Str("reason", reason).Msg("delegated lens settled; reviewing the head again")
@@ -442,6 +462,19 @@ func (w *Worker) recheckDelegate(ctx context.Context, client *github.Client, job
 	}
 	w.afterDelegation(ctx, job, subj, trusted.Repo, obs, attempt)
 	return nil
+}
+
+// noteInProgress tells the gate check that the bot is reviewing the head. The lens stays
+// pending; a failure only costs the note.
+func (w *Worker) noteInProgress(ctx context.Context, client *github.Client, job queue.Job, subj *review.Subject, cfg *config.Repo, p delegate.Preset, lenses []string) {
+	np, ok := w.Publisher.(DelegateProgress)
+	if !ok {
+		return
+	}
+	err := np.NoteDelegateInProgress(ctx, client, &DelegateNote{Job: job, App: w.App, Subject: subj, Repo: cfg, Preset: p, Lenses: lenses})
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("preset", p.Name).Msg("could not note on the gate check that the bot is reviewing")
+	}
 }
 
 // EvidenceDelivery is the delivery id of the review that follows a bot's answer: the webhook of

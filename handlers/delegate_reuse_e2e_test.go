@@ -14,6 +14,7 @@ import (
 
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/publish"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/openai"
@@ -199,4 +200,43 @@ func TestDelegatedAnswerDoesNotRebillModelLenses(t *testing.T) {
 		t.Fatalf("the answer for the new head made %d more model calls, want 0", n-afterPush)
 	}
 	t.Logf("model calls: %d after the push, %d more after the bot's answer for it", afterPush-afterFirst, calls.Load()-afterPush)
+}
+
+// An eyes reaction seen by a scheduled look puts one line on the gate check: the bot is reviewing.
+// The lens stays pending, no comment is written, and the note is written once.
+func TestDelegatedLensInProgressNote(t *testing.T) {
+	de := newDelegateEnv(t, "", []githubfake.Answer{{Kind: githubfake.AnswerEyes, After: time.Second}})
+	de.open()
+	de.waitLens(fixtureHead, "pending", "waiting for")
+	note := publish.InProgressNote(codexBot.Login, []string{"codex-review"})
+	gate := func() githubfake.CheckRun {
+		for _, c := range de.gh.CheckRuns(fixtureRepo, fixtureHead) {
+			if c.Name == publish.DefaultCheckName {
+				return c
+			}
+		}
+		return githubfake.CheckRun{}
+	}
+	de.waitFor("the in-progress note", func() bool { return strings.HasPrefix(gate().Text, note) })
+	comments := len(de.gh.Comments(fixtureRepo, fixturePR))
+	updates := gate().Updates
+	// More looks see the same reaction: nothing more is written.
+	before := de.gh.CallCount("GET /repos/{owner}/{repo}/issues/{number}/reactions")
+	de.waitFor("more looks", func() bool {
+		return de.gh.CallCount("GET /repos/{owner}/{repo}/issues/{number}/reactions") >= before+3
+	})
+	de.drain()
+	g := gate()
+	if g.Updates != updates || strings.Count(g.Text, note) != 1 {
+		t.Fatalf("gate check updated %d more times, note %d times", g.Updates-updates, strings.Count(g.Text, note))
+	}
+	if n := len(de.gh.Comments(fixtureRepo, fixturePR)); n != comments {
+		t.Fatalf("%d comments written after the note", n-comments)
+	}
+	if l, _ := de.pubs.lens("codex-review", fixtureHead); l.Outcome != review.OutcomePending {
+		t.Fatalf("the lens is %s, want pending", l.Outcome)
+	}
+	if c := g.Conclusion; c == "success" {
+		t.Fatalf("gate concluded %q", c)
+	}
 }

@@ -15,7 +15,59 @@ import (
 	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
 
-var _ handlers.DelegateRequester = (*Publisher)(nil)
+var (
+	_ handlers.DelegateRequester = (*Publisher)(nil)
+	_ handlers.DelegateProgress  = (*Publisher)(nil)
+)
+
+// InProgressNote is the line the gate check's text starts with while a bot that reacted eyes
+// to the request reviews the head.
+func InProgressNote(bot string, lenses []string) string {
+	return fmt.Sprintf("**%s is reviewing this head** (it reacted 👀 to the request); %s stays pending until it answers.",
+		bot, strings.Join(lenses, ", "))
+}
+
+// NoteDelegateInProgress puts the in-progress line at the top of the gate check's text: one
+// check-run update (authorised and audited), no comment, the conclusion untouched. It writes
+// nothing when the line is already there, when the head has no gate check yet, or when the
+// text would not fit GitHub's limit (the receipt in it is never cut).
+func (p *Publisher) NoteDelegateInProgress(ctx context.Context, gh *github.Client, n *handlers.DelegateNote) error {
+	if n == nil || n.Subject == nil {
+		return errors.New("no delegate note")
+	}
+	pub := &handlers.Publication{Job: n.Job, App: n.App, Subject: n.Subject, Repo: n.Repo}
+	r := p.newRun(ctx, gh, pub, "delegate-progress-"+n.Preset.Name)
+	if n.Repo != nil {
+		for _, l := range n.Repo.Policy.Lenses {
+			r.info.publication[l.Name] = l.Publication
+		}
+	}
+	cr, err := r.findCheck(ctx, p.checkName)
+	if err != nil || cr == nil {
+		return err
+	}
+	line := InProgressNote(n.Preset.Bot.Login, n.Lenses)
+	out := cr.GetOutput()
+	if strings.Contains(out.GetText(), line) {
+		return nil
+	}
+	text := line + "\n\n" + out.GetText()
+	if len(text) > maxCheckText {
+		zerolog.Ctx(ctx).Info().Msg("gate check text full; the in-progress note is not added")
+		return nil
+	}
+	if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCheckRunUpdate, Target: checksTarget, Lenses: n.Lenses}) {
+		return errors.New(strings.Join(r.notes, "; "))
+	}
+	opts := github.UpdateCheckRunOptions{Name: cr.GetName(), Output: &github.CheckRunOutput{
+		Title: github.String(out.GetTitle()), Summary: github.String(out.GetSummary()), Text: github.String(text)}}
+	err = p.call(ctx, "note the delegated review in progress", func(ctx context.Context) (*github.Response, error) {
+		_, resp, err := gh.Checks.UpdateCheckRun(ctx, r.info.owner, r.info.repo, cr.GetID(), opts)
+		return resp, err
+	}, nil)
+	_ = r.finish(ctx)
+	return err
+}
 
 // RequestDelegate posts the request comment for one head (authorised and audited by the PDP)
 // and, for a reviewers preset, asks for the bot's review through the requested-reviewers API.
