@@ -73,6 +73,8 @@ type scaleOut struct {
 	heads   map[int]string // final head per pull request
 	seq     int
 	spacing string // LENSGATE_GITHUB_CONTENT_SPACING of the processes started; "" keeps the default
+	// env overrides the serve processes' environment.
+	env map[string]string
 }
 
 const scaleRepo = "Codertocat/Hello-World"
@@ -102,6 +104,9 @@ func (s *scaleOut) start(role string) *server {
 	vars["LENSGATE_LOG_LEVEL"] = "warn"
 	if s.spacing != "" {
 		vars["LENSGATE_GITHUB_CONTENT_SPACING"] = s.spacing
+	}
+	for k, v := range s.env {
+		vars[k] = v
 	}
 	return startServe(s.t, vars, "--role", role)
 }
