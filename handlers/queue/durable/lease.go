@@ -42,13 +42,14 @@ func newLeaseQueries(nowMS, nowTS, attemptedMS string) leaseQueries {
 		renew: r.Replace(`UPDATE lensgate_lease SET renewed_at = {now_ms} WHERE job_id = $1 AND client_id = $2`),
 		// release keeps the row with an empty client id: River records the job's end a moment
 		// after the worker returns, and until then the job must look neither expired nor
-		// unleased.
+		// unleased. A released lease still running a lease period later expires like any other:
+		// its process stopped before River recorded the end, and nobody else would take it over.
 		release: r.Replace(`UPDATE lensgate_lease SET client_id = '', renewed_at = {now_ms} WHERE job_id = $1 AND client_id = $2`),
 		expired: r.Replace(`SELECT l.job_id FROM lensgate_lease l JOIN river_job j ON j.id = l.job_id
-			WHERE j.state = 'running' AND l.client_id <> '' AND l.renewed_at < {now_ms} - $1 ORDER BY l.job_id LIMIT 100`),
+			WHERE j.state = 'running' AND l.renewed_at < {now_ms} - $1 ORDER BY l.job_id LIMIT 100`),
 		// take claims an expired lease for the caller's transaction; a renewal or another
 		// replica's claim in between leaves nothing to delete.
-		take: r.Replace(`DELETE FROM lensgate_lease WHERE job_id = $1 AND client_id <> '' AND renewed_at < {now_ms} - $2`),
+		take: r.Replace(`DELETE FROM lensgate_lease WHERE job_id = $1 AND renewed_at < {now_ms} - $2`),
 		finalize: r.Replace(`UPDATE river_job SET state = 'cancelled', finalized_at = {now_ts}
 			WHERE id = $1 AND state = 'running'`),
 		unleased: r.Replace(`SELECT j.id FROM river_job j WHERE j.state = 'running' AND j.kind = 'lensgate_review'
