@@ -166,6 +166,20 @@ func TestDelegatedAnswerDoesNotRebillModelLenses(t *testing.T) {
 	if err := json.Unmarshal([]byte(envelope), &envl); err != nil {
 		t.Fatal(err)
 	}
+	// It is the head's second receipt: it supersedes the first review's.
+	var statement struct {
+		Predicate struct {
+			Supersession struct {
+				Supersedes []map[string]any `json:"supersedes"`
+			} `json:"supersession"`
+		} `json:"predicate"`
+	}
+	if err := json.Unmarshal(envl.Payload, &statement); err != nil {
+		t.Fatal(err)
+	}
+	if len(statement.Predicate.Supersession.Supersedes) != 1 {
+		t.Errorf("receipt supersedes %v, want the first review's receipt", statement.Predicate.Supersession.Supersedes)
+	}
 	for _, name := range []string{"lensgate/model-review/openai", "lensgate/codex-review/delegate"} {
 		if !strings.Contains(string(envl.Payload), name) {
 			t.Errorf("receipt does not name %s", name)
