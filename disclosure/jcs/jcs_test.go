@@ -34,6 +34,10 @@ func TestStrictParseRefuses(t *testing.T) {
 	tests := []struct{ name, in string }{
 		{"duplicate key", `{"a":1,"a":1}`},
 		{"duplicate key after escape", `{"a":1,"\u0061":2}`},
+		{"duplicate key after keys out of order", `{"b":1,"a":2,"b":3}`},
+		{"duplicate key after ascending keys", `{"a":1,"b":2,"c":3,"b":4}`},
+		{"duplicate key in a nested object", `{"a":{"x":1,"y":2},"b":{"x":1,"x":2}}`},
+		{"duplicate key around a nested object", `{"a":{"z":1},"b":1,"a":1}`},
 		{"nesting deeper than 64", deep},
 		{"lone high surrogate", `"\ud800"`},
 		{"lone low surrogate", `"\udc00x"`},
@@ -58,6 +62,23 @@ func TestStrictParseRefuses(t *testing.T) {
 	}
 	if _, err := Parse([]byte(`{"a":1,"a":2}`)); err == nil || !strings.Contains(err.Error(), ErrDuplicateKey.Error()) {
 		t.Errorf("duplicate key error does not say so: %v", err)
+	}
+}
+
+// Members of nested objects share the parser's member stack; each object must keep its own.
+func TestNestedObjectsKeepTheirMembers(t *testing.T) {
+	in := `{"a":{"b":{"c":1},"d":[{"e":2,"f":3}]},"g":{"i":4,"h":5},"j":6}`
+	v, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Canonical(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"a":{"b":{"c":1},"d":[{"e":2,"f":3}]},"g":{"h":5,"i":4},"j":6}`
+	if string(out) != want {
+		t.Errorf("got %s, want %s", out, want)
 	}
 }
 

@@ -65,7 +65,7 @@ func ParseCanonical(data []byte) (v any, canonical bool, err error) {
 	if !utf8.Valid(data) {
 		return nil, false, &SyntaxError{0, "input is not valid UTF-8"}
 	}
-	p := parser{data: data}
+	p := parser{data: data, stack: make([]member, 0, 32)}
 	p.skipSpace()
 	v, err = p.value(0)
 	if err != nil {
@@ -85,6 +85,8 @@ type parser struct {
 	// nonCanonical is set as soon as the input shows a token or layout that RFC 8785 would
 	// write differently; while it stays false the input is its own canonical form.
 	nonCanonical bool
+	// stack holds the members of the objects being read, innermost last.
+	stack []member
 }
 
 func (p *parser) fail(msg string) error { return &SyntaxError{p.pos, msg} }
@@ -182,12 +184,17 @@ func (p *parser) object(depth int) (any, error) {
 		return nil, p.fail("nesting deeper than 64")
 	}
 	p.pos++ // {
-	m := make(map[string]any)
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return m, nil
+		return make(map[string]any), nil
 	}
+	// Members are gathered on the parser's shared stack while their keys rise strictly in
+	// byte order, which rules out a duplicate without a lookup; the map is then made at its
+	// final size. The first key out of order moves them into a map that checks each key.
+	base := len(p.stack)
+	defer func() { p.stack = p.stack[:base] }()
+	var m map[string]any
 	prev, first := "", true
 	for {
 		p.skipSpace()
@@ -199,8 +206,16 @@ func (p *parser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := m[k]; dup {
-			return nil, &SyntaxError{keyAt, fmt.Sprintf("%v %q", ErrDuplicateKey, k)}
+		if m == nil && !first && prev >= k {
+			m = make(map[string]any, len(p.stack)-base+1)
+			for _, kv := range p.stack[base:] {
+				m[kv.k] = kv.v
+			}
+		}
+		if m != nil {
+			if _, dup := m[k]; dup {
+				return nil, &SyntaxError{keyAt, fmt.Sprintf("%v %q", ErrDuplicateKey, k)}
+			}
 		}
 		if !first && !p.nonCanonical && CompareKeys(prev, k) >= 0 {
 			p.nonCanonical = true
@@ -216,7 +231,11 @@ func (p *parser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		m[k] = v
+		if m != nil {
+			m[k] = v
+		} else {
+			p.stack = append(p.stack, member{k, v})
+		}
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return nil, p.fail("unexpected end of object")
@@ -226,11 +245,23 @@ func (p *parser) object(depth int) (any, error) {
 			p.pos++
 		case '}':
 			p.pos++
+			if m == nil {
+				m = make(map[string]any, len(p.stack)-base)
+				for _, kv := range p.stack[base:] {
+					m[kv.k] = kv.v
+				}
+			}
 			return m, nil
 		default:
 			return nil, p.fail("expected ',' or '}'")
 		}
 	}
+}
+
+// member is one object member held on the parser's stack until its object is complete.
+type member struct {
+	k string
+	v any
 }
 
 func (p *parser) array(depth int) (any, error) {
