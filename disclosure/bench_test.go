@@ -25,6 +25,22 @@ func BenchmarkVerify(b *testing.B) {
 	})
 }
 
+// BenchmarkReadPayload isolates the strict parse of the decoded payload, the largest part of a
+// verification after the signature check.
+func BenchmarkReadPayload(b *testing.B) {
+	d, _ := disclosed(b)
+	env, err := jcs.Parse(d.Receipt.Envelope)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	reportCPU(b, func() {
+		if _, err := readParsed(env); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 // BenchmarkVerifyWithBody adds the visible-block checks against the PR body.
 func BenchmarkVerifyWithBody(b *testing.B) {
 	d, opts := disclosed(b)
