@@ -483,6 +483,24 @@ func EvidenceDelivery(owner, repo string, number int, kind string, id int64) str
 	return fmt.Sprintf("delegate/%s/%s#%d/%s/%d", owner, repo, number, kind, id)
 }
 
+// answerJob queues the review that follows a bot's answer (a comment or a review) on pr. An
+// answer is never news of a head, so the job is a follow-up: it must not supersede a newer head's
+// review.
+func answerJob(inst int64, owner, repo string, pr *github.PullRequest, kind string, id int64, reason string) queue.Job {
+	return queue.Job{
+		Key:            JobKey(owner, repo, pr.GetNumber()),
+		DeliveryID:     EvidenceDelivery(owner, repo, pr.GetNumber(), kind, id),
+		Kind:           queue.KindPullRequest,
+		InstallationID: inst,
+		Owner:          owner,
+		Repo:           repo,
+		Number:         pr.GetNumber(),
+		HeadSHA:        pr.GetHead().GetSHA(),
+		Reason:         "delegate." + reason,
+		FollowUp:       true,
+	}
+}
+
 func (w *Worker) enqueueSettled(ctx context.Context, job queue.Job, pr *github.PullRequest, reason, delivery string) error {
 	err := w.Queue.Enqueue(ctx, queue.Job{
 		Key: JobKey(job.Owner, job.Repo, job.Number), DeliveryID: delivery, Kind: queue.KindPullRequest,

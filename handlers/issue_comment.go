@@ -128,19 +128,7 @@ func (h issueCommentHandler) delegateAnswer(ctx context.Context, ev github.Issue
 	if p, _ := h.delegates.Preset(botOfPresets(h.delegates, c.GetUser())); !p.CommentAnswers(c.GetBody(), pr.GetHead().GetSHA()) {
 		return h.skip(ctx, reason, "comment of "+p.Bot.Login+" is no answer for the head")
 	}
-	return h.enqueue(ctx, queue.Job{
-		Key:            JobKey(owner, name, pr.GetNumber()),
-		DeliveryID:     EvidenceDelivery(owner, name, pr.GetNumber(), delegate.EvidenceComment, c.GetID()),
-		Kind:           queue.KindPullRequest,
-		InstallationID: inst,
-		Owner:          owner,
-		Repo:           name,
-		Number:         pr.GetNumber(),
-		HeadSHA:        pr.GetHead().GetSHA(),
-		Reason:         "delegate." + reason,
-		// An answer is never news of a head: it must not supersede a newer head's review.
-		FollowUp: true,
-	})
+	return h.enqueue(ctx, answerJob(inst, owner, name, pr, delegate.EvidenceComment, c.GetID(), reason))
 }
 
 // enqueueCommand queues a review of the pull request's current head for a comment command.

@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
-	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
@@ -46,19 +45,7 @@ func (h pullRequestReviewHandler) Handle(ctx context.Context, eventType, deliver
 		return h.skip(ctx, reason, "no installation in payload")
 	}
 	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
-	return h.enqueue(ctx, queue.Job{
-		Key:            JobKey(owner, name, pr.GetNumber()),
-		DeliveryID:     EvidenceDelivery(owner, name, pr.GetNumber(), delegate.EvidenceReview, rv.GetID()),
-		Kind:           queue.KindPullRequest,
-		InstallationID: inst,
-		Owner:          owner,
-		Repo:           name,
-		Number:         pr.GetNumber(),
-		HeadSHA:        pr.GetHead().GetSHA(),
-		Reason:         "delegate." + reason,
-		// An answer is never news of a head: it must not supersede a newer head's review.
-		FollowUp: true,
-	})
+	return h.enqueue(ctx, answerJob(inst, owner, name, pr, delegate.EvidenceReview, rv.GetID(), reason))
 }
 
 // answers reports whether a bot's review can answer a delegated lens for head.

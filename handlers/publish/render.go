@@ -269,25 +269,8 @@ func observationSection(envelope []byte, digest string) string {
 // extractEnvelope reads the receipt back from a comment lensgate wrote.
 func extractEnvelope(body string) []byte { return details.ExtractEnvelope(body) }
 
-// extractObservation reads the runner's observation back from a comment lensgate wrote: the
-// first JSON block after its marker.
-func extractObservation(body string) []byte {
-	i := strings.Index(body, markerObserved)
-	if i < 0 {
-		return nil
-	}
-	rest := body[i:]
-	j := strings.Index(rest, "```json\n")
-	if j < 0 {
-		return nil
-	}
-	rest = rest[j+len("```json\n"):]
-	k := strings.Index(rest, "\n```")
-	if k < 0 {
-		return nil
-	}
-	return []byte(rest[:k] + "\n")
-}
+// extractObservation reads the runner's observation back from a comment lensgate wrote.
+func extractObservation(body string) []byte { return details.ExtractObservation(body) }
 
 func hiddenValue(body, marker string) string {
 	i := strings.Index(body, marker)
