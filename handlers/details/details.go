@@ -305,18 +305,30 @@ func (h *Handler) context(r *http.Request, t target) (context.Context, context.C
 	return log.WithContext(ctx), cancel
 }
 
-func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
+// open reads the page's target and lets the viewer in: the request's context (with its log
+// fields and deadline), its cancel, and the viewer's access. A nil access means the answer (404,
+// login redirect) has been written.
+func (h *Handler) open(w http.ResponseWriter, r *http.Request) (target, context.Context, context.CancelFunc, *access) {
 	t, ok := parseTarget(r)
 	if !ok {
 		h.notFound(w)
-		return
+		return t, nil, nil, nil
 	}
 	ctx, cancel := h.context(r, t)
-	defer cancel()
 	a := h.gate(w, r, t, ctx)
+	if a == nil {
+		cancel()
+		return t, nil, nil, nil
+	}
+	return t, ctx, cancel, a
+}
+
+func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
+	t, ctx, cancel, a := h.open(w, r)
 	if a == nil {
 		return
 	}
+	defer cancel()
 	v, err := h.load(ctx, a, t)
 	if err != nil {
 		if errors.Is(err, errNotFound) {
@@ -344,17 +356,11 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 // serveEnvelope answers the exact envelope bytes of a head's receipt or observation, for
 // download and for the in-browser verification.
 func (h *Handler) serveEnvelope(w http.ResponseWriter, r *http.Request) {
-	t, ok := parseTarget(r)
-	if !ok {
-		h.notFound(w)
-		return
-	}
-	ctx, cancel := h.context(r, t)
-	defer cancel()
-	a := h.gate(w, r, t, ctx)
+	t, ctx, cancel, a := h.open(w, r)
 	if a == nil {
 		return
 	}
+	defer cancel()
 	hv, err := h.loadHead(ctx, a.gh, t, t.head)
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("details page: GitHub read failed")
