@@ -78,11 +78,13 @@ func withTxOpts[TTx any](ctx context.Context, db database[TTx], mode txMode, fn 
 
 // admission is what Enqueue learns before it inserts: whether the delivery id was seen before
 // (then nothing else is set), the subject's newest head and job (its row now locked until the
-// transaction ends) and, if asked, how many River jobs wait.
+// transaction ends), when the newest event naming that head was received (UnixNano) and, if
+// asked, how many River jobs wait.
 type admission struct {
 	duplicate bool
 	head      string
 	current   int64
+	received  int64
 	waiting   int64
 }
 
@@ -99,7 +101,7 @@ func admitSteps[TTx any](ctx context.Context, db database[TTx], tx TTx, delivery
 			return a, nil
 		}
 	}
-	if err := db.queryRow(ctx, tx, sqlLockSubject, []any{key, now}, &a.head, &a.current); err != nil {
+	if err := db.queryRow(ctx, tx, sqlAdmitSubject, []any{key, now}, &a.head, &a.current, &a.received); err != nil {
 		return a, fmt.Errorf("lock subject: %w", err)
 	}
 	if countWaiting {
@@ -120,7 +122,7 @@ func (d pgxDB) beginNoFlush(ctx context.Context) (pgx.Tx, error) {
 }
 func (d pgxDB) admit(ctx context.Context, tx pgx.Tx, deliveryID, key string, now int64, countWaiting bool) (admission, error) {
 	var a admission
-	err := tx.QueryRow(ctx, sqlAdmitPostgres, deliveryID, key, now, countWaiting).Scan(&a.head, &a.current, &a.waiting)
+	err := tx.QueryRow(ctx, sqlAdmitPostgres, deliveryID, key, now, countWaiting).Scan(&a.head, &a.current, &a.received, &a.waiting)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// No subject row: the delivery id was already recorded.
 		return admission{duplicate: true}, nil
@@ -261,6 +263,23 @@ var schemaStatements = []string{
 	)`,
 }
 
+// schemaColumns are columns added to the queue's tables after they were first released; each is
+// added when missing.
+var schemaColumns = []struct{ table, column, definition string }{
+	// When the newest event naming the subject's head was received (UnixNano, the receiving
+	// replica's clock): an event received earlier for another head is older news.
+	{"lensgate_subject", "head_received_ns", "BIGINT NOT NULL DEFAULT 0"},
+}
+
+// hasColumnQuery returns the query counting a table's columns of a name ($1 table, $2 column).
+func hasColumnQuery(backend string) string {
+	if backend == "sqlite" {
+		return `SELECT count(*) FROM pragma_table_info($1) WHERE name = $2`
+	}
+	return `SELECT count(*) FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`
+}
+
 const (
 	sqlInsertDelivery = `INSERT INTO lensgate_delivery (delivery_id, subject_key, received_at)
 		VALUES ($1, $2, $3) ON CONFLICT (delivery_id) DO NOTHING`
@@ -269,6 +288,11 @@ const (
 	sqlLockSubject = `INSERT INTO lensgate_subject (subject_key, head_sha, job_id, updated_at)
 		VALUES ($1, '', 0, $2) ON CONFLICT (subject_key) DO UPDATE SET updated_at = lensgate_subject.updated_at
 		RETURNING head_sha, job_id`
+	// sqlAdmitSubject is sqlLockSubject for Enqueue, which also reads when the head's newest
+	// event was received.
+	sqlAdmitSubject = `INSERT INTO lensgate_subject (subject_key, head_sha, job_id, updated_at)
+		VALUES ($1, '', 0, $2) ON CONFLICT (subject_key) DO UPDATE SET updated_at = lensgate_subject.updated_at
+		RETURNING head_sha, job_id, head_received_ns`
 	// sqlAdmitPostgres is sqlInsertDelivery, sqlLockSubject and sqlCountWaiting in one round
 	// trip. It returns no row when the delivery id ($1, unless empty) was already recorded.
 	sqlAdmitPostgres = `WITH delivery AS (
@@ -280,9 +304,9 @@ const (
 			INSERT INTO lensgate_subject (subject_key, head_sha, job_id, updated_at)
 			SELECT $2, '', 0, $3 WHERE $1 = '' OR EXISTS (SELECT 1 FROM delivery)
 			ON CONFLICT (subject_key) DO UPDATE SET updated_at = lensgate_subject.updated_at
-			RETURNING head_sha, job_id
+			RETURNING head_sha, job_id, head_received_ns
 		)
-		SELECT head_sha, job_id,
+		SELECT head_sha, job_id, head_received_ns,
 			CASE WHEN $4::boolean THEN (SELECT count(*) FROM river_job
 				WHERE state IN ('available', 'pending', 'retryable', 'scheduled')) ELSE 0 END
 		FROM subject`
@@ -294,6 +318,12 @@ const (
 		WHERE id = $1 AND state IN ('available', 'pending', 'retryable', 'scheduled')`
 	sqlUpdateSubject = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2, updated_at = $3
 		WHERE subject_key = $4`
+	// sqlUpdateSubjectReceived is sqlUpdateSubject for Enqueue, which also records when the
+	// head's newest event was received.
+	sqlUpdateSubjectReceived = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2, updated_at = $3, head_received_ns = $4
+		WHERE subject_key = $5`
+	// sqlSubjectReceived records a later event for the subject's head that needed no new job.
+	sqlSubjectReceived = `UPDATE lensgate_subject SET head_received_ns = $1 WHERE subject_key = $2 AND head_received_ns < $3`
 	sqlCurrentJob      = `SELECT job_id, head_sha FROM lensgate_subject WHERE subject_key = $1`
 	sqlCountWaiting    = `SELECT count(*) FROM river_job WHERE state IN ('available', 'pending', 'retryable', 'scheduled')`
 	sqlCountByState    = `SELECT state, count(*) FROM river_job GROUP BY state`
