@@ -183,9 +183,10 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		w.count("pull_request", "stale")
 		return nil
 	case job.HeadSHA != "" && pr.GetHead().GetSHA() != job.HeadSHA:
-		// A newer push exists; its own event reviews it, so this job's head is never reviewed.
+		// Another push exists, so this job's head is never reviewed.
 		log.Info().Str("job_head", job.HeadSHA).Str("current_head", pr.GetHead().GetSHA()).Msg("head moved on; stale job skipped")
 		w.count("pull_request", "stale")
+		w.queueShownHead(ctx, job, pr.GetHead().GetSHA())
 		return nil
 	}
 
@@ -346,6 +347,22 @@ func (w *Worker) readConversation(ctx context.Context, client *github.Client, su
 		}
 	}
 	subj.Dismissals, pub.Answers = w.dismissals(ctx, client, subj.Owner, subj.Repo, conv)
+}
+
+// queueShownHead queues a review of the head GitHub shows when the stale job is still its
+// subject's newest: then no job of that head is queued, because its webhook was received before
+// this job's (GitHub does not promise to deliver in order), was lost, or is still to come (it then
+// coalesces with this one). A job that a newer one superseded leaves the head to that job.
+func (w *Worker) queueShownHead(ctx context.Context, job queue.Job, head string) {
+	if w.Queue == nil || head == "" || queue.CheckCurrent(ctx) != nil {
+		return
+	}
+	next := job
+	next.DeliveryID, next.HeadSHA, next.Reason, next.Extra = "", head, "pull_request.head_shown", nil
+	next.EnqueuedAt, next.Resumed, next.NotBefore, next.FollowUp = w.now(), 0, time.Time{}, false
+	if err := w.Queue.Enqueue(context.WithoutCancel(ctx), next); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("head_sha", head).Msg("review of the head GitHub shows not queued; its own event reviews it")
+	}
 }
 
 // headLagReads is how often the pull request is read again when GitHub's API does not show the

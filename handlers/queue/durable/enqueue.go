@@ -183,11 +183,13 @@ func (q *riverQueue[TTx]) cancelSuperseded(ctx context.Context, jobID int64) {
 	}
 }
 
-// olderNews reports whether job, for another head than the subject's newest (head), was received
-// before the newest event naming that head (received, UnixNano; 0 when unknown). Such a job
-// neither supersedes the newest job nor gets one of its own.
+// olderNews reports whether job, a webhook delivery for another head than the subject's newest
+// (head), was received before the newest event naming that head (received, UnixNano; 0 when
+// unknown). Such a job neither supersedes the newest job nor gets one of its own. A job without a
+// delivery id is lensgate's own, queued from what GitHub shows, and never older news.
 func olderNews(job queue.Job, head string, received int64) bool {
-	return job.HeadSHA != "" && head != "" && head != job.HeadSHA && received != 0 && job.EnqueuedAt.UnixNano() < received
+	return job.DeliveryID != "" && job.HeadSHA != "" && head != "" && head != job.HeadSHA && received != 0 &&
+		job.EnqueuedAt.UnixNano() < received
 }
 
 // coalesces reports whether a new event for the same head needs no new job given the current
