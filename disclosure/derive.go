@@ -117,21 +117,30 @@ func LimitationCodes(pred any) []string {
 	if !ok {
 		return []string{LimitNotQualityAttestation}
 	}
-	codes := []string{LimitNotQualityAttestation, LimitCurrentnessUnknown}
 	unbound := true
 	for _, a := range assuranceValues(p) {
 		if s, ok := a.(string); ok && s != SelfDeclared {
 			unbound = false
 		}
 	}
+	obs, ok := asArr(p["observations"])
+	cov, _ := asObj(p["coverage"])
+	return limitationCodesOf(unbound, !ok || len(obs) == 0, cov["status"])
+}
+
+// limitationCodesOf derives the sorted limitation codes from what they depend on: whether no
+// assurance rises above selfDeclared, whether there are no observations, and the coverage
+// status.
+func limitationCodesOf(unbound, noObservations bool, coverageStatus any) []string {
+	codes := make([]string, 0, 5)
+	codes = append(codes, LimitNotQualityAttestation, LimitCurrentnessUnknown)
 	if unbound {
 		codes = append(codes, LimitIdentityUnbound)
 	}
-	if obs, ok := asArr(p["observations"]); !ok || len(obs) == 0 {
+	if noObservations {
 		codes = append(codes, LimitTimeSelfDeclared)
 	}
-	cov, _ := asObj(p["coverage"])
-	if cov["status"] == CoveragePartial || cov["status"] == CoverageUnknown {
+	if coverageStatus == CoveragePartial || coverageStatus == CoverageUnknown {
 		codes = append(codes, LimitCoveragePartial)
 	}
 	slices.Sort(codes)

@@ -145,18 +145,21 @@ var decisionRank = map[string]int{DecisionAccept: 0, DecisionInsufficientEvidenc
 
 // decide applies the policy to a predicate (derived limitation codes, never the signed list).
 func (p *Policy) decide(pred map[string]any, axes TimeAxes) (string, *PolicyReason, error) {
+	cov, _ := asObj(pred["coverage"])
+	return p.decideOn(LimitationCodes(pred), cov["status"], axes)
+}
+
+// decideOn is decide over a predicate's derived limitation codes and its coverage status.
+func (p *Policy) decideOn(codes []string, status any, axes TimeAxes) (string, *PolicyReason, error) {
 	if p.Err != nil {
 		return DecisionInsufficientEvidence, nil, p.Err
 	}
-	codes := LimitationCodes(pred)
 	hit := []string{}
 	for _, c := range codes {
 		if slices.Contains(p.Blocking, c) && !slices.Contains(p.NeverBlocking, c) {
 			hit = append(hit, c)
 		}
 	}
-	cov, _ := asObj(pred["coverage"])
-	status := cov["status"]
 	reason := &PolicyReason{LimitationCodes: codes, BlockingHit: hit, CoverageStatus: status,
 		PolicyName: p.Name, PolicyDigest: p.Digest}
 	decision := DecisionAccept

@@ -38,6 +38,20 @@ func Verify(envelope []byte, opts Options) (r *Report) {
 			r.PredicateVersionStatus = VersionUnknown
 		}
 	}()
+	if len(envelope) <= MaxEnvelopeBytes {
+		// Receipts as emitters write them are read straight into typed values; the general
+		// path below judges every other input, and reports the same for these.
+		if r = verifyTyped(envelope, opts); r != nil {
+			r.PredicateVersionStatus = VersionCurrent
+			checkReceiptLine(r, envelope, opts.Body)
+			return r
+		}
+	}
+	return verifyGeneric(envelope, opts)
+}
+
+// verifyGeneric is the dispatcher over the parsed tree, for any input.
+func verifyGeneric(envelope []byte, opts Options) (r *Report) {
 	unreadable := func(msg string) *Report {
 		r := newReport(V01)
 		r.reason(CodeEnvelopeUnreadable)
@@ -338,6 +352,13 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 		evaluatePolicy(r, pred, predObj, opts.Policy)
 	}
 
+	conclude(r, crypto, typeOK, v2)
+	return r
+}
+
+// conclude combines the axes into internal consistency and ok, and fills the automation
+// summary.
+func conclude(r *Report, crypto, typeOK, v2 bool) {
 	r.InternalConsistencyOK = ptr(crypto && isTrue(r.StructureOK) && typeOK &&
 		!isFalse(r.SubjectBindingOK) && !isFalse(r.FindingsRootOK) && !isFalse(r.AssuranceOK) &&
 		notBad(r.BodyCoreDigestMatch) && notBad(r.DisclosureCoreDigestMatch))
@@ -351,7 +372,6 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 	}
 	r.computeAutomation(v2)
 	r.finish()
-	return r
 }
 
 func subjectEntry(st map[string]any) (map[string]any, bool) {
@@ -373,6 +393,12 @@ func bindSubject(r *Report, st, pred map[string]any, expected string, canonPred 
 	subj, _ := subjectEntry(st)
 	d, _ := asObj(subj["digest"])
 	claimed, _ := d["sha256"].(string)
+	bindSubjectDigest(r, derived, err, claimed, expected)
+}
+
+// bindSubjectDigest judges the subject digest derived from the signed subjectContext (err when
+// it cannot be derived) against the statement's claim and the relying party's expectation.
+func bindSubjectDigest(r *Report, derived string, err error, claimed, expected string) {
 	internal := err == nil && derived == claimed
 	r.InternalSubjectConsistencyOK = ptr(internal)
 	if !internal {
@@ -415,11 +441,7 @@ func checkFindingsAndAssurance(r *Report, pred map[string]any, canonPred []byte)
 		} else {
 			got, err = FindingsRoot(list)
 		}
-		rootOK := isList && err == nil && got == root
-		r.FindingsRootOK = ptr(rootOK)
-		if !rootOK {
-			r.Errors = append(r.Errors, "findingsRoot does not cover the listed findings")
-		}
+		setFindingsRootOK(r, isList && err == nil && got == root)
 	}
 	assured := true
 	for _, a := range assuranceValues(pred) {
@@ -430,6 +452,13 @@ func checkFindingsAndAssurance(r *Report, pred map[string]any, canonPred []byte)
 	r.AssuranceOK = ptr(assured)
 	if !assured {
 		r.Errors = append(r.Errors, "an assurance above selfDeclared is claimed without a witness")
+	}
+}
+
+func setFindingsRootOK(r *Report, ok bool) {
+	r.FindingsRootOK = ptr(ok)
+	if !ok {
+		r.Errors = append(r.Errors, "findingsRoot does not cover the listed findings")
 	}
 }
 
@@ -535,9 +564,15 @@ func evaluatePolicy(r *Report, pred map[string]any, predObj bool, p *Policy) {
 		r.PolicyOK = ptr(false)
 		return
 	}
+	cov, _ := asObj(pred["coverage"])
+	applyPolicy(r, p, LimitationCodes(pred), cov["status"])
+}
+
+// applyPolicy decides under p from a predicate's derived limitation codes and coverage status.
+func applyPolicy(r *Report, p *Policy, codes []string, coverageStatus any) {
 	ax := TimeAxes{Event: r.EventTimeStatus, Observation: r.ObservationTimeStatus,
 		Signature: r.SignatureTimeStatus, External: r.ExternalTimeStatus}
-	decision, reason, err := p.decide(pred, ax)
+	decision, reason, err := p.decideOn(codes, coverageStatus, ax)
 	if err != nil {
 		r.reason(CodePolicyNotEvaluable)
 		r.Errors = append(r.Errors, "policy not evaluable: "+err.Error())

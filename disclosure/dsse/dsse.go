@@ -22,15 +22,20 @@ const (
 
 // PAE returns the DSSE v1 pre-authentication encoding of payloadType and body.
 func PAE(payloadType string, body []byte) []byte {
-	out := make([]byte, 0, 32+len(payloadType)+len(body))
-	out = append(out, "DSSEv1 "...)
-	out = strconv.AppendInt(out, int64(len(payloadType)), 10)
-	out = append(out, ' ')
-	out = append(out, payloadType...)
-	out = append(out, ' ')
-	out = strconv.AppendInt(out, int64(len(body)), 10)
-	out = append(out, ' ')
+	out := AppendPAEPrefix(make([]byte, 0, 32+len(payloadType)+len(body)), payloadType, len(body))
 	return append(out, body...)
+}
+
+// AppendPAEPrefix appends the part of PAE(payloadType, body) that comes before body, for a
+// body of n bytes.
+func AppendPAEPrefix(dst []byte, payloadType string, n int) []byte {
+	dst = append(dst, "DSSEv1 "...)
+	dst = strconv.AppendInt(dst, int64(len(payloadType)), 10)
+	dst = append(dst, ' ')
+	dst = append(dst, payloadType...)
+	dst = append(dst, ' ')
+	dst = strconv.AppendInt(dst, int64(n), 10)
+	return append(dst, ' ')
 }
 
 // Alphabet says which base64 alphabet a canonical string used.
@@ -56,6 +61,21 @@ func DecodeBase64(s string) ([]byte, Alphabet, error) {
 		return b, URLSafe, nil
 	}
 	return nil, 0, ErrNotCanonicalBase64
+}
+
+// DecodeBase64Into is DecodeBase64 over bytes: it decodes src into dst, which must hold
+// DecodedLenBound(len(src)) bytes, and returns the decoded length.
+func DecodeBase64Into(dst, src []byte) (int, Alphabet, error) {
+	if len(src)%4 != 0 || bytes.IndexByte(src, '\n') >= 0 || bytes.IndexByte(src, '\r') >= 0 {
+		return 0, 0, ErrNotCanonicalBase64
+	}
+	if n, err := stdStrict.Decode(dst, src); err == nil {
+		return n, Standard, nil
+	}
+	if n, err := urlStrict.Decode(dst, src); err == nil {
+		return n, URLSafe, nil
+	}
+	return 0, 0, ErrNotCanonicalBase64
 }
 
 // DecodeStdBase64 decodes canonical padded standard base64 only.
