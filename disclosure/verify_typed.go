@@ -104,9 +104,17 @@ func readSignatures(r *jcs.Reader) ([][]byte, bool) {
 	return sigs, i > 0 && !r.Failed()
 }
 
-// verifyTyped verifies an envelope that openTyped and decodeTyped both read, or returns nil
-// for the general path to judge. It decides that before any signature is checked.
-func verifyTyped(envelope []byte, opts Options) *Report {
+// typedInput is an envelope the typed reading takes, ready to be verified.
+type typedInput struct {
+	e        tEnvelope
+	st       *tStatement
+	producer map[string]any // parsed producer, when it names a verifier
+	pred     any            // parsed predicate, when a body is to be checked
+}
+
+// readTyped reads an envelope the typed way, or returns nil for the general path to judge.
+// It decides before any signature is checked, so none is checked twice.
+func readTyped(envelope []byte, opts Options) *typedInput {
 	e, ok := openTyped(envelope)
 	if !ok {
 		return nil
@@ -115,23 +123,34 @@ func verifyTyped(envelope []byte, opts Options) *Report {
 	if !ok {
 		return nil
 	}
+	in := &typedInput{e: e, st: st}
 	// The verifier block and the visible-block checks keep their rules on the parsed tree.
-	var producer map[string]any
 	if st.producer != nil {
 		v, err := jcs.Parse(st.producer)
-		producer, _ = v.(map[string]any)
-		if err != nil || len(verifierBlockErrors(producer["verifier"])) > 0 {
+		in.producer, _ = v.(map[string]any)
+		if err != nil || len(verifierBlockErrors(in.producer["verifier"])) > 0 {
 			return nil
 		}
 	}
-	var pred any
 	if opts.Body != nil {
 		var err error
-		if pred, err = jcs.Parse(st.predSpan); err != nil {
+		if in.pred, err = jcs.Parse(st.predSpan); err != nil {
 			return nil
 		}
 	}
+	return in
+}
 
+// verifyTyped verifies an envelope the typed way, or returns nil for the general path.
+func verifyTyped(envelope []byte, opts Options) *Report {
+	if in := readTyped(envelope, opts); in != nil {
+		return in.verify(opts)
+	}
+	return nil
+}
+
+func (in *typedInput) verify(opts Options) *Report {
+	e, st := in.e, in.st
 	v := st.version
 	r := newReport(v)
 	if e.alphabet == dsse.Standard {
@@ -178,10 +197,10 @@ func verifyTyped(envelope []byte, opts Options) *Report {
 	}
 	r.TimeSemantics = ptr("V0_2")
 	if v == V03 {
-		r.VerifierBlock = verifierBlockReport(map[string]any{"producer": producer})
+		r.VerifierBlock = verifierBlockReport(map[string]any{"producer": in.producer})
 	}
 	if opts.Body != nil {
-		checkBody(r, pred, *opts.Body)
+		checkBody(r, in.pred, *opts.Body)
 	}
 	if opts.Policy == nil {
 		r.advise(AdvisoryPolicyNotEvaluated)
