@@ -1,5 +1,7 @@
 package disclosure
 
+import "strings"
+
 // Version is a predicate version of the agent-review format.
 type Version string
 
@@ -23,8 +25,12 @@ func (v Version) PredicateType() string { return predicateTypeFmt + string(v) }
 
 // versionOfType maps a predicateType back to its version.
 func versionOfType(t string) (Version, bool) {
+	rest, ok := strings.CutPrefix(t, predicateTypeFmt)
+	if !ok {
+		return "", false
+	}
 	for _, v := range []Version{V01, V02, V03} {
-		if t == v.PredicateType() {
+		if rest == string(v) {
 			return v, true
 		}
 	}

@@ -17,7 +17,9 @@ const EmptyFindingsRoot = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca4959
 
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // SubjectDigest is the hex SHA-256 of the canonical subjectContext.
@@ -89,7 +91,9 @@ func rootOfLeaves(leaves [][64]byte) string {
 		h.Write(leaves[i][:])
 	}
 	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0]))
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], h.Sum(sum[:0]))
+	return string(out[:])
 }
 
 // assuranceValues lists the assurance members of authoring and reviewRuns object items;

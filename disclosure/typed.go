@@ -468,7 +468,9 @@ func (t *typedReader) assured() bool {
 }
 
 func (t *typedReader) findings() bool {
-	var ids []string
+	var idBuf [16]string
+	ids := idBuf[:0]
+	t.st.findingSpans = make([][]byte, 0, 8)
 	var seen map[string]bool
 	_, ok := t.array(func(int) bool {
 		start := t.r.Pos()
@@ -520,7 +522,7 @@ func (t *typedReader) findings() bool {
 			}
 		}
 		// Ids are unique; a long list is checked through a set.
-		if seen == nil && len(ids) < 16 {
+		if seen == nil && len(ids) < len(idBuf) {
 			for _, prev := range ids {
 				if prev == id {
 					return false
@@ -578,7 +580,8 @@ func (t *typedReader) timeClaim() bool {
 }
 
 func (t *typedReader) limitationCodes() bool {
-	var seen []string
+	var buf [16]string
+	seen := buf[:0]
 	_, ok := t.array(func(int) bool {
 		s, ok := t.str()
 		if !ok || !limitationCodeSet[s] {
