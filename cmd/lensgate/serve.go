@@ -193,29 +193,6 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		}
 	}
 
-	var pub handlers.Publisher = handlers.LogPublisher{}
-	if !cfg.DryRun {
-		sink, err := pdp.OpenFileSink(cfg.AuditFile)
-		if err != nil {
-			return fail(err)
-		}
-		if aside := sink.SetAside(); aside != "" {
-			log.Warn().Str("audit_file", cfg.AuditFile).Str("set_aside", aside).
-				Msg("the audit ledger ended in a torn line (a crash while writing); it is kept in set_aside and the chain continues from the last whole record")
-		}
-		closers = append(closers, func() { _ = sink.Close() })
-		spacing := cfg.GitHub.ContentSpacing
-		if spacing == 0 {
-			spacing = -1 // the operator turned spacing off; publish reads zero as its default
-		}
-		p, err := publish.New(publish.Options{Signer: signer, Witness: witness, RunnerVersion: version, Audit: sink, DetailsURL: cfg.PublicURL,
-			GraphQLURL: cfg.GitHub.V4APIURL, ContentSpacing: spacing})
-		if err != nil {
-			return fail(err)
-		}
-		pub = p
-	}
-
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var q queue.Queue
@@ -234,12 +211,46 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 			return fail(err)
 		}
 	}
-	tokens, err := dailyTokens(ctx, cfg.Runtime.MaxTokensPerInstallationPerDay, q, log)
-	if err != nil {
+	// failQ is fail for the steps after the queue is open, which stop it too.
+	failQ := func(err error) (*handlers.Server, func(), error) {
 		if q != nil {
 			_ = q.Stop(context.WithoutCancel(ctx))
 		}
 		return fail(err)
+	}
+	var pub handlers.Publisher = handlers.LogPublisher{}
+	if !cfg.DryRun {
+		sink, err := pdp.OpenFileSink(cfg.AuditFile)
+		if err != nil {
+			return failQ(err)
+		}
+		if aside := sink.SetAside(); aside != "" {
+			log.Warn().Str("audit_file", cfg.AuditFile).Str("set_aside", aside).
+				Msg("the audit ledger ended in a torn line (a crash while writing); it is kept in set_aside and the chain continues from the last whole record")
+		}
+		closers = append(closers, func() { _ = sink.Close() })
+		spacing := cfg.GitHub.ContentSpacing
+		if spacing == 0 {
+			spacing = -1 // the operator turned spacing off; publish reads zero as its default
+		}
+		po := publish.Options{Signer: signer, Witness: witness, RunnerVersion: version, Audit: sink, DetailsURL: cfg.PublicURL,
+			GraphQLURL: cfg.GitHub.V4APIURL, ContentSpacing: spacing}
+		if q != nil && spacing > 0 {
+			// Every replica on the queue's database takes the same write slots.
+			if po.WriteSlots, err = durable.NewWriteSlots(ctx, q); err != nil {
+				return failQ(err)
+			}
+		}
+		p, err := publish.New(po)
+		if err != nil {
+			return failQ(err)
+		}
+		pub = p
+	}
+
+	tokens, err := dailyTokens(ctx, cfg.Runtime.MaxTokensPerInstallationPerDay, q, log)
+	if err != nil {
+		return failQ(err)
 	}
 	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log, Version: version, Tokens: tokens})
 	server, err := handlers.New(handlers.Options{

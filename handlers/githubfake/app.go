@@ -215,7 +215,7 @@ func (s *Server) routesApp(mux *http.ServeMux) {
 	})
 	s.handle(mux, tokenRoute, authApp, func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-		if err != nil || id != s.installationID {
+		if err != nil || !s.installed(id) {
 			writeError(w, http.StatusNotFound, "Not Found")
 			return
 		}

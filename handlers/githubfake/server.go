@@ -44,9 +44,11 @@ type Server struct {
 	appID          int64
 	appSlug        string
 	installationID int64
-	webhookSecret  string
-	checkAuth      bool
-	now            func() time.Time
+	// installations are further installations of the App (AddInstallation), beside installationID.
+	installations map[int64]bool
+	webhookSecret string
+	checkAuth     bool
+	now           func() time.Time
 
 	mu     sync.Mutex
 	nextID int64
@@ -79,6 +81,10 @@ type Call struct {
 	Route  string // the route pattern, e.g. "GET /repos/{owner}/{repo}/pulls/{number}"
 	Path   string
 	Status int
+	// At is when the request arrived, by the fake's clock.
+	At time.Time
+	// Installation is the installation whose token made the request (0 for none).
+	Installation int64
 }
 
 // Rerequest records a check run or check suite re-run request.
@@ -116,6 +122,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		appID:          DefaultAppID,
 		appSlug:        DefaultAppSlug,
 		installationID: DefaultInstallationID,
+		installations:  map[int64]bool{},
 		webhookSecret:  DefaultWebhookSecret,
 		checkAuth:      true,
 		now:            time.Now,
@@ -153,8 +160,19 @@ func (s *Server) BotLogin() string { return s.appSlug + "[bot]" }
 // AppID is the App id.
 func (s *Server) AppID() int64 { return s.appID }
 
-// InstallationID is the id of the App's single installation.
+// InstallationID is the id of the App's first installation.
 func (s *Server) InstallationID() int64 { return s.installationID }
+
+// AddInstallation adds another installation of the App: its id can exchange the App's JWT for
+// an installation token, and webhook payloads may name it.
+func (s *Server) AddInstallation(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.installations[id] = true
+}
+
+// installed reports whether id is one of the App's installations; s.mu is held.
+func (s *Server) installed(id int64) bool { return id == s.installationID || s.installations[id] }
 
 // WebhookSecret is the secret webhooks are signed with in AppConfig.
 func (s *Server) WebhookSecret() string { return s.webhookSecret }
@@ -169,14 +187,16 @@ func (s *Server) id() int64 {
 func (s *Server) handle(mux *http.ServeMux, pattern string, auth authKind, fn func(w http.ResponseWriter, r *http.Request)) {
 	method, path, _ := strings.Cut(pattern, " ")
 	mux.HandleFunc(method+" "+apiPrefix+path, func(w http.ResponseWriter, r *http.Request) {
+		call := s.arrived(r, pattern)
 		if method == http.MethodGet {
-			s.serveConditional(w, r, pattern, auth, fn)
+			s.serveConditional(w, r, pattern, auth, fn, call)
 			return
 		}
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		s.serve(rec, r, pattern, auth, fn)
+		call.Status = rec.status
 		s.mu.Lock()
-		s.log = append(s.log, Call{Method: r.Method, Route: pattern, Path: r.URL.Path, Status: rec.status})
+		s.log = append(s.log, call)
 		s.mu.Unlock()
 	})
 }
@@ -185,7 +205,7 @@ func (s *Server) handle(mux *http.ServeMux, pattern string, auth authKind, fn fu
 // Authorization), and a request whose If-None-Match names the current ETag gets 304 Not
 // Modified without a body. GitHub does not count a 304 against the rate limit, so TotalCalls
 // leaves them out; Calls and CallCount count every request, and NotModified the 304s.
-func (s *Server) serveConditional(w http.ResponseWriter, r *http.Request, pattern string, auth authKind, fn func(http.ResponseWriter, *http.Request)) {
+func (s *Server) serveConditional(w http.ResponseWriter, r *http.Request, pattern string, auth authKind, fn func(http.ResponseWriter, *http.Request), call Call) {
 	buf := &bufferedResponse{header: w.Header(), status: http.StatusOK}
 	rec := &statusRecorder{ResponseWriter: buf, status: http.StatusOK}
 	s.serve(rec, r, pattern, auth, fn)
@@ -205,9 +225,18 @@ func (s *Server) serveConditional(w http.ResponseWriter, r *http.Request, patter
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.body.Bytes())
+	call.Status = status
 	s.mu.Lock()
-	s.log = append(s.log, Call{Method: r.Method, Route: pattern, Path: r.URL.Path, Status: status})
+	s.log = append(s.log, call)
 	s.mu.Unlock()
+}
+
+// arrived starts the log entry of a request: when it came and whose token it carries.
+func (s *Server) arrived(r *http.Request, pattern string) Call {
+	_, cred, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Call{Method: r.Method, Route: pattern, Path: r.URL.Path, At: s.now(), Installation: s.tokens[cred]}
 }
 
 // bufferedResponse holds a response until its ETag is known.

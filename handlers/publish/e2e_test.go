@@ -270,6 +270,24 @@ func newStackWith(t *testing.T, reviewer handlers.Reviewer, diff string, popts f
 	}
 	// The base branch has the file the diffs change (and no configuration file).
 	st.gh.SetFile(e2eRepo, "master", "README.md", "# Hello-World\n")
+	st.start(with...)
+	st.gh.ResetCalls()
+	return st
+}
+
+// newReplica is another replica of base's App: the same fake GitHub and keys, its own
+// publisher (adjusted by popts), audit ledger, logs and webhook server.
+func newReplica(base *stack, reviewer handlers.Reviewer, popts func(*Options), with ...func(*handlers.Options)) *stack {
+	base.t.Helper()
+	st := &stack{t: base.t, gh: base.gh, done: make(chan error, 16), logs: &syncBuffer{},
+		calls: map[string][2]int{}, decisions: &decisionLog{next: reviewer}, publisherOptions: popts}
+	st.start(with...)
+	return st
+}
+
+// start builds the keys, the publisher and the App and serves its webhook.
+func (st *stack) start(with ...func(*handlers.Options)) {
+	t := st.t
 	seed := sha256.Sum256([]byte("lensgate e2e key"))
 	st.key = ed25519.NewKeyFromSeed(seed[:])
 	wseed := sha256.Sum256([]byte("lensgate e2e witness key"))
@@ -324,8 +342,6 @@ func newStackWith(t *testing.T, reviewer handlers.Reviewer, diff string, popts f
 		_ = app.Shutdown(sctx)
 		cancel()
 	})
-	st.gh.ResetCalls()
-	return st
 }
 
 func (st *stack) send(event, delivery string, body []byte) {

@@ -62,6 +62,10 @@ type Options struct {
 	// rate limits. Zero takes DefaultContentSpacing; a negative value turns spacing off. Check
 	// runs are never spaced: the gate check is what branch protection waits for.
 	ContentSpacing time.Duration
+	// WriteSlots, when set, spaces the content-creating writes of each installation across
+	// every process sharing it (durable.WriteSlots: the durable queue's database) instead of
+	// within this process only.
+	WriteSlots WriteSlots
 	// Sleep waits for d or until ctx ends (a timer when nil); tests pass a clock of their own.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// GraphQLURL is GitHub's GraphQL endpoint (GitHub's V4 API URL); empty means "graphql"
@@ -86,6 +90,7 @@ type Publisher struct {
 	mu     sync.Mutex
 	checks map[string]*github.CheckRun // gate check runs between Begin and Publish
 	pace   *pacer
+	slots  WriteSlots
 }
 
 var _ handlers.Publisher = (*Publisher)(nil)
@@ -113,6 +118,7 @@ func New(o Options) (*Publisher, error) {
 		p.now = time.Now
 	}
 	p.pace = newPacer(o.ContentSpacing, p.now, o.Sleep)
+	p.slots = o.WriteSlots
 	return p, nil
 }
 

@@ -106,6 +106,13 @@ func (r Retry) backoff(attempt int) time.Duration {
 // call runs fn with retries. Before a retry, recheck (when set) reports whether the write
 // already landed although its answer was lost; the call then ends without writing again.
 func (p *Publisher) call(ctx context.Context, op string, fn func(context.Context) (*github.Response, error), recheck func(context.Context) (bool, error)) error {
+	return p.callIn(ctx, op, fn, recheck, nil)
+}
+
+// callIn is call with each attempt made inside a slot: take (when set) waits for the slot
+// before the attempt's own deadline starts, and the release it returns runs once the attempt
+// is answered.
+func (p *Publisher) callIn(ctx context.Context, op string, fn func(context.Context) (*github.Response, error), recheck func(context.Context) (bool, error), take func(context.Context) (func(), error)) error {
 	attempts := max(p.retry.Attempts, 1)
 	var lastErr error
 	var lastStatus int
@@ -121,10 +128,19 @@ func (p *Publisher) call(ctx context.Context, op string, fn func(context.Context
 				return nil
 			}
 		}
+		release := func() {}
+		if take != nil {
+			r, err := take(ctx)
+			if err != nil {
+				return &CallError{Op: op, Status: lastStatus, Err: errors.Join(lastErr, err)}
+			}
+			release = r
+		}
 		// A per-call deadline keeps a hung connection from eating the whole job.
 		cctx, cancel := context.WithTimeout(ctx, p.callTimeout)
 		resp, err := fn(cctx)
 		cancel()
+		release()
 		if err == nil {
 			return nil
 		}
@@ -158,6 +174,12 @@ const DefaultContentSpacing = time.Second
 // content is call for a content-creating write: it waits its turn among the installation's
 // content writes first.
 func (r *run) content(ctx context.Context, op string, fn func(context.Context) (*github.Response, error), recheck func(context.Context) (bool, error)) error {
+	if r.p.slots != nil && r.p.pace.spacing > 0 {
+		// Shared slots: every attempt, a retry included, waits for the installation's slot.
+		return r.p.callIn(ctx, op, fn, recheck, func(ctx context.Context) (func(), error) {
+			return r.p.takeSlot(ctx, r.info.installation)
+		})
+	}
 	if err := r.p.pace.wait(ctx, r.info.installation); err != nil {
 		return &CallError{Op: op, Err: err}
 	}
