@@ -208,6 +208,10 @@ type ServerQueue struct {
 	Size int `yaml:"size"`
 	// Workers is the number of concurrent reviews. Env LENSGATE_QUEUE_WORKERS. Default 2.
 	Workers int `yaml:"workers"`
+	// MaxRunningPerInstallation bounds the reviews of one installation that a process runs at
+	// once, so a burst of one installation leaves workers to the others. 0 means workers - 1
+	// (at least 1); workers or more sets no bound. Env LENSGATE_QUEUE_MAX_RUNNING_PER_INSTALLATION.
+	MaxRunningPerInstallation int `yaml:"max_running_per_installation"`
 	// EventQueueSize and EventWorkers size the webhook stage for events that need a GitHub call
 	// before they become a job (comment commands, check re-runs, installations).
 	// Env LENSGATE_EVENT_QUEUE_SIZE (default 100), LENSGATE_EVENT_WORKERS (default 2).
@@ -356,6 +360,7 @@ func ServerEnvVars() []ServerEnvVar {
 			num(func(s *Server) *int { return &s.Runtime.MaxTokensPerInstallationPerDay })},
 		{"LENSGATE_QUEUE_SIZE", "queue.size", num(func(s *Server) *int { return &s.Queue.Size })},
 		{"LENSGATE_QUEUE_WORKERS", "queue.workers", num(func(s *Server) *int { return &s.Queue.Workers })},
+		{"LENSGATE_QUEUE_MAX_RUNNING_PER_INSTALLATION", "queue.max_running_per_installation", num(func(s *Server) *int { return &s.Queue.MaxRunningPerInstallation })},
 		{"LENSGATE_EVENT_QUEUE_SIZE", "queue.event_queue_size", num(func(s *Server) *int { return &s.Queue.EventQueueSize })},
 		{"LENSGATE_EVENT_WORKERS", "queue.event_workers", num(func(s *Server) *int { return &s.Queue.EventWorkers })},
 		{"LENSGATE_QUEUE_DSN", "queue.dsn", str(func(s *Server) *string { return &s.Queue.DSN })},
@@ -624,6 +629,9 @@ func (s *Server) Validate() error {
 		if n.val < 1 {
 			add(n.key, "must be at least 1")
 		}
+	}
+	if s.Queue.MaxRunningPerInstallation < 0 {
+		add("queue.max_running_per_installation", "must be 0 (workers - 1) or positive")
 	}
 	if s.Runtime.MaxTokensPerInstallationPerDay < 0 {
 		add("runtimes.max_tokens_per_installation_per_day", "must be 0 (off) or positive")

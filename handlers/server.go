@@ -165,10 +165,11 @@ func New(opts Options) (*Server, error) {
 	q := opts.Queue
 	if q == nil {
 		q = queue.NewMemory(queue.MemoryOptions{
-			Capacity: cfg.Queue.Size,
-			Workers:  cfg.Queue.Workers,
-			Metrics:  queue.NewMetrics(reg),
-			Logger:   opts.Logger,
+			Capacity:                  cfg.Queue.Size,
+			Workers:                   cfg.Queue.Workers,
+			MaxRunningPerInstallation: cfg.Queue.MaxRunningPerInstallation,
+			Metrics:                   queue.NewMetrics(reg),
+			Logger:                    opts.Logger,
 			// Scheduled jobs wait by the same clock that scheduled them.
 			Now: now,
 		})

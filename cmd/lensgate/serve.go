@@ -198,14 +198,15 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	var q queue.Queue
 	if !cfg.MemoryQueue() {
 		q, err = durable.Open(ctx, cfg.Queue.DSN, durable.Options{
-			InsertOnly:           role == handlers.RoleWeb,
-			Workers:              cfg.Queue.Workers,
-			JobTimeout:           cfg.Review.JobTimeout,
-			RescueStuckJobsAfter: cfg.Queue.RescueAfter,
-			LeaseTTL:             cfg.Queue.Lease,
-			MaxQueued:            cfg.Queue.Size,
-			Logger:               &log,
-			Registerer:           promReg,
+			InsertOnly:                role == handlers.RoleWeb,
+			Workers:                   cfg.Queue.Workers,
+			MaxRunningPerInstallation: cfg.Queue.MaxRunningPerInstallation,
+			JobTimeout:                cfg.Review.JobTimeout,
+			RescueStuckJobsAfter:      cfg.Queue.RescueAfter,
+			LeaseTTL:                  cfg.Queue.Lease,
+			MaxQueued:                 cfg.Queue.Size,
+			Logger:                    &log,
+			Registerer:                promReg,
 		})
 		if err != nil {
 			return fail(err)

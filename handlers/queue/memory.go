@@ -33,6 +33,12 @@ type MemoryOptions struct {
 	Capacity int
 	// Workers is the number of concurrent jobs. Default 2.
 	Workers int
+	// MaxRunningPerInstallation bounds the jobs of one installation that run at once, so that a
+	// burst of one installation (whose reviews wait for its content-write slot) leaves workers
+	// to the others: a job of an installation at the bound waits, and later jobs of other
+	// installations go first. Zero takes DefaultMaxRunningPerInstallation(Workers); a negative
+	// value sets no bound.
+	MaxRunningPerInstallation int
 	// SeenDeliveries is how many delivery ids are remembered for idempotency. Default 10000.
 	SeenDeliveries int
 	// Metrics receives the queue's measurements; nil creates unregistered collectors.
@@ -57,6 +63,8 @@ type Memory struct {
 	pending  map[string]*Job // by key; at most one queued job per key
 	order    []string        // keys of pending in arrival order
 	running  map[string]*run // by key
+	// perInstallation counts the running jobs of each installation (see MaxRunningPerInstallation).
+	perInstallation map[int64]int
 	seen     map[string]struct{}
 	seenRing []string
 	seenNext int
@@ -107,6 +115,9 @@ func NewMemory(opts MemoryOptions) *Memory {
 	if opts.SeenDeliveries <= 0 {
 		opts.SeenDeliveries = 10000
 	}
+	if opts.MaxRunningPerInstallation == 0 {
+		opts.MaxRunningPerInstallation = DefaultMaxRunningPerInstallation(opts.Workers)
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -119,6 +130,8 @@ func NewMemory(opts MemoryOptions) *Memory {
 		m:         m,
 		pending:   make(map[string]*Job),
 		running:   make(map[string]*run),
+
+		perInstallation: make(map[int64]int),
 		seen:      make(map[string]struct{}),
 		seenRing:  make([]string, opts.SeenDeliveries),
 		scheduled: make(map[string]*waiting),
@@ -323,7 +336,11 @@ func (q *Memory) next() (Job, context.Context, bool) {
 			if _, busy := q.running[key]; busy {
 				continue
 			}
+			if q.installationFull(q.pending[key].InstallationID) {
+				continue // a later job of another installation goes first
+			}
 			job := *q.pending[key]
+			q.perInstallation[job.InstallationID]++
 			delete(q.pending, key)
 			q.order = append(q.order[:i:i], q.order[i+1:]...)
 			ctx, cancel := context.WithCancelCause(q.baseCtx)
@@ -368,6 +385,9 @@ func (q *Memory) finish(ctx context.Context, job Job, err error) {
 	if r, ok := q.running[job.Key]; ok {
 		r.cancel(nil)
 		delete(q.running, job.Key)
+		if q.perInstallation[job.InstallationID]--; q.perInstallation[job.InstallationID] <= 0 {
+			delete(q.perInstallation, job.InstallationID)
+		}
 	}
 	q.m.Running.Set(float64(len(q.running)))
 	q.cond.Broadcast()

@@ -48,6 +48,11 @@ type Options struct {
 	InsertOnly bool
 	// Workers is how many jobs this process runs at once (default 4).
 	Workers int
+	// MaxRunningPerInstallation bounds the jobs of one installation this process runs at once,
+	// so a burst of one installation leaves workers to the others: a job of an installation at
+	// the bound is snoozed without taking a worker (see fair.go). Zero takes
+	// queue.DefaultMaxRunningPerInstallation(Workers); a negative value sets no bound.
+	MaxRunningPerInstallation int
 	// JobTimeout cancels a job's context after this long; the attempt then counts as an
 	// operational failure and is retried (default 15m).
 	JobTimeout time.Duration
@@ -269,6 +274,7 @@ type riverQueue[TTx any] struct {
 	db      database[TTx]
 	lq      leaseQueries
 	metrics *metrics
+	fair    *installationCap
 
 	handler atomic.Pointer[queue.Handler]
 	closed  atomic.Bool // set by Stop; Enqueue then refuses work like a full queue
@@ -286,6 +292,7 @@ func newQueue[TTx any](ctx context.Context, backend string, driver riverdriver.D
 		lq:      lq,
 		log:     opts.Logger.With().Str("component", "queue").Str("backend", backend).Logger(),
 		db:      db,
+		fair:    newInstallationCap(opts.MaxRunningPerInstallation, opts.Workers),
 	}
 
 	migrator, err := rivermigrate.New[TTx](driver, &rivermigrate.Config{Logger: q.riverLogger()})

@@ -42,6 +42,12 @@ func (w *reviewWorker[TTx]) Work(ctx context.Context, job *river.Job[reviewArgs]
 		}
 		return err
 	}
+	leave, ok := q.fair.enter(job.Args.Job.InstallationID)
+	if !ok {
+		log.Debug().Int64("installation_id", job.Args.Job.InstallationID).Msg("installation at its running bound; job snoozed")
+		return river.JobSnooze(snoozeFor(job.JobRow))
+	}
+	defer leave()
 
 	ctx, open, release, err := q.holdLease(ctx, job.ID, job.Args.Key, job.Args.Head)
 	if err != nil {
