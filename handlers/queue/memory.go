@@ -58,16 +58,16 @@ type Memory struct {
 	opts MemoryOptions
 	m    *Metrics
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	pending  map[string]*Job // by key; at most one queued job per key
-	order    []string        // keys of pending in arrival order
-	running  map[string]*run // by key
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending map[string]*Job // by key; at most one queued job per key
+	order   []string        // keys of pending in arrival order
+	running map[string]*run // by key
 	// perInstallation counts the running jobs of each installation (see MaxRunningPerInstallation).
 	perInstallation map[int64]int
-	seen     map[string]struct{}
-	seenRing []string
-	seenNext int
+	seen            map[string]struct{}
+	seenRing        []string
+	seenNext        int
 	// scheduled holds jobs waiting for their NotBefore, by key: a newer job of the key replaces
 	// the waiting one.
 	scheduled map[string]*waiting
@@ -126,15 +126,15 @@ func NewMemory(opts MemoryOptions) *Memory {
 		m = NewMetrics(nil)
 	}
 	q := &Memory{
-		opts:      opts,
-		m:         m,
-		pending:   make(map[string]*Job),
-		running:   make(map[string]*run),
+		opts:    opts,
+		m:       m,
+		pending: make(map[string]*Job),
+		running: make(map[string]*run),
 
 		perInstallation: make(map[int64]int),
-		seen:      make(map[string]struct{}),
-		seenRing:  make([]string, opts.SeenDeliveries),
-		scheduled: make(map[string]*waiting),
+		seen:            make(map[string]struct{}),
+		seenRing:        make([]string, opts.SeenDeliveries),
+		scheduled:       make(map[string]*waiting),
 	}
 	q.cond = sync.NewCond(&q.mu)
 	return q
