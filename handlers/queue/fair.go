@@ -16,5 +16,5 @@ func DefaultMaxRunningPerInstallation(workers int) int {
 // held. Jobs of no installation (0) are not bounded.
 func (q *Memory) installationFull(installation int64) bool {
 	limit := q.opts.MaxRunningPerInstallation
-	return installation != 0 && limit > 0 && q.perInstallation[installation] >= limit
+	return installation != 0 && limit > 0 && q.perInst[installation] >= limit
 }

@@ -58,16 +58,15 @@ type Memory struct {
 	opts MemoryOptions
 	m    *Metrics
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	pending map[string]*Job // by key; at most one queued job per key
-	order   []string        // keys of pending in arrival order
-	running map[string]*run // by key
-	// perInstallation counts the running jobs of each installation (see MaxRunningPerInstallation).
-	perInstallation map[int64]int
-	seen            map[string]struct{}
-	seenRing        []string
-	seenNext        int
+	mu       sync.Mutex
+	cond     *sync.Cond
+	pending  map[string]*Job // by key; at most one queued job per key
+	order    []string        // keys of pending in arrival order
+	running  map[string]*run // by key
+	perInst  map[int64]int   // running jobs per installation (see MaxRunningPerInstallation)
+	seen     map[string]struct{}
+	seenRing []string
+	seenNext int
 	// scheduled holds jobs waiting for their NotBefore, by key: a newer job of the key replaces
 	// the waiting one.
 	scheduled map[string]*waiting
@@ -126,15 +125,14 @@ func NewMemory(opts MemoryOptions) *Memory {
 		m = NewMetrics(nil)
 	}
 	q := &Memory{
-		opts:    opts,
-		m:       m,
-		pending: make(map[string]*Job),
-		running: make(map[string]*run),
-
-		perInstallation: make(map[int64]int),
-		seen:            make(map[string]struct{}),
-		seenRing:        make([]string, opts.SeenDeliveries),
-		scheduled:       make(map[string]*waiting),
+		opts:      opts,
+		m:         m,
+		pending:   make(map[string]*Job),
+		running:   make(map[string]*run),
+		perInst:   make(map[int64]int),
+		seen:      make(map[string]struct{}),
+		seenRing:  make([]string, opts.SeenDeliveries),
+		scheduled: make(map[string]*waiting),
 	}
 	q.cond = sync.NewCond(&q.mu)
 	return q
@@ -340,7 +338,7 @@ func (q *Memory) next() (Job, context.Context, bool) {
 				continue // a later job of another installation goes first
 			}
 			job := *q.pending[key]
-			q.perInstallation[job.InstallationID]++
+			q.perInst[job.InstallationID]++
 			delete(q.pending, key)
 			q.order = append(q.order[:i:i], q.order[i+1:]...)
 			ctx, cancel := context.WithCancelCause(q.baseCtx)
@@ -385,8 +383,8 @@ func (q *Memory) finish(ctx context.Context, job Job, err error) {
 	if r, ok := q.running[job.Key]; ok {
 		r.cancel(nil)
 		delete(q.running, job.Key)
-		if q.perInstallation[job.InstallationID]--; q.perInstallation[job.InstallationID] <= 0 {
-			delete(q.perInstallation, job.InstallationID)
+		if q.perInst[job.InstallationID]--; q.perInst[job.InstallationID] <= 0 {
+			delete(q.perInst, job.InstallationID)
 		}
 	}
 	q.m.Running.Set(float64(len(q.running)))
