@@ -116,6 +116,7 @@ func testBusyInstallationLeavesWorkersToOthers(t *testing.T, q queue.Queue) {
 
 	// Installation B's review, enqueued after the whole burst.
 	pb, hb := addPR(t, gh, "Octo", "Other", 5000, instB, 1)
+	sent := time.Now()
 	st.send("pull_request", "other-1", pb)
 	deadline := time.Now().Add(30 * time.Second)
 	for !hasAdvisoryIn(gh, "Octo/Other", 1) {
@@ -125,6 +126,7 @@ func testBusyInstallationLeavesWorkersToOthers(t *testing.T, q queue.Queue) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	t.Logf("installation B published %v after its webhook, with %d content writes of A held", time.Since(sent).Round(time.Millisecond), heldA.Load())
 	if g := gateOfRepo(gh, "Octo/Other", hb); g.Status != "completed" {
 		t.Errorf("installation B's gate check is %q after its comment", g.Status)
 	}

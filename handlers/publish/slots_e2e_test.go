@@ -101,7 +101,8 @@ func postgresTestDSN(t *testing.T) string {
 // while one replica's write holds the slot, the other replica's job concludes its gate check
 // (never spaced) but waits for the slot before its own content writes; and across a burst on
 // both replicas, the fake GitHub sees the installation's content writes at least the spacing
-// apart. The database's clock decides every slot, so the replicas' own clocks do not matter.
+// apart. The database's clock decides every slot, so the replicas' own clocks do not matter:
+// one replica's publisher runs 90 s behind the other's.
 func TestContentWritesAreSpacedAcrossReplicas(t *testing.T) {
 	type backend struct{ name, dsn string }
 	backends := []backend{{"sqlite", "sqlite://" + filepath.Join(t.TempDir(), "queue.db")}}
@@ -138,6 +139,10 @@ func testContentWritesAreSpacedAcrossReplicas(t *testing.T, dsn string) {
 			o.Sleep = func(ctx context.Context, d time.Duration) error {
 				slept[i].Add(1)
 				return sleepCtx(ctx, d)
+			}
+			if i == 1 {
+				// The second replica's clock is 90 s behind: the slots go by the database's.
+				o.Now = func() time.Time { return time.Now().Add(-90 * time.Second) }
 			}
 		}
 		hopts := func(o *handlers.Options) {
