@@ -183,3 +183,14 @@ func (b *reviewBudget) Settle(ctx context.Context, reserved, used int) {
 		return
 	}
 }
+
+// Remaining is how many tokens the review may still spend under models.max_tokens_per_review
+// (-1: no per-review cap).
+func (b *reviewBudget) Remaining() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.max <= 0 {
+		return -1
+	}
+	return max(b.max-b.used, 0)
+}

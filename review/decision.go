@@ -79,6 +79,8 @@ type Decision struct {
 	Runs           []Run           `json:"runs"`
 	// Observed is what the pipeline saw of each runtime call, for the review-run observation.
 	Observed *Observed `json:"-"`
+	// Session is the review's runtime session: a runner in another process keeps its run in it.
+	Session *runtime.Session `json:"-"`
 	// State is what the next review of this pull request starts from (nil for local reviews
 	// and decisions that reviewed nothing).
 	State *State `json:"-"`

@@ -1,6 +1,7 @@
 package review
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -263,4 +264,41 @@ func SignObservation(d *Decision, rc *disclosure.Receipt, runnerVersion string, 
 		return nil, err
 	}
 	return observation.Sign(st, witness)
+}
+
+// runCall runs one runtime call as the pipeline observes it: its own clock around the call, a
+// recorder that only lensgate's own wire code writes to (what the observation says does not
+// come from the runtime's answer), an overall deadline and panics turned into errors.
+func (p *Pipeline) runCall(ctx context.Context, rt runtime.Runtime, req *runtime.Request, files observation.Files) (*runtime.Result, error, observation.Call) {
+	rec := &runtime.Recorder{}
+	start := p.opts.Now()
+	res, err := safeReview(runtime.WithRecorder(ctx, rec), rt, req, req.Settings.TimeoutSeconds)
+	call := p.observeCall(rt, req, files, observedRec{start: start, end: p.opts.Now(), obs: rec.Snapshot(), res: res, err: err})
+	return res, err, call
+}
+
+// RunObserved runs one runtime call the way the pipeline does and returns what it saw of it:
+// the entry of the call in a review-run observation. blobs gives the git blob SHA of each
+// file, by path, when the forge reported one. A runner in another process uses it to run the
+// calls it is sent.
+func (p *Pipeline) RunObserved(ctx context.Context, rt runtime.Runtime, req *runtime.Request, blobs map[string]string) (*runtime.Result, error, observation.Call) {
+	return p.runCall(ctx, rt, req, filesGiven(req.Files, blobs))
+}
+
+// DerivedLens is what the pipeline derives for one lens from the reports its runtime returned
+// across the calls of a review (one per part of the change, nil where a part had none).
+type DerivedLens struct {
+	Outcome  Outcome
+	Findings []observation.Finding
+}
+
+// DeriveLens maps a lens's reports exactly as the pipeline does before it merges in what an
+// earlier review knew: the same findings with the same ids and severities, and the outcome.
+func DeriveLens(lens, runtimeName string, reports []*runtime.LensReport) DerivedLens {
+	lr := mapReport(LensResult{Name: lens, Runtime: runtimeName, Outcome: OutcomePending}, mergeReports(reports))
+	out := DerivedLens{Outcome: lr.Outcome}
+	for _, f := range lr.Findings {
+		out.Findings = append(out.Findings, observation.Finding{ID: f.ID, Lens: f.Lens, Severity: string(f.Severity)})
+	}
+	return out
 }

@@ -328,6 +328,9 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 			blobs[f.Path] = f.BlobSHA
 		}
 	}
+	// What the review declares before its first call, for a runtime that records the calls of
+	// the whole review (a runner in another process).
+	session := &runtime.Session{DiffDigest: sha256Hex(diffBytes), PlanDigest: plan.Digest(), Blobs: blobs}
 	// One budget for the whole review, shared by every model runtime it calls.
 	spend := &reviewBudget{max: cfg.Models.MaxTokensPerReview, ledger: p.opts.Tokens, installation: subj.InstallationID,
 		log: log.With().Int64("github_installation_id", subj.InstallationID).Logger()}
@@ -414,13 +417,8 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 				req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: pathInstruction(it, part),
 					Independent: pl.Independent})
 			}
-			// The pipeline holds the clock and hands the runtime a recorder that only lensgate's own
-			// wire code writes to: what the observation says does not come from the runtime's answer.
-			rec := &runtime.Recorder{}
-			callStart := p.opts.Now()
-			res, err := safeReview(runtime.WithRecorder(ctx, rec), rt, req, cfg.Review.TimeoutSeconds)
-			observed.Calls = append(observed.Calls, p.observeCall(rt, req, filesGiven(given, blobs),
-				observedRec{start: callStart, end: p.opts.Now(), obs: rec.Snapshot(), res: res, err: err}))
+			res, err, call := p.runCall(runtime.WithSession(ctx, session), rt, req, filesGiven(given, blobs))
+			observed.Calls = append(observed.Calls, call)
 			if res != nil {
 				for _, c := range res.Calls {
 					calls = append(calls, ModelCall{Runtime: rtName, Call: c})
@@ -533,7 +531,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 
 	dec := &Decision{
 		Gate: gate, PlanDigest: plan.Digest(), Lenses: results, Intake: intake,
-		Runs: runs, Observed: observed, Tokens: tokens, ModelInput: ModelInput{WithheldFiles: []string{}},
+		Runs: runs, Observed: observed, Session: session, Tokens: tokens, ModelInput: ModelInput{WithheldFiles: []string{}},
 		Subject: SubjectContext{
 			Kind: subj.Kind, Owner: subj.Owner, Repo: subj.Repo, Number: subj.Number,
 			RepositoryNodeID: subj.RepositoryNodeID, NodeID: subj.NodeID, HeadSHA: subj.HeadSHA,

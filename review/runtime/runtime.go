@@ -325,3 +325,15 @@ func (r *Registry) Names() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Presets returns the operator-defined presets and the runtime each names.
+func (r *Registry) Presets() map[string]string {
+	out := map[string]string{}
+	if r == nil {
+		return out
+	}
+	for k, v := range r.presets {
+		out[k] = v
+	}
+	return out
+}

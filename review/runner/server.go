@@ -1,0 +1,529 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/disclosure/observation"
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/runtime"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxRuns       = 256
+	DefaultRunTTL        = 30 * time.Minute
+	DefaultMaxConcurrent = 4
+	// maxObservesPerRun bounds the receipts one run's record can be signed for (a publisher
+	// signs again when the body changed while it wrote).
+	maxObservesPerRun = 8
+)
+
+// Options configure a Server.
+type Options struct {
+	// Runtimes are the runtimes the runner serves.
+	Runtimes *runtime.Registry
+	// Witness signs observations; the worker never holds it.
+	Witness observation.Signer
+	// Token is the shared token (see LoadToken).
+	Token   []byte
+	Version string
+	Logger  zerolog.Logger
+	// Now is the runner's clock (default time.Now): the clock of every observation.
+	Now func() time.Time
+	// MaxRuns bounds the runs kept at once; RunTTL is how long a run's record is kept after
+	// its first call.
+	MaxRuns int
+	RunTTL  time.Duration
+	// MaxRequestBytes bounds a request body; MaxConcurrent the calls that run at once.
+	MaxRequestBytes int64
+	MaxConcurrent   int
+	// WorkRoot is where work directories are laid out ("" for the system temporary directory).
+	WorkRoot string
+}
+
+// Server is the runner's HTTP handler.
+type Server struct {
+	opts    Options
+	pipe    *review.Pipeline
+	pub     ed25519.PublicKey
+	sem     chan struct{}
+	nonces  nonceCache
+	mu      sync.Mutex
+	runs    map[string]*run
+	refused map[string]int // counts of refusals by kind, for the log
+}
+
+// run is the runner's own record of one review: what it was told before the first call, and
+// every call as it ran it.
+type run struct {
+	mu                    sync.Mutex
+	id                    string
+	started, expires      time.Time
+	head, base            string
+	diffDigest, plan      string
+	subjectOwner, subRepo string
+	number                int
+	calls                 []observation.Call
+	lenses                []string
+	lensRuntime           map[string]string
+	reports               map[string][]*runtime.LensReport
+	failed                map[string]bool
+	observed              int
+}
+
+// NewServer returns a runner.
+func NewServer(o Options) (*Server, error) {
+	if len(o.Witness.Key) != ed25519.PrivateKeySize {
+		return nil, errors.New("runner: no witness key")
+	}
+	if len(o.Token) < MinTokenBytes {
+		return nil, fmt.Errorf("runner: the token must have at least %d bytes", MinTokenBytes)
+	}
+	if o.Runtimes == nil {
+		return nil, errors.New("runner: no runtimes")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxRuns <= 0 {
+		o.MaxRuns = DefaultMaxRuns
+	}
+	if o.RunTTL <= 0 {
+		o.RunTTL = DefaultRunTTL
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	s := &Server{
+		opts: o, pub: o.Witness.Key.Public().(ed25519.PublicKey), sem: make(chan struct{}, o.MaxConcurrent),
+		runs: map[string]*run{}, refused: map[string]int{},
+		pipe: review.NewPipeline(review.Options{Runtimes: o.Runtimes, Logger: o.Logger, Version: o.Version, Now: o.Now, WorkRoot: o.WorkRoot}),
+	}
+	return s, nil
+}
+
+// WitnessPublicKey is the key observations are signed with.
+func (s *Server) WitnessPublicKey() ed25519.PublicKey { return s.pub }
+
+// ServeHTTP authenticates the request, then answers it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	nonce := r.Header.Get(HeaderNonce)
+	reply := func(status int, v any) {
+		body, err := json.Marshal(v)
+		if err != nil {
+			status, body = http.StatusInternalServerError, []byte(`{"error":"the answer could not be encoded"}`)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if len(nonce) == 32 && isHexN(nonce) {
+			w.Header().Set(HeaderMAC, responseMAC(s.opts.Token, nonce, status, body))
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	}
+	refuse := func(status int, kind, msg string) {
+		s.mu.Lock()
+		s.refused[kind]++
+		s.mu.Unlock()
+		s.opts.Logger.Warn().Str("path", r.URL.Path).Str("refused", kind).Str("reason", msg).Msg("runner request refused")
+		reply(status, ErrorResponse{Error: msg})
+	}
+	var routeMethod string
+	switch r.URL.Path {
+	case PathInfo:
+		routeMethod = http.MethodGet
+	case PathCalls, PathObserve:
+		routeMethod = http.MethodPost
+	default:
+		refuse(http.StatusNotFound, "path", "no such endpoint")
+		return
+	}
+	if r.Method != routeMethod {
+		refuse(http.StatusMethodNotAllowed, "method", "want "+routeMethod)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			refuse(http.StatusRequestEntityTooLarge, "size", fmt.Sprintf("the request exceeds %d bytes", s.opts.MaxRequestBytes))
+			return
+		}
+		refuse(http.StatusBadRequest, "read", "the request body could not be read")
+		return
+	}
+	if err := s.nonces.check(s.opts.Token, s.opts.Now(), r.Method, r.URL.Path, r.Header.Get(HeaderDate), nonce, r.Header.Get(HeaderMAC), body); err != nil {
+		refuse(http.StatusUnauthorized, "auth", err.Error())
+		return
+	}
+	switch r.URL.Path {
+	case PathInfo:
+		reply(http.StatusOK, Info{Version: s.opts.Version, Runtimes: s.opts.Runtimes.Names(), Presets: s.opts.Runtimes.Presets(),
+			WitnessPublicKey: hex.EncodeToString(s.pub)})
+	case PathCalls:
+		req, err := ParseCallRequest(body)
+		if err != nil {
+			refuse(http.StatusBadRequest, "malformed", err.Error())
+			return
+		}
+		resp, status, err := s.call(r.Context(), req)
+		if err != nil {
+			refuse(status, "call", err.Error())
+			return
+		}
+		reply(http.StatusOK, resp)
+	case PathObserve:
+		req, err := ParseObserveRequest(body)
+		if err != nil {
+			refuse(http.StatusBadRequest, "malformed", err.Error())
+			return
+		}
+		resp, status, err := s.observe(req)
+		if err != nil {
+			refuse(status, "observe", err.Error())
+			return
+		}
+		reply(http.StatusOK, resp)
+	}
+}
+
+// call runs one runtime call and records it in its run.
+func (s *Server) call(ctx context.Context, c *CallRequest) (*CallResponse, int, error) {
+	rt, ok := s.opts.Runtimes.Get(c.Runtime)
+	if !ok {
+		return nil, http.StatusUnprocessableEntity, fmt.Errorf("runtime %q is not enabled on the runner (enabled: %v)", c.Runtime, s.opts.Runtimes.Names())
+	}
+	req := c.Request.runtimeRequest()
+	rn, status, err := s.runFor(c, req)
+	if err != nil {
+		return nil, status, err
+	}
+	select {
+	case s.sem <- struct{}{}:
+		defer func() { <-s.sem }()
+	case <-ctx.Done():
+		return nil, http.StatusServiceUnavailable, errors.New("the runner is busy and the caller gave up")
+	}
+	if len(c.WorkDir) > 0 {
+		dir, err := s.layWorkDir(c.WorkDir)
+		if err != nil {
+			return nil, http.StatusInternalServerError, err
+		}
+		defer os.RemoveAll(dir)
+		req.WorkDir = dir
+	}
+	var grant *grantBudget
+	if c.Budget != nil {
+		grant = &grantBudget{left: *c.Budget, refused: c.Refused}
+		req.Budget = grant
+	}
+	res, callErr, obs := s.pipe.RunObserved(ctx, rt, req, c.Blobs)
+
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if len(rn.calls) >= observation.MaxCalls {
+		return nil, http.StatusConflict, fmt.Errorf("run %s already has %d calls", rn.id, observation.MaxCalls)
+	}
+	rn.calls = append(rn.calls, obs)
+	for _, l := range req.Lenses {
+		if _, ok := rn.lensRuntime[l.Name]; !ok {
+			rn.lenses = append(rn.lenses, l.Name)
+			rn.lensRuntime[l.Name] = c.Runtime
+		}
+		if callErr != nil {
+			rn.failed[l.Name] = true
+			continue
+		}
+		var rep *runtime.LensReport
+		for j := range res.Lenses {
+			if res.Lenses[j].Lens == l.Name {
+				rep = &res.Lenses[j]
+				break
+			}
+		}
+		rn.reports[l.Name] = append(rn.reports[l.Name], rep)
+	}
+	out := &CallResponse{Run: rn.id, Result: res}
+	if callErr != nil {
+		out.Result, out.Error = nil, callErr.Error()
+	}
+	if grant != nil {
+		out.TokensUsed = grant.used()
+	}
+	return out, http.StatusOK, nil
+}
+
+// runFor returns the run of a call: a new one for a first call, else the one named, which must
+// be about the same change.
+func (s *Server) runFor(c *CallRequest, req *runtime.Request) (*run, int, error) {
+	now := s.opts.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, r := range s.runs {
+		if now.After(r.expires) {
+			delete(s.runs, id)
+		}
+	}
+	if c.Run == "" {
+		if len(s.runs) >= s.opts.MaxRuns {
+			return nil, http.StatusServiceUnavailable, fmt.Errorf("the runner keeps %d open runs, its limit; try again when one expires", len(s.runs))
+		}
+		rn := &run{
+			id: newRunID(), started: now, expires: now.Add(s.opts.RunTTL), head: req.Subject.HeadSHA, base: req.Subject.BaseSHA,
+			diffDigest: c.DiffDigest, plan: c.PlanDigest, subjectOwner: req.Subject.Owner, subRepo: req.Subject.Repo, number: req.Subject.Number,
+			lensRuntime: map[string]string{}, reports: map[string][]*runtime.LensReport{}, failed: map[string]bool{},
+		}
+		s.runs[rn.id] = rn
+		return rn, 0, nil
+	}
+	rn, ok := s.runs[c.Run]
+	if !ok {
+		return nil, http.StatusNotFound, errors.New("unknown or expired run " + c.Run)
+	}
+	if rn.head != req.Subject.HeadSHA || rn.base != req.Subject.BaseSHA || rn.diffDigest != c.DiffDigest || rn.plan != c.PlanDigest ||
+		rn.subjectOwner != req.Subject.Owner || rn.subRepo != req.Subject.Repo || rn.number != req.Subject.Number {
+		return nil, http.StatusConflict, errors.New("the call is about another change than run " + rn.id + " (head, base, diff, plan or subject differ)")
+	}
+	return rn, 0, nil
+}
+
+func newRunID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// layWorkDir writes the worker's work directory files into a fresh private directory.
+func (s *Server) layWorkDir(files []WorkFile) (string, error) {
+	dir, err := os.MkdirTemp(s.opts.WorkRoot, "lensgate-runner-work-")
+	if err != nil {
+		return "", fmt.Errorf("create work directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("restrict work directory: %w", err)
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("work directory: %w", err)
+		}
+		if err := os.WriteFile(p, f.Content, 0o600); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("work directory: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// observe checks a receipt against the run's record and signs the observation when the
+// receipt declares what the runner saw: the same change, the same plan, times inside the
+// runner's window, every finding the runner derived, and no finding it did not see (in this
+// run or, carried from an earlier head, in an observation it signed before).
+func (s *Server) observe(o *ObserveRequest) (*ObserveResponse, int, error) {
+	s.mu.Lock()
+	rn, ok := s.runs[o.Run]
+	s.mu.Unlock()
+	now := s.opts.Now()
+	if !ok || now.After(rn.expires) {
+		return nil, http.StatusNotFound, errors.New("unknown or expired run " + o.Run)
+	}
+	rc, err := observation.ReadReceipt(o.Receipt)
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.observed >= maxObservesPerRun {
+		return nil, http.StatusConflict, fmt.Errorf("run %s was observed %d times already", rn.id, rn.observed)
+	}
+	refuse := func(format string, args ...any) (*ObserveResponse, int, error) {
+		return nil, http.StatusConflict, fmt.Errorf("not observed: "+format, args...)
+	}
+	switch {
+	case rc.HeadSHA != rn.head || rc.BaseSHA != rn.base:
+		return refuse("the receipt is about head %s and base %s, the run reviewed head %s and base %s",
+			short(rc.HeadSHA), short(rc.BaseSHA), short(rn.head), short(rn.base))
+	case rc.ReviewedDiff != rn.diffDigest:
+		return refuse("the receipt's reviewedDiffDigest is not the diff declared for the run")
+	case rc.Plan != rn.plan && !(rc.Plan == "" && !isHex64(rn.plan)):
+		return refuse("the receipt's planRef is not the plan declared for the run")
+	case len(rc.Findings) != rc.Total:
+		return refuse("the receipt lists %d of its %d findings; the runner observes only receipts that list all of them", len(rc.Findings), rc.Total)
+	}
+	for _, claim := range rc.Completed {
+		t, err := time.Parse(time.RFC3339Nano, claim)
+		if err != nil || t.Before(rn.started.Truncate(time.Second)) || t.After(now) {
+			return refuse("the receipt's reviewCompleted %q lies outside the runner's window %s .. %s",
+				claim, rn.started.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
+		}
+	}
+
+	// What the runner derived from the responses it saw, lens by lens.
+	derived := map[string]observation.Finding{}
+	outcome := map[string]string{}
+	for _, l := range rn.lenses {
+		if rn.failed[l] {
+			outcome[l] = string(review.OutcomePending)
+			continue
+		}
+		d := review.DeriveLens(l, rn.lensRuntime[l], rn.reports[l])
+		outcome[l] = string(d.Outcome)
+		for _, f := range d.Findings {
+			derived[f.ID] = f
+		}
+	}
+	// What earlier observations of this subject, signed by this runner, list.
+	vouched := map[string]observation.Finding{}
+	for i, env := range o.Prior {
+		p, err := observation.Parse(env)
+		if err != nil || !p.SignedBy(s.pub) || p.Statement.SubjectName != rc.SubjectName {
+			s.opts.Logger.Info().Int("prior", i).Msg("an earlier observation given with the receipt is not this runner's own of this subject; ignored")
+			continue
+		}
+		for _, f := range p.Statement.Findings {
+			vouched[f.ID] = f
+		}
+	}
+	inReceipt := map[string]string{}
+	var listed []observation.Finding
+	for _, f := range rc.Findings {
+		if _, dup := inReceipt[f.ID]; dup {
+			return refuse("the receipt lists finding %s twice", bounded(f.ID))
+		}
+		inReceipt[f.ID] = f.Severity
+		switch d, ok := derived[f.ID]; {
+		case ok && d.Severity == f.Severity:
+			listed = append(listed, d)
+		case ok:
+			return refuse("the receipt gives finding %s severity %s, the runner derived %s", bounded(f.ID), bounded(f.Severity), d.Severity)
+		default:
+			v, ok := vouched[f.ID]
+			if !ok || v.Severity != f.Severity {
+				return refuse("the receipt lists finding %s (%s), which the runner did not derive in this run and no earlier observation of this subject lists",
+					bounded(f.ID), bounded(f.Severity))
+			}
+			listed = append(listed, v)
+		}
+	}
+	ids := make([]string, 0, len(derived))
+	for id := range derived {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if _, ok := inReceipt[id]; !ok {
+			return refuse("the receipt leaves out finding %s (%s) that the runner derived for lens %s", id, derived[id].Severity, bounded(derived[id].Lens))
+		}
+	}
+
+	st := &observation.Statement{
+		SubjectName: rc.SubjectName, SubjectDigest: rc.SubjectDigest,
+		Runner:        observation.Runner{ID: review.ProducerID, Version: s.opts.Version},
+		ReceiptDigest: rc.Digest, ReviewedDiffDigest: rc.ReviewedDiff, PlanDigest: rc.Plan,
+		Started: rn.started.UTC(), Finished: now.UTC(),
+		Findings: listed, FindingsTotal: len(listed), FindingsRoot: observation.FindingsRoot(listed),
+	}
+	for _, c := range rn.calls {
+		c.Outcomes = nil
+		for _, l := range c.Lenses {
+			o := outcome[l]
+			if o == "" {
+				o = string(review.OutcomePending)
+			}
+			c.Outcomes = append(c.Outcomes, observation.Outcome{Lens: l, Outcome: o})
+		}
+		st.Calls = append(st.Calls, c)
+	}
+	if len(st.Findings) > observation.MaxFindings {
+		st.Findings = st.Findings[:observation.MaxFindings]
+	}
+	maxBytes := o.MaxBytes
+	if maxBytes <= 0 || maxBytes > observation.MaxEnvelopeBytes {
+		maxBytes = observation.MaxEnvelopeBytes
+	}
+	if _, err := st.Bound(maxBytes); err != nil {
+		return nil, http.StatusInternalServerError, err
+	}
+	signed, err := observation.Sign(st, s.opts.Witness)
+	if err != nil {
+		return nil, http.StatusInternalServerError, err
+	}
+	rn.observed++
+	s.opts.Logger.Info().Str("run", rn.id).Str("observation", signed.Digest).Int("calls", len(st.Calls)).
+		Int("findings", st.FindingsTotal).Msg("observation signed")
+	return &ObserveResponse{Envelope: signed.Envelope, Digest: signed.Digest}, http.StatusOK, nil
+}
+
+// grantBudget is the token grant of one call: every reservation within it is allowed.
+type grantBudget struct {
+	mu      sync.Mutex
+	left    int
+	spent   int
+	refused string
+}
+
+func (g *grantBudget) Reserve(_ context.Context, n int) (bool, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.refused != "" {
+		return false, g.refused
+	}
+	if n > g.left {
+		return false, "the tokens the worker granted this call (" + strconv.Itoa(g.left+g.spent) + ") would be exceeded: the next request may use up to " + strconv.Itoa(n)
+	}
+	g.left -= n
+	g.spent += n
+	return true, ""
+}
+
+func (g *grantBudget) Settle(_ context.Context, reserved, used int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.left += reserved - used
+	g.spent += used - reserved
+}
+
+func (g *grantBudget) used() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return max(g.spent, 0)
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+func bounded(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	b, _ := json.Marshal(s)
+	return string(bytes.Trim(b, `"`))
+}
