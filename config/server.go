@@ -70,6 +70,7 @@ type Server struct {
 	Review  ServerReview  `yaml:"review"`
 	Runtime ServerRuntime `yaml:"runtimes"`
 	Queue   ServerQueue   `yaml:"queue"`
+	Runner  ServerRunner  `yaml:"runner"`
 }
 
 // ServerGitHub is how lensgate reaches GitHub (or GitHub Enterprise Server).
@@ -367,6 +368,10 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_QUEUE_LEASE", "queue.lease", dur(func(s *Server) *time.Duration { return &s.Queue.Lease })},
 		{"LENSGATE_QUEUE_RESCUE_AFTER", "queue.rescue_after", dur(func(s *Server) *time.Duration { return &s.Queue.RescueAfter })},
 		{"LENSGATE_CATCHUP_WINDOW", "queue.catchup_window", dur(func(s *Server) *time.Duration { return &s.Queue.CatchupWindow })},
+		{"LENSGATE_RUNNER_URL", "runner.url", str(func(s *Server) *string { return &s.Runner.URL })},
+		{"LENSGATE_RUNNER_TOKEN_FILE", "runner.token_file", str(func(s *Server) *string { return &s.Runner.TokenFile })},
+		{"LENSGATE_RUNNER_WITNESS_PUBLIC_KEY", "runner.witness_public_key", str(func(s *Server) *string { return &s.Runner.WitnessPublicKey })},
+		{"LENSGATE_RUNNER_CONNECT_TIMEOUT", "runner.connect_timeout", dur(func(s *Server) *time.Duration { return &s.Runner.ConnectTimeout })},
 	}
 }
 
@@ -685,6 +690,7 @@ func (s *Server) Validate() error {
 		add("runtimes.enabled", "is empty: no runtime could review")
 	}
 	s.validateDetails(add)
+	s.validateRunner(add)
 	if len(p) > 0 {
 		return fmt.Errorf("server config:\n  %s", strings.Join(p, "\n  "))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -130,12 +131,15 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	if err != nil {
 		return fail(err)
 	}
-	reg, err := runtimeRegistry(cfg.Runtime, log, dl)
-	if err != nil {
-		return fail(err)
-	}
-	if err := addDelegatePresets(reg, dl, cfg.Runtime.Presets); err != nil {
-		return fail(err)
+	// With a runner, the runtimes are the runner's (read from it below), not this process's.
+	reg := runtime.NewRegistry()
+	if cfg.Runner.URL == "" || role == handlers.RoleWeb {
+		if reg, err = runtimeRegistry(cfg.Runtime, log, dl); err != nil {
+			return fail(err)
+		}
+		if err := addDelegatePresets(reg, dl, cfg.Runtime.Presets); err != nil {
+			return fail(err)
+		}
 	}
 	if err := ensureStateDir(cfg); err != nil {
 		return fail(err)
@@ -172,7 +176,25 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 
 	var witnessKeys []ed25519.PublicKey
 	var witness *observation.Signer
-	if cfg.WitnessKeyFile != "" {
+	var runnerKey ed25519.PublicKey
+	switch {
+	case cfg.Runner.URL != "" && role != handlers.RoleWeb:
+		// The runtimes run in the runner, which signs the observations: this process never
+		// holds the witness key.
+		remote, pub, err := connectRunner(ctx, cfg.Runner, log)
+		if err != nil {
+			return fail(err)
+		}
+		if slices.ContainsFunc(keys, func(rk ed25519.PublicKey) bool { return rk.Equal(pub) }) {
+			return fail(fmt.Errorf("%s: the runner's witness key is a receipt key; give the runner a key of its own", config.ServerKeyName("runner.url")))
+		}
+		reg, runnerKey = remote, pub
+		witnessKeys = append(witnessKeys, pub)
+	case cfg.Runner.URL != "" && cfg.Runner.WitnessPublicKey != "":
+		// The web role publishes the runner's key without talking to it.
+		b, _ := hex.DecodeString(cfg.Runner.WitnessPublicKey)
+		witnessKeys = append(witnessKeys, ed25519.PublicKey(b))
+	case cfg.WitnessKeyFile != "":
 		k, err := disclosure.LoadPrivateKey(cfg.WitnessKeyFile)
 		if err != nil {
 			return fail(fmt.Errorf("%s: %w", config.ServerKeyName("witness_key_file"), err))
@@ -234,7 +256,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		if spacing == 0 {
 			spacing = -1 // the operator turned spacing off; publish reads zero as its default
 		}
-		po := publish.Options{Signer: signer, Witness: witness, RunnerVersion: version, Audit: sink, DetailsURL: cfg.PublicURL,
+		po := publish.Options{Signer: signer, Witness: witness, Runner: runnerKey, RunnerVersion: version, Audit: sink, DetailsURL: cfg.PublicURL,
 			GraphQLURL: cfg.GitHub.V4APIURL, ContentSpacing: spacing}
 		if q != nil && spacing > 0 {
 			// Every replica on the queue's database takes the same write slots.
@@ -361,13 +383,17 @@ func ensureStateDir(cfg *config.Server) error {
 }
 
 func newServerLogger(w io.Writer, cfg *config.Server) zerolog.Logger {
+	return newLogger(w, cfg.LogLevel, cfg.LogFormat)
+}
+
+func newLogger(w io.Writer, level, format string) zerolog.Logger {
 	if w == nil {
 		w = os.Stderr
 	}
-	if cfg.LogFormat == "console" {
+	if format == "console" {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
 	}
-	lvl, err := zerolog.ParseLevel(strings.ToLower(cfg.LogLevel))
+	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
 	if err != nil {
 		lvl = zerolog.InfoLevel
 	}

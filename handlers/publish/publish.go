@@ -6,6 +6,7 @@
 package publish
 
 import (
+	"crypto/ed25519"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,11 @@ type Options struct {
 	// Witness signs the review-run observation published beside each pull request receipt
 	// with the runner's witness key. Nil publishes receipts without an observation.
 	Witness *observation.Signer
+	// Runner, when set, is the public witness key of a runner in another process that ran the
+	// review's runtimes: the observation beside each pull request receipt is then signed by
+	// that runner, which checks the receipt against its own record of the review first. The
+	// publisher holds no witness key. Witness must be nil with it.
+	Runner ed25519.PublicKey
 	// RunnerVersion is the lensgate version named in observations ("dev" when empty).
 	RunnerVersion string
 	// Audit receives every PDP decision. Required.
@@ -77,6 +83,7 @@ type Options struct {
 type Publisher struct {
 	signer              *disclosure.Signer
 	witness             *observation.Signer
+	runnerKey           ed25519.PublicKey
 	runnerVersion       string
 	audit               pdp.Sink
 	checkName           string
@@ -100,8 +107,11 @@ func New(o Options) (*Publisher, error) {
 	if o.Audit == nil {
 		return nil, errors.New("publish: an audit sink is required")
 	}
+	if o.Runner != nil && o.Witness != nil {
+		return nil, errors.New("publish: with a runner in another process the publisher holds no witness key")
+	}
 	p := &Publisher{
-		signer: o.Signer, witness: o.Witness, runnerVersion: o.RunnerVersion, audit: o.Audit, checkName: o.CheckName, detailsURL: o.DetailsURL,
+		signer: o.Signer, witness: o.Witness, runnerKey: o.Runner, runnerVersion: o.RunnerVersion, audit: o.Audit, checkName: o.CheckName, detailsURL: o.DetailsURL,
 		allowRequestChanges: o.AllowRequestChanges, retry: o.Retry, callTimeout: o.CallTimeout, now: o.Now,
 		checks: map[string]*github.CheckRun{}, graphQL: o.GraphQLURL,
 	}

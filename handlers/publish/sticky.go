@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
+	"github.com/lensgate/lensgate/review/runner"
 )
 
 // maxListPages bounds paginated reads (100 items per page).
@@ -290,7 +292,7 @@ type bodyTarget struct {
 	// reason explains why a new receipt supersedes prior.
 	reason func(prior *receiptInfo) string
 	// observe signs the runner's observation beside a new receipt (nil: none).
-	observe func(rc *disclosure.Receipt) (*observation.Signed, error)
+	observe func(ctx context.Context, rc *disclosure.Receipt, prior []byte) (*observation.Signed, error)
 }
 
 // disclose signs the receipt and splices its block into the body. It re-reads the body right
@@ -302,12 +304,14 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 		return nil
 	}
 	var prior *receiptInfo
+	var priorObservation []byte
 	priorState := ""
 	if sticky != nil {
 		prior = r.receiptFromEnvelope(extractEnvelope(sticky.GetBody()))
 		priorState = hiddenValue(sticky.GetBody(), markerState)
 		if prior != nil && tgt.observe != nil {
 			r.keepObservation(prior, extractObservation(sticky.GetBody()))
+			priorObservation = prior.observation
 		}
 	}
 	for attempt := 0; attempt < 3; attempt++ {
@@ -348,7 +352,7 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 			fresh: true, state: state,
 		}
 		if tgt.observe != nil {
-			if obs, err := tgt.observe(disc.Receipt); err != nil {
+			if obs, err := tgt.observe(ctx, disc.Receipt, priorObservation); err != nil {
 				r.notes = append(r.notes, "runner observation not signed: "+oneLine(err.Error(), 500))
 			} else {
 				rc.observation, rc.observationDigest = obs.Envelope, obs.Digest
@@ -415,14 +419,41 @@ func (r *run) pullTarget(d *review.Decision) bodyTarget {
 	}
 }
 
-// observer signs the decision's observation with the witness key, or is nil without one.
-func (r *run) observer(d *review.Decision) func(rc *disclosure.Receipt) (*observation.Signed, error) {
+// observer signs the decision's observation with the witness key, or asks the runner in
+// another process to sign it; nil without either.
+func (r *run) observer(d *review.Decision) func(ctx context.Context, rc *disclosure.Receipt, prior []byte) (*observation.Signed, error) {
+	if r.p.runnerKey != nil {
+		rn := runner.RunOf(d.Session)
+		if rn == nil {
+			return func(context.Context, *disclosure.Receipt, []byte) (*observation.Signed, error) {
+				return nil, errors.New("no runtime call of this review went to the runner, so it observed nothing")
+			}
+		}
+		return func(ctx context.Context, rc *disclosure.Receipt, prior []byte) (*observation.Signed, error) {
+			var earlier [][]byte
+			if len(prior) > 0 {
+				earlier = [][]byte{prior}
+			}
+			return rn.Observe(ctx, rc.Envelope, earlier, maxObservationEnvelope)
+		}
+	}
 	if r.p.witness == nil || d.Observed == nil {
 		return nil
 	}
-	return func(rc *disclosure.Receipt) (*observation.Signed, error) {
+	return func(_ context.Context, rc *disclosure.Receipt, _ []byte) (*observation.Signed, error) {
 		return review.SignObservation(d, rc, r.p.runnerVersion, *r.p.witness, maxObservationEnvelope)
 	}
+}
+
+// witnessKey is the public key observations beside this publisher's receipts are signed with.
+func (p *Publisher) witnessKey() ed25519.PublicKey {
+	if p.runnerKey != nil {
+		return p.runnerKey
+	}
+	if p.witness != nil {
+		return p.witness.Key.Public().(ed25519.PublicKey)
+	}
+	return nil
 }
 
 // keepObservation keeps the observation published beside a kept receipt, when it is this
@@ -432,7 +463,7 @@ func (r *run) keepObservation(prior *receiptInfo, env []byte) {
 		return
 	}
 	res := observation.Verify(env, observation.Options{
-		WitnessKey: r.p.witness.Key.Public().(ed25519.PublicKey), Receipt: prior.envelope,
+		WitnessKey: r.p.witnessKey(), Receipt: prior.envelope,
 	})
 	if res.RunnerObservation == observation.Match {
 		prior.observation, prior.observationDigest = env, res.ObservationDigest

@@ -1,0 +1,17 @@
+package runner
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// SignedRequestForTest returns the headers of an authenticated request with body.
+func SignedRequestForTest(token []byte, method, path string, body []byte) (http.Header, []byte) {
+	date, nonce := strconv.FormatInt(time.Now().Unix(), 10), newNonce()
+	h := http.Header{}
+	h.Set(HeaderDate, date)
+	h.Set(HeaderNonce, nonce)
+	h.Set(HeaderMAC, requestMAC(token, method, path, date, nonce, body))
+	return h, body
+}
