@@ -6,8 +6,8 @@
 package publish
 
 import (
-	"crypto/ed25519"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"maps"
