@@ -1,0 +1,300 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lensgate/lensgate/handlers/githubfake"
+)
+
+// localModel is an OpenAI-compatible endpoint that answers every lens with request-changes
+// and one blocking finding on README.md.
+func localModel(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
+			t.Errorf("model request: %v", err)
+			return
+		}
+		var lenses []string
+		for _, line := range strings.Split(req.Messages[0].Content, "\n") {
+			if name, ok := strings.CutPrefix(line, "LENS "); ok && strings.HasSuffix(name, ":") {
+				lenses = append(lenses, fmt.Sprintf(`{"lens":%q,"verdict":"request-changes","summary":"The new line is unclear.","findings":[{"severity":"block","title":"Unclear wording","message":"Say who the line is for.","path":"README.md:2"}]}`, strings.TrimSuffix(name, ":")))
+			}
+		}
+		content := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"s","lenses":[` + strings.Join(lenses, ",") + `]}`
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "x", "object": "chat.completion", "model": "reviewer-7b",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": content}}},
+			"usage":   map[string]any{"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
+		})
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+// startRunnerProcess runs `lensgate runner` with exactly vars as its environment and waits
+// until it listens.
+func startRunnerProcess(t *testing.T, vars map[string]string) *server {
+	t.Helper()
+	cmd := exec.Command(lensgateBinary(t), "runner")
+	cmd.Dir = t.TempDir()
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	s := &server{t: t, cmd: cmd, logs: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr, cmd.Stdout = s.logs, s.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(s.logs.String(), "runner listening") {
+		select {
+		case err := <-s.done:
+			s.done <- err
+			t.Fatalf("runner exited before it listened (%v):\n%s", err, s.logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runner not listening:\n%s", s.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s
+}
+
+// TestSplitRoleRunnerThroughTheServer: a `lensgate runner` process holds the witness key and
+// runs the builtin runtime and a local OpenAI-compatible model; a `lensgate serve` process
+// that has no witness key reviews a pull request of the fake GitHub through it, composes and
+// signs the receipt, and publishes the observation the runner signed. Offline, `lensgate
+// receipt verify --observation` answers MATCH from the published bytes with the keys served
+// at /.well-known/lensgate/keys. Then the runner stops: the next push leaves the model lens
+// pending with a cause that names the runner, the gate does not pass, and no observation is
+// published. A serve whose token is not the runner's does not start.
+func TestSplitRoleRunnerThroughTheServer(t *testing.T) {
+	fe := newFakeEnv(t)
+	model, modelCalls := localModel(t)
+	dir, err := os.MkdirTemp("", "lgrun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	tokenFile := filepath.Join(dir, "runner.token")
+	if err := os.WriteFile(tokenFile, []byte(strings.Repeat("7f", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sock := "unix://" + filepath.Join(dir, "runner.sock")
+	witnessKey := fe.vars["LENSGATE_WITNESS_KEY_FILE"]
+	rn := startRunnerProcess(t, map[string]string{
+		"LENSGATE_RUNNER_LISTEN":     sock,
+		"LENSGATE_RUNNER_TOKEN_FILE": tokenFile,
+		"LENSGATE_WITNESS_KEY_FILE":  witnessKey,
+		"LENSGATE_RUNTIMES":          "builtin,openai",
+		"LENSGATE_OPENAI_BASE_URL":   model.URL + "/v1",
+		"LENSGATE_OPENAI_TOKEN":      "sk-model-token",
+		"LENSGATE_OPENAI_MODEL":      "reviewer-7b",
+	})
+
+	vars := map[string]string{}
+	for k, v := range fe.vars {
+		if k != "LENSGATE_WITNESS_KEY_FILE" {
+			vars[k] = v
+		}
+	}
+	vars["LENSGATE_RUNNER_URL"] = sock
+	vars["LENSGATE_RUNNER_TOKEN_FILE"] = tokenFile
+	vars["LENSGATE_GITHUB_CONTENT_SPACING"] = "0"
+
+	// A worker with another token is refused before it starts.
+	badToken := filepath.Join(dir, "other.token")
+	if err := os.WriteFile(badToken, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := exec.Command(lensgateBinary(t), "serve", "--check")
+	for k, v := range vars {
+		if k == "LENSGATE_RUNNER_TOKEN_FILE" {
+			v = badToken
+		}
+		bad.Env = append(bad.Env, k+"="+v)
+	}
+	bad.Env = append(bad.Env, "LENSGATE_RUNNER_CONNECT_TIMEOUT=2s")
+	if out, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(out), "not authenticated") {
+		t.Fatalf("serve with another token: %v\n%s", err, out)
+	}
+	// Nor may the worker be given the witness key.
+	both := exec.Command(lensgateBinary(t), "serve", "--check")
+	for k, v := range vars {
+		both.Env = append(both.Env, k+"="+v)
+	}
+	both.Env = append(both.Env, "LENSGATE_WITNESS_KEY_FILE="+witnessKey)
+	if out, err := both.CombinedOutput(); err == nil || !strings.Contains(string(out), "witness_key_file") {
+		t.Fatalf("serve with runner.url and a witness key: %v\n%s", err, out)
+	}
+
+	s := startServe(t, vars)
+	// The worker process holds no witness key: not in its environment or arguments, and it
+	// has no such file open; it serves the runner's public key.
+	for _, f := range []string{"environ", "cmdline"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", s.cmd.Process.Pid, f))
+		if err == nil && strings.Contains(string(b), witnessKey) {
+			t.Fatalf("the serve process's %s names the witness key", f)
+		}
+	}
+	if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.cmd.Process.Pid)); err == nil {
+		for _, fd := range fds {
+			if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", s.cmd.Process.Pid, fd.Name())); target == witnessKey {
+				t.Fatal("the serve process has the witness key file open")
+			}
+		}
+	}
+	var set struct{ Keys []struct{ Hex, Role string } }
+	if err := json.Unmarshal([]byte(s.mustGet("/.well-known/lensgate/keys")), &set); err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]string{}
+	for _, k := range set.Keys {
+		roles[k.Role] = k.Hex
+	}
+	if roles["receipt"] != fe.signingPub || roles["witness"] != fe.witnessPub {
+		t.Fatalf("published keys %+v, want the runner's witness key %s", set.Keys, fe.witnessPub)
+	}
+
+	payload, err := os.ReadFile("testdata/webhooks/pull_request.opened.payload.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := "diff --git a/README.md b/README.md\nindex 1111111..2222222 100644\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # Hello-World\n+A friendly line.\n"
+	repo, pr, err := fe.gh.AddFromPullRequestEvent(payload, []byte(diff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe.gh.SetFile(repo, "master", ".asdd.yml", "agent_review:\n  version: 1\n  required: [correctness, secrets]\n  agents:\n"+
+		"    correctness:\n      preset: openai\n      instruction: Find unclear documentation.\n"+
+		"    secrets:\n      preset: builtin\n      instruction: Look for committed secrets.\nmodels:\n  reviewer: reviewer-7b\n")
+	// The repository adopted an .asdd.yml, so its intake wants a lane label and the authorship tick.
+	fe.gh.SetPullBody(repo, pr.Number, fe.gh.PullBody(repo, pr.Number)+"\n- [x] human\n")
+	if _, _, err := fe.gh.TokenClient().Issues.AddLabelsToIssue(context.Background(), "Codertocat", "Hello-World", pr.Number, []string{"fix"}); err != nil {
+		t.Fatal(err)
+	}
+	s.deliver("split-1", fe.gh.WebhookSecret(), payload)
+	cr := waitGate(t, fe.gh, repo, pr.HeadSHA, s, rn)
+	if modelCalls.Load() == 0 {
+		t.Fatalf("the model was never called:\n%.5000s\n%s", cr.Text, rn.logs.String())
+	}
+	blocks := regexp.MustCompile("(?s)```json\n(.*?)\n```").FindAllStringSubmatch(cr.Text, -1)
+	if len(blocks) != 2 || !strings.Contains(cr.Text, "This review was also observed by the runner") {
+		t.Fatalf("the check run text does not carry a receipt and an observation:\n%.6000s\n%s\n%s", cr.Text, s.logs.String(), rn.logs.String())
+	}
+	out := t.TempDir()
+	receipt, obs := filepath.Join(out, "receipt.json"), filepath.Join(out, "observation.json")
+	_ = os.WriteFile(receipt, []byte(blocks[0][1]+"\n"), 0o600)
+	_ = os.WriteFile(obs, []byte(blocks[1][1]+"\n"), 0o600)
+	sm := regexp.MustCompile("Subject digest: `([0-9a-f]{64})`").FindStringSubmatch(cr.Text)
+	if sm == nil {
+		t.Fatal("no subject digest in the check run text")
+	}
+	host := strings.TrimPrefix(model.URL, "http://")
+	code, res := verifyCLI(t, receipt, roles["receipt"], sm[1], obs, roles["witness"], "openai=host:"+host, "openai=model:reviewer-7b")
+	if code != 0 || res["ok"] != true || res["runner_observation"] != "MATCH" {
+		t.Fatalf("published observation: exit %d, ok %v, %v %v", code, res["ok"], res["runner_observation"], res["observation"])
+	}
+	o, _ := res["observation"].(map[string]any)
+	if !strings.Contains(mustString(o["calls"]), `"runtime":"openai"`) || !strings.Contains(mustString(o["calls"]), `"runtime":"builtin"`) {
+		t.Fatalf("observed calls %v", o["calls"])
+	}
+	if !strings.Contains(rn.logs.String(), "observation signed") {
+		t.Fatalf("the runner did not sign:\n%s", rn.logs.String())
+	}
+
+	// The runner goes away: the next push is reviewed without it and fails closed.
+	rn.stop()
+	head2 := strings.Repeat("5", 40)
+	diff2 := strings.Replace(diff, "+A friendly line.", "+A friendlier line.", 1)
+	fe.gh.Push(repo, pr.Number, head2, []byte(diff2), nil)
+	p := map[string]any{}
+	_ = json.Unmarshal(payload, &p)
+	p["action"], p["after"] = "synchronize", head2
+	p["pull_request"].(map[string]any)["head"].(map[string]any)["sha"] = head2
+	body, _ := json.Marshal(p)
+	s.deliver("split-2", fe.gh.WebhookSecret(), body)
+	cr2 := waitGate(t, fe.gh, repo, head2, s, rn)
+	if cr2.Conclusion == "success" || cr2.Conclusion == "neutral" || cr2.Conclusion == "skipped" {
+		t.Fatalf("the gate concluded %s without a runner", cr2.Conclusion)
+	}
+	if !strings.Contains(cr2.Summary+cr2.Text, "runner unreachable") {
+		t.Fatalf("the check without a runner names no cause:\n%s\n%.3000s", cr2.Summary, cr2.Text)
+	}
+	t.Logf("without a runner: %s", regexp.MustCompile(`[^\n]*runner unreachable[^\n]*`).FindString(cr2.Summary+cr2.Text))
+	if strings.Contains(cr2.Text, "This review was also observed by the runner") || strings.Contains(cr2.Text, "<!-- lensgate:observation -->") {
+		t.Fatalf("the check without a runner claims an observation:\n%.6000s", cr2.Text)
+	}
+	s.stop()
+}
+
+func waitGate(t *testing.T, gh *githubfake.Server, repo, head string, procs ...*server) githubfake.CheckRun {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		for _, cr := range gh.CheckRuns(repo, head) {
+			if cr.Status == "completed" {
+				return cr
+			}
+		}
+		if time.Now().After(deadline) {
+			var logs strings.Builder
+			for _, p := range procs {
+				logs.WriteString(p.logs.String())
+			}
+			t.Fatalf("no completed check run for %s@%s\n%s", repo, head, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func verifyCLI(t *testing.T, receipt, receiptKey, subject, obs, witness string, expect ...string) (int, map[string]any) {
+	t.Helper()
+	args := []string{"receipt", "verify", "--envelope", receipt, "--public-key", receiptKey, "--subject-digest", subject,
+		"--observation", obs, "--witness-key", witness, "--format", "json", "--require-observation"}
+	for _, e := range expect {
+		args = append(args, "--expect-runtime", e)
+	}
+	out, err := exec.Command(lensgateBinary(t), args...).Output()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("verify output: %v\n%s", err, out)
+	}
+	return code, res
+}
