@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 )
 
@@ -297,4 +298,131 @@ func verifyCLI(t *testing.T, receipt, receiptKey, subject, obs, witness string, 
 		t.Fatalf("verify output: %v\n%s", err, out)
 	}
 	return code, res
+}
+
+// TestRunnerExampleConfigLoads: the example runner configuration loads as it stands (with the
+// token and key paths it names), and names every variable the runner reads.
+func TestRunnerExampleConfigLoads(t *testing.T) {
+	r, err := config.LoadRunner("lensgate-runner.example.yml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Listen != "unix:///run/lensgate-runner/runner.sock" || r.WitnessKeyFile == "" || r.TokenFile == "" {
+		t.Fatalf("example runner config %+v", r)
+	}
+	data, _ := os.ReadFile("lensgate-runner.example.yml")
+	for _, name := range config.RunnerEnvVars() {
+		if !strings.Contains(string(data), name) && !strings.HasPrefix(name, "LENSGATE_OPENAI_") && name != "LENSGATE_RUNTIMES" &&
+			name != "LENSGATE_ADAPTER_DIR" && name != "LENSGATE_RUNTIME_PRESETS" {
+			t.Errorf("the example runner config does not name %s", name)
+		}
+	}
+}
+
+// TestKubernetesRunnerOverlay: in the runner overlay the witness key is mounted into the
+// runner container only, the App's container reaches the runner's socket through a volume
+// they share and gets the token, and the model token moved to the runner.
+func TestKubernetesRunnerOverlay(t *testing.T) {
+	dir := "kubernetes/overlays/runner"
+	kus := k8s(t, filepath.Join(dir, "kustomization.yaml"))
+	for _, r := range dig(t, kus, "resources").([]any) {
+		if _, err := os.Stat(filepath.Join(dir, r.(string))); err != nil {
+			t.Errorf("resource: %v", err)
+		}
+	}
+	cm := k8s(t, filepath.Join(dir, "runner-configmap.yaml"))
+	rcText := dig(t, cm, "data", "runner.yml").(string)
+	f := filepath.Join(t.TempDir(), "runner.yml")
+	_ = os.WriteFile(f, []byte(rcText), 0o600)
+	rc, err := config.LoadRunner(f, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := k8s(t, filepath.Join(dir, "deployment-patch.yaml"))
+	spec := dig(t, patch, "spec", "template", "spec")
+	volumes := map[string]any{}
+	for _, v := range dig(t, spec, "volumes").([]any) {
+		volumes[dig(t, v, "name").(string)] = v
+	}
+	holdsWitness := func(c any) bool {
+		mounts, _ := dig(t, c, "volumeMounts").([]any)
+		for _, m := range mounts {
+			v := volumes[dig(t, m, "name").(string)]
+			if v == nil {
+				continue
+			}
+			if s, ok := v.(map[string]any)["secret"].(map[string]any); ok {
+				for _, it := range s["items"].([]any) {
+					if it.(map[string]any)["key"] == "witness-key" {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	var app, run any
+	for _, c := range dig(t, spec, "containers").([]any) {
+		switch dig(t, c, "name") {
+		case "lensgate":
+			app = c
+		case "runner":
+			run = c
+		}
+	}
+	if app == nil || run == nil {
+		t.Fatal("the patch lacks the App or the runner container")
+	}
+	if holdsWitness(app) || !holdsWitness(run) {
+		t.Errorf("witness key mounted into the App: %v, into the runner: %v", holdsWitness(app), holdsWitness(run))
+	}
+	env := map[string]any{}
+	for _, e := range dig(t, app, "env").([]any) {
+		env[dig(t, e, "name").(string)] = e.(map[string]any)["value"]
+	}
+	names := envNames(t)
+	for n := range env {
+		if names[n] == "" {
+			t.Errorf("the App container sets %s, which the server does not read", n)
+		}
+	}
+	if env["LENSGATE_RUNNER_URL"] != rc.Listen {
+		t.Errorf("the App reaches %v, the runner listens on %s", env["LENSGATE_RUNNER_URL"], rc.Listen)
+	}
+	if args := dig(t, run, "args").([]any); args[0] != "runner" {
+		t.Errorf("runner args %v", args)
+	}
+	base := k8s(t, "kubernetes/base/configmap.yaml")
+	if strings.Contains(dig(t, base, "data", "lensgate.yml").(string), "witness_key_file") {
+		t.Error("the base configuration gives the App a witness key")
+	}
+}
+
+// TestSystemdRunnerUnit: the runner unit gets the witness key as a credential of its own and
+// sets only variables the runner reads.
+func TestSystemdRunnerUnit(t *testing.T) {
+	unit, err := os.ReadFile("systemd/lensgate-runner.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(unit)
+	known := map[string]bool{}
+	for _, n := range config.RunnerEnvVars() {
+		known[n] = true
+	}
+	for _, m := range regexp.MustCompile(`(?m)^Environment=([A-Z0-9_]+)=`).FindAllStringSubmatch(text, -1) {
+		if !known[m[1]] {
+			t.Errorf("unit sets env %s, which the runner does not read", m[1])
+		}
+	}
+	for _, want := range []string{"ExecStart=/usr/local/bin/lensgate runner --config /etc/lensgate-runner/runner.yml",
+		"LoadCredential=witness.key:", "NoNewPrivileges=yes", "ProtectSystem=strict"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("unit lacks %q", want)
+		}
+	}
+	app, _ := os.ReadFile("systemd/lensgate.service")
+	if regexp.MustCompile(`(?m)^LoadCredential=witness`).Match(app) {
+		t.Error("lensgate.service loads the witness key")
+	}
 }
