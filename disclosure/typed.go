@@ -29,6 +29,8 @@ type tStatement struct {
 	signedAt  bool // times.signedAt is a timestamp
 	status    string
 	producer  []byte // canonical bytes of predicate.producer when it names a verifier
+	// producerTree is producer parsed, for the verifier block's rules and report.
+	producerTree map[string]any
 }
 
 // tSubject is what the typed reading keeps of subjectContext.
@@ -81,6 +83,15 @@ func decodeTyped(payload []byte) (st *tStatement, ok bool) {
 	t.r.ShareStrings()
 	if !t.statement() || !t.r.End() {
 		return nil, false
+	}
+	// A verifier block keeps its rules on the parsed tree; a broken one is the general
+	// path's to name.
+	if t.st.producer != nil {
+		v, err := jcs.Parse(t.st.producer)
+		t.st.producerTree, _ = v.(map[string]any)
+		if err != nil || len(verifierBlockErrors(t.st.producerTree["verifier"])) > 0 {
+			return nil, false
+		}
 	}
 	return t.st, true
 }

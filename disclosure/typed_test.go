@@ -476,8 +476,10 @@ func typedAgreesWithTree(payload []byte) error {
 		}
 	}
 	var producer []byte
+	var producerTree map[string]any
 	if prod, ok := asObj(pred["producer"]); ok && has(prod, "verifier") {
 		producer = jcs.Member(jcs.Member(payload, "predicate"), "producer")
+		producerTree = prod
 	}
 	want := tStatement{
 		version:       st.version,
@@ -493,6 +495,7 @@ func typedAgreesWithTree(payload []byte) error {
 		signedAt:      truthy(times["signedAt"]),
 		status:        cov["status"].(string),
 		producer:      producer,
+		producerTree:  producerTree,
 	}
 	if want.version.PredicateType() != want.predicateType {
 		return fmt.Errorf("version %s for %s", want.version, want.predicateType)
@@ -576,4 +579,58 @@ func TestTypedReadingAllocatesLess(t *testing.T) {
 	if allocs*2 > generic {
 		t.Errorf("typed verify makes %.0f allocations, the general path %.0f", allocs, generic)
 	}
+}
+
+// TestTypedReadingAgreesOnRandomEdits is a seeded, byte-level companion of the fuzz targets:
+// random edits of signed payloads (re-signed, so every rule past the signature is reached)
+// and of envelopes, each judged by both paths.
+func TestTypedReadingAgreesOnRandomEdits(t *testing.T) {
+	roots := differentialRoots(t)
+	var payloads, envs [][]byte
+	for _, env := range roots {
+		tree, _ := jcs.Parse(env)
+		p, err := readParsed(tree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		payloads, envs = append(payloads, p.payload), append(envs, env)
+	}
+	// Bytes that matter to JSON and to the rules.
+	alphabet := []byte(`{}[]:,"\ 0123456789-.eEtrufalsn` + "abcdefABCDEF\x00\x1f\x7f\xc3\xa9\xff")
+	mutate := func(r *rand.Rand, in []byte) []byte {
+		s := append([]byte{}, in...)
+		for k := 0; k < 1+r.Intn(3); k++ {
+			j := r.Intn(len(s))
+			switch r.Intn(4) {
+			case 0:
+				s[j] = alphabet[r.Intn(len(alphabet))]
+			case 1:
+				s = append(s[:j], s[j+1:]...)
+			case 2:
+				s = append(s[:j], append([]byte{alphabet[r.Intn(len(alphabet))]}, s[j:]...)...)
+			case 3: // repeat a span, which repeats members and elements
+				e := min(len(s), j+1+r.Intn(40))
+				s = append(s[:e], append(append([]byte{}, s[j:e]...), s[e:]...)...)
+			}
+		}
+		return s
+	}
+	r := rand.New(rand.NewSource(3))
+	body := "Fixes the widget parser.\n"
+	typed := 0
+	for i := 0; i < 4000; i++ {
+		p := mutate(r, payloads[i%len(payloads)])
+		if err := typedAgreesWithTree(p); err != nil {
+			t.Fatalf("payload edit %d: %v", i, err)
+		}
+		o := optionSets(t, "", &body)[i%3]
+		if st, ok := decodeTyped(p); ok {
+			o.ExpectedSubjectDigest = st.subjectDigest
+		}
+		if sameAsGeneric(t, fmt.Sprintf("payload edit %d", i), signPayload(t, p), o) {
+			typed++
+		}
+		sameAsGeneric(t, fmt.Sprintf("envelope edit %d", i), mutate(r, envs[i%len(envs)]), o)
+	}
+	t.Logf("%d payload edits decided by the typed reading", typed)
 }

@@ -106,10 +106,9 @@ func readSignatures(r *jcs.Reader) ([][]byte, bool) {
 
 // typedInput is an envelope the typed reading takes, ready to be verified.
 type typedInput struct {
-	e        tEnvelope
-	st       *tStatement
-	producer map[string]any // parsed producer, when it names a verifier
-	pred     any            // parsed predicate, when a body is to be checked
+	e    tEnvelope
+	st   *tStatement
+	pred any // parsed predicate, when a body is to be checked
 }
 
 // readTyped reads an envelope the typed way, or returns nil for the general path to judge.
@@ -124,14 +123,7 @@ func readTyped(envelope []byte, opts Options) *typedInput {
 		return nil
 	}
 	in := &typedInput{e: e, st: st}
-	// The verifier block and the visible-block checks keep their rules on the parsed tree.
-	if st.producer != nil {
-		v, err := jcs.Parse(st.producer)
-		in.producer, _ = v.(map[string]any)
-		if err != nil || len(verifierBlockErrors(in.producer["verifier"])) > 0 {
-			return nil
-		}
-	}
+	// The visible-block checks keep their rules on the parsed tree.
 	if opts.Body != nil {
 		var err error
 		if in.pred, err = jcs.Parse(st.predSpan); err != nil {
@@ -197,7 +189,7 @@ func (in *typedInput) verify(opts Options) *Report {
 	}
 	r.TimeSemantics = ptr("V0_2")
 	if v == V03 {
-		r.VerifierBlock = verifierBlockReport(map[string]any{"producer": in.producer})
+		r.VerifierBlock = verifierBlockReport(map[string]any{"producer": st.producerTree})
 	}
 	if opts.Body != nil {
 		checkBody(r, in.pred, *opts.Body)

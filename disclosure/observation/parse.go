@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,7 +24,18 @@ type Parsed struct {
 	opened *dsse.Opened
 }
 
-var reHex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+// isHex64 reports 64 lowercase hex characters.
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // Parse reads an observation envelope strictly: at most MaxEnvelopeBytes, JSON without
 // duplicate keys, canonical base64, a payload that is exactly its own RFC 8785 form, and a
@@ -91,18 +103,13 @@ func (r *reader) object(v any, where string, required, optional []string) map[st
 		r.fail("%s must be an object", where)
 		return map[string]any{}
 	}
-	allowed := map[string]bool{}
 	for _, k := range required {
-		allowed[k] = true
 		if _, ok := m[k]; !ok {
 			r.fail("%s: %q is required", where, k)
 		}
 	}
-	for _, k := range optional {
-		allowed[k] = true
-	}
 	for k := range m {
-		if !allowed[k] {
+		if !slices.Contains(required, k) && !slices.Contains(optional, k) {
 			r.fail("%s: unknown member %q", where, bound(k))
 		}
 	}
@@ -130,7 +137,7 @@ func (r *reader) str(m map[string]any, k, where string, maxLen int) string {
 
 func (r *reader) hex64(m map[string]any, k, where string) string {
 	s := r.str(m, k, where, 64)
-	if _, present := m[k]; present && !reHex64.MatchString(s) {
+	if _, present := m[k]; present && !isHex64(s) {
 		r.fail("%s.%s must be 64 lowercase hex characters", where, k)
 	}
 	return s
@@ -242,7 +249,7 @@ func parseStatement(v any) (*Statement, error) {
 		if r.err != nil {
 			break
 		}
-		c := r.call(cv, fmt.Sprintf("calls[%d]", i))
+		c := r.call(cv, "calls["+strconv.Itoa(i)+"]")
 		if r.err == nil && (c.Started.Before(s.Started) || c.Finished.After(s.Finished)) {
 			r.fail("calls[%d]: its times lie outside the window", i)
 		}
@@ -253,7 +260,7 @@ func parseStatement(v any) (*Statement, error) {
 	s.FindingsTotal = int(r.integer(f, "total", "findings", 0, 1<<31-1))
 	s.FindingsRoot = r.hex64(f, "root", "findings")
 	for i, fv := range r.list(f, "listed", "findings", MaxFindings) {
-		where := fmt.Sprintf("findings.listed[%d]", i)
+		where := "findings.listed[" + strconv.Itoa(i) + "]"
 		fm := r.object(fv, where, []string{"id", "lens", "severity"}, nil)
 		fd := Finding{ID: r.str(fm, "id", where, 256), Lens: r.str(fm, "lens", where, 256), Severity: r.str(fm, "severity", where, 16)}
 		if _, ok := severityRank[fd.Severity]; r.err == nil && !ok {
@@ -298,7 +305,7 @@ func (r *reader) call(v any, where string) Call {
 		r.fail("%s: finished is before started", where)
 	}
 	for i, ev := range r.list(m, "exchanges", where, MaxExchanges) {
-		ew := fmt.Sprintf("%s.exchanges[%d]", where, i)
+		ew := where + ".exchanges[" + strconv.Itoa(i) + "]"
 		em := r.object(ev, ew, []string{"request"}, []string{"response", "status"})
 		e := Exchange{Request: r.blob(em["request"], ew+".request")}
 		if rv, ok := em["response"]; ok {
@@ -317,7 +324,7 @@ func (r *reader) call(v any, where string) Call {
 	}
 	c.Error = r.str(m, "error", where, MaxErrorBytes)
 	for i, ov := range r.list(m, "outcomes", where, MaxLensesPerCall) {
-		ow := fmt.Sprintf("%s.outcomes[%d]", where, i)
+		ow := where + ".outcomes[" + strconv.Itoa(i) + "]"
 		om := r.object(ov, ow, []string{"lens", "outcome"}, nil)
 		o := Outcome{Lens: r.str(om, "lens", ow, 256), Outcome: r.str(om, "outcome", ow, 16)}
 		switch o.Outcome {
@@ -351,12 +358,8 @@ func (r *reader) runtime(v any, where string) Runtime {
 	}
 	has := func(k string) bool { _, ok := m[k]; return ok }
 	only := func(keys ...string) {
-		allowed := map[string]bool{"kind": true, "name": true}
-		for _, k := range keys {
-			allowed[k] = true
-		}
 		for k := range m {
-			if !allowed[k] {
+			if k != "kind" && k != "name" && !slices.Contains(keys, k) {
 				r.fail("%s: %q does not belong to a %s runtime", where, k, rt.Kind)
 			}
 		}
