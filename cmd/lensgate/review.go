@@ -19,6 +19,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/runner"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
 	"github.com/lensgate/lensgate/review/runtime/delegate"
@@ -41,7 +42,10 @@ type reviewCmd struct {
 	// WitnessKey signs what this process observed while it ran the lenses, beside the receipt.
 	WitnessKey string `placeholder:"FILE" help:"Ed25519 witness key file (lensgate keygen, not the --sign-key): also print the runner's signed observation of the review. Needs --sign-key."`
 	// ObservationOut writes the observation envelope to a file as well.
-	ObservationOut string `name:"observation-out" placeholder:"FILE" help:"Also write the observation envelope to FILE (with --witness-key)."`
+	ObservationOut string `name:"observation-out" placeholder:"FILE" help:"Also write the observation envelope to FILE (with --witness-key or --runner)."`
+	// Runner sends the runtime calls to a lensgate runner, which signs the observation.
+	Runner      string `placeholder:"URL" help:"Run the lenses in the lensgate runner at URL (unix:///path.sock or http://host:port), which signs the observation with its witness key; needs --runner-token, and --sign-key for the observation."`
+	RunnerToken string `name:"runner-token" placeholder:"FILE" help:"Token file shared with the --runner."`
 }
 
 // Run implements the command. Exit 0: gate passed; 1: not passed; 2: unusable input.
@@ -75,8 +79,26 @@ func (c *reviewCmd) Run(e *env) error {
 		}
 		witness = &observation.Signer{Key: key}
 	}
-	reg, err := c.registry(cfg)
-	if err != nil {
+	var reg *runtime.Registry
+	if c.Runner != "" {
+		if witness != nil {
+			return exitWith(exitUsage, errors.New("--witness-key with --runner: the runner holds the witness key"))
+		}
+		if c.RunnerToken == "" {
+			return exitWith(exitUsage, errors.New("--runner needs --runner-token"))
+		}
+		token, err := runner.LoadToken(c.RunnerToken)
+		if err != nil {
+			return exitWith(exitUsage, err)
+		}
+		client, err := runner.NewClient(c.Runner, token, nil)
+		if err != nil {
+			return exitWith(exitUsage, err)
+		}
+		if reg, _, err = client.Registry(e.ctx); err != nil {
+			return exitWith(exitUsage, err)
+		}
+	} else if reg, err = c.registry(cfg); err != nil {
 		return exitWith(exitUsage, err)
 	}
 	subj, err := review.LocalSubject(e.ctx, c.Repo, c.Base, c.Head)
@@ -100,8 +122,16 @@ func (c *reviewCmd) Run(e *env) error {
 		}
 	}
 	var obs *observation.Signed
-	if witness != nil {
-		if obs, err = review.SignObservation(dec, disc.Receipt, version, *witness, 0); err != nil {
+	if witness != nil || (c.Runner != "" && disc != nil) {
+		if c.Runner != "" {
+			rn := runner.RunOf(dec.Session)
+			if rn == nil {
+				return exitWith(exitUsage, errors.New("no lens ran in the runner, so it observed nothing"))
+			}
+			if obs, err = rn.Observe(e.ctx, disc.Receipt.Envelope, nil, 0); err != nil {
+				return exitWith(exitUsage, fmt.Errorf("the runner's observation: %w", err))
+			}
+		} else if obs, err = review.SignObservation(dec, disc.Receipt, version, *witness, 0); err != nil {
 			return exitWith(exitUsage, fmt.Errorf("sign the observation: %w", err))
 		}
 		if c.ObservationOut != "" {
