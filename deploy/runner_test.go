@@ -233,18 +233,45 @@ func TestSplitRoleRunnerThroughTheServer(t *testing.T) {
 		t.Fatalf("the runner did not sign:\n%s", rn.logs.String())
 	}
 
+	push := func(id, head, d string) githubfake.CheckRun {
+		t.Helper()
+		fe.gh.Push(repo, pr.Number, head, []byte(d), nil)
+		p := map[string]any{}
+		_ = json.Unmarshal(payload, &p)
+		p["action"], p["after"] = "synchronize", head
+		p["pull_request"].(map[string]any)["head"].(map[string]any)["sha"] = head
+		body, _ := json.Marshal(p)
+		s.deliver(id, fe.gh.WebhookSecret(), body)
+		return waitGate(t, fe.gh, repo, head, s, rn)
+	}
+
+	// A push that changes nothing the model lens reviewed: its finding is carried forward, not
+	// derived again, and the runner accepts it because its own earlier observation lists it.
+	calls := modelCalls.Load()
+	crc := push("split-carry", strings.Repeat("4", 40), diff)
+	if modelCalls.Load() != calls || !strings.Contains(crc.Text, "LG-") {
+		t.Fatalf("the unchanged push called the model or lost the finding:\n%.3000s", crc.Text)
+	}
+	blocks = regexp.MustCompile("(?s)```json\n(.*?)\n```").FindAllStringSubmatch(crc.Text, -1)
+	sm = regexp.MustCompile("Subject digest: `([0-9a-f]{64})`").FindStringSubmatch(crc.Text)
+	if len(blocks) != 2 || sm == nil {
+		t.Fatalf("the push with a carried finding has no observation:\n%.6000s\n%s", crc.Text, rn.logs.String())
+	}
+	_ = os.WriteFile(receipt, []byte(blocks[0][1]+"\n"), 0o600)
+	_ = os.WriteFile(obs, []byte(blocks[1][1]+"\n"), 0o600)
+	if code, res := verifyCLI(t, receipt, roles["receipt"], sm[1], obs, roles["witness"]); code != 0 || res["runner_observation"] != "MATCH" {
+		t.Fatalf("carried finding: exit %d, %v %v", code, res["runner_observation"], res["observation"])
+	}
+
+	if n := strings.Count(rn.logs.String(), `"findings":1,`); n != 2 {
+		t.Fatalf("the runner signed %d observations with the finding, want 2:\n%s", n, rn.logs.String())
+	}
+
 	// The runner goes away: the next push is reviewed without it and fails closed.
 	rn.stop()
 	head2 := strings.Repeat("5", 40)
 	diff2 := strings.Replace(diff, "+A friendly line.", "+A friendlier line.", 1)
-	fe.gh.Push(repo, pr.Number, head2, []byte(diff2), nil)
-	p := map[string]any{}
-	_ = json.Unmarshal(payload, &p)
-	p["action"], p["after"] = "synchronize", head2
-	p["pull_request"].(map[string]any)["head"].(map[string]any)["sha"] = head2
-	body, _ := json.Marshal(p)
-	s.deliver("split-2", fe.gh.WebhookSecret(), body)
-	cr2 := waitGate(t, fe.gh, repo, head2, s, rn)
+	cr2 := push("split-2", head2, diff2)
 	if cr2.Conclusion == "success" || cr2.Conclusion == "neutral" || cr2.Conclusion == "skipped" {
 		t.Fatalf("the gate concluded %s without a runner", cr2.Conclusion)
 	}
