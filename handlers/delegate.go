@@ -423,7 +423,7 @@ func (w *Worker) recheckDelegate(ctx context.Context, client *github.Client, job
 		log.Info().Msg("pull request moved on; no further look for the delegated answer of this head")
 		return nil
 	}
-	trusted, err := w.loadConfig(ctx, client, job.Owner, job.Repo, pr.GetBase().GetRef())
+	trusted, err := w.loadConfig(ctx, client, job.InstallationID, job.Owner, job.Repo, pr.GetBase().GetRef())
 	if err != nil {
 		return err
 	}

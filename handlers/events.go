@@ -73,6 +73,8 @@ type hooks struct {
 	appID int64
 	// delegates knows the bots lenses are delegated to (nil: none).
 	delegates *delegate.Runtime
+	// configs is told when an owner's organisation configuration may have appeared.
+	configs *ConfigLoader
 }
 
 // enqueue offers a job and maps the queue's answers to the webhook's: a duplicate delivery is a

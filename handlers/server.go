@@ -174,6 +174,7 @@ func New(opts Options) (*Server, error) {
 			Now: now,
 		})
 	}
+	configs := NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo, now)
 	fetch := Fetcher{Attempts: cfg.Review.SnapshotAttempts, InitialBackoff: opts.InitialBackoff, MaxBackoff: opts.MaxBackoff}
 	s := &Server{
 		cfg:      cfg,
@@ -187,7 +188,7 @@ func New(opts Options) (*Server, error) {
 		role:     opts.Role,
 		worker: &Worker{
 			Clients:    cc,
-			Configs:    NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo),
+			Configs:    configs,
 			Fetch:      fetch,
 			Reviewer:   opts.Reviewer,
 			Triager:    opts.Triager,
@@ -203,7 +204,7 @@ func New(opts Options) (*Server, error) {
 	}
 
 	h := &hooks{queue: q, clients: cc, fetch: fetch, reviewDrafts: cfg.Review.ReviewDrafts, backfill: cfg.Review.BackfillOnInstall,
-		command: cfg.Review.Command, now: now, events: em, appID: cfg.GitHub.App.IntegrationID, delegates: opts.Delegation.Runtime}
+		command: cfg.Review.Command, now: now, events: em, appID: cfg.GitHub.App.IntegrationID, delegates: opts.Delegation.Runtime, configs: configs}
 	async := githubapp.QueueAsyncScheduler(cfg.Queue.EventQueueSize, cfg.Queue.EventWorkers,
 		githubapp.WithSchedulingMetrics(gm),
 		githubapp.WithAsyncErrorCallback(func(ctx context.Context, d githubapp.Dispatch, err error) {
@@ -215,7 +216,7 @@ func New(opts Options) (*Server, error) {
 			githubapp.MetricsAsyncErrorCallback(gm)(ctx, d, err)
 		}))
 	dispatcher := githubapp.NewEventDispatcher(
-		[]githubapp.EventHandler{pullRequestHandler{h}, pullRequestReviewHandler{h}, issuesHandler{h}, issueCommentHandler{h}, reviewCommentHandler{h}, checkHandler{h}, installationHandler{h}},
+		[]githubapp.EventHandler{pullRequestHandler{h}, pullRequestReviewHandler{h}, issuesHandler{h}, issueCommentHandler{h}, reviewCommentHandler{h}, checkHandler{h}, installationHandler{h}, pushHandler{h}},
 		cfg.GitHub.App.WebhookSecret,
 		githubapp.WithScheduler(hookScheduler{async: async, replays: newReplayGuard(maxRememberedBodies), events: em}),
 		githubapp.WithErrorCallback(hookErrorCallback(em, githubapp.MetricsErrorCallback(gm))),

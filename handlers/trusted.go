@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 	yaml "go.yaml.in/yaml/v3"
@@ -61,22 +63,132 @@ type TrustedConfig struct {
 type ConfigLoader struct {
 	orgRepo  string // "" disables the organisation fallback and remote references
 	fallback *config.Repo
+	absent   *orgAbsence
 }
 
 // NewConfigLoader builds a loader. orgRepo is the owner's fallback repository (".github"; empty
-// disables it); fallback is the server default (config.DefaultRepo() when nil).
-func NewConfigLoader(orgRepo string, fallback *config.Repo) *ConfigLoader {
+// disables it); fallback is the server default (config.DefaultRepo() when nil); now is the
+// clock of the organisation fallback's absence memory (time.Now when nil).
+func NewConfigLoader(orgRepo string, fallback *config.Repo, now func() time.Time) *ConfigLoader {
 	if fallback == nil {
 		fallback = config.DefaultRepo()
 	}
-	return &ConfigLoader{orgRepo: orgRepo, fallback: fallback}
+	return &ConfigLoader{orgRepo: orgRepo, fallback: fallback, absent: newOrgAbsence(OrgConfigAbsentTTL, maxOrgAbsences, now)}
 }
 
-// Load reads the configuration of owner/repo at ref. ref must be trusted (a base branch or the
-// default branch), never a pull request head. An invalid file is not an error: it comes back
-// with its Problems so the caller reports it instead of reviewing with defaults. The error is
-// for GitHub failures only.
-func (l *ConfigLoader) Load(ctx context.Context, client *github.Client, owner, repo, ref string) (TrustedConfig, error) {
+// OrgConfigAbsentTTL is how long the loader remembers that an owner's organisation repository
+// has no .asdd.yml the installation can read. GitHub answers that read with a 404, which has
+// no ETag to revalidate, so without the memory every review of such an owner would pay it
+// again. An organisation configuration added meanwhile applies once this time has passed, or
+// at once when the App receives the push to that repository's default branch (or the
+// installation is given access to the repository).
+const OrgConfigAbsentTTL = 5 * time.Minute
+
+// maxOrgAbsences bounds the remembered owners; beyond it the oldest is read again.
+const maxOrgAbsences = 10000
+
+// orgAbsence remembers, per installation and owner, until when the owner's organisation
+// repository is known to hold no configuration. The installation is part of the key: one
+// installation may be refused the repository that another can read, so one owner's answer
+// is never taken for another installation's, and never for another owner's.
+type orgAbsence struct {
+	ttl   time.Duration
+	limit int
+	now   func() time.Time
+
+	mu    sync.Mutex
+	until map[orgKey]time.Time
+}
+
+type orgKey struct {
+	installation int64
+	owner        string // lower case: GitHub logins are case-insensitive
+}
+
+func newOrgAbsence(ttl time.Duration, limit int, now func() time.Time) *orgAbsence {
+	if now == nil {
+		now = time.Now
+	}
+	return &orgAbsence{ttl: ttl, limit: limit, now: now, until: map[orgKey]time.Time{}}
+}
+
+func keyOf(installation int64, owner string) orgKey {
+	return orgKey{installation: installation, owner: strings.ToLower(owner)}
+}
+
+// known reports whether the owner's organisation configuration is known to be absent.
+func (a *orgAbsence) known(installation int64, owner string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := keyOf(installation, owner)
+	t, ok := a.until[k]
+	if ok && !a.now().Before(t) {
+		delete(a.until, k)
+		return false
+	}
+	return ok
+}
+
+// remember records that the read found no organisation configuration.
+func (a *orgAbsence) remember(installation int64, owner string) {
+	if a.ttl <= 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	if len(a.until) >= a.limit {
+		var oldest orgKey
+		first := true
+		for k, t := range a.until {
+			if !now.Before(t) {
+				delete(a.until, k)
+				continue
+			}
+			if first || t.Before(a.until[oldest]) {
+				oldest, first = k, false
+			}
+		}
+		if len(a.until) >= a.limit {
+			delete(a.until, oldest)
+		}
+	}
+	a.until[keyOf(installation, owner)] = now.Add(a.ttl)
+}
+
+// forget drops what is remembered of the owner (every installation when installation is 0).
+func (a *orgAbsence) forget(installation int64, owner string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if installation != 0 {
+		delete(a.until, keyOf(installation, owner))
+		return
+	}
+	lower := strings.ToLower(owner)
+	for k := range a.until {
+		if k.owner == lower {
+			delete(a.until, k)
+		}
+	}
+}
+
+// OrgConfigChanged makes the next load of the owner's repositories read the organisation
+// configuration again: a push to its default branch or new access to the repository may
+// have added it.
+func (l *ConfigLoader) OrgConfigChanged(installation int64, owner string) {
+	l.absent.forget(installation, owner)
+}
+
+// IsOrgConfigRepo reports whether repo is the organisation configuration repository.
+func (l *ConfigLoader) IsOrgConfigRepo(repo string) bool {
+	return l.orgRepo != "" && strings.EqualFold(repo, l.orgRepo)
+}
+
+// Load reads the configuration of owner/repo at ref, with the token of installation. ref must
+// be trusted (a base branch or the default branch), never a pull request head. An invalid file
+// is not an error: it comes back with its Problems so the caller reports it instead of
+// reviewing with defaults. The error is for GitHub failures only.
+func (l *ConfigLoader) Load(ctx context.Context, client *github.Client, installation int64, owner, repo, ref string) (TrustedConfig, error) {
 	// One listing of the root says which of the files exist, so a repository without them
 	// pays no 404 per file; its ETag makes the next review's listing a 304.
 	root, err := rootFiles(ctx, client, owner, repo, ref)
@@ -98,12 +210,15 @@ func (l *ConfigLoader) Load(ctx context.Context, client *github.Client, owner, r
 	if err != nil || found {
 		return tc, err
 	}
-	if l.orgRepo != "" && !strings.EqualFold(repo, l.orgRepo) {
+	if l.orgRepo != "" && !strings.EqualFold(repo, l.orgRepo) && !l.absent.known(installation, owner) {
 		// No ref: GitHub reads the default branch, and a missing repository is a 404 like a
-		// missing file, so the fallback costs one read.
+		// missing file, so the fallback costs one read, and none while its absence is known.
 		data, found, err := readFile(ctx, client, owner, l.orgRepo, ConfigPath, "")
 		if err != nil {
 			return TrustedConfig{}, fmt.Errorf("load %s from %s/%s: %w", ConfigPath, owner, l.orgRepo, err)
+		}
+		if !found {
+			l.absent.remember(installation, owner)
 		}
 		if found {
 			src := ConfigSource{Origin: OriginOrganization, Source: owner + "/" + l.orgRepo, Path: ConfigPath}

@@ -190,7 +190,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		return nil
 	}
 
-	trusted, err := w.loadConfig(ctx, client, job.Owner, job.Repo, pr.GetBase().GetRef())
+	trusted, err := w.loadConfig(ctx, client, job.InstallationID, job.Owner, job.Repo, pr.GetBase().GetRef())
 	if err != nil {
 		return w.operational(ctx, client, job, bindPartial(pr), err)
 	}
@@ -296,7 +296,7 @@ func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job que
 		w.count("issue", "stale")
 		return nil
 	}
-	trusted, err := w.loadConfig(ctx, client, job.Owner, job.Repo, x.DefaultBranch)
+	trusted, err := w.loadConfig(ctx, client, job.InstallationID, job.Owner, job.Repo, x.DefaultBranch)
 	if err != nil {
 		w.count("issue", "operational-failure")
 		return err
@@ -391,11 +391,11 @@ func (w *Worker) currentPull(ctx context.Context, client *github.Client, job que
 }
 
 // loadConfig reads the trusted configuration with retries on GitHub failures.
-func (w *Worker) loadConfig(ctx context.Context, client *github.Client, owner, repo, ref string) (TrustedConfig, error) {
+func (w *Worker) loadConfig(ctx context.Context, client *github.Client, installation int64, owner, repo, ref string) (TrustedConfig, error) {
 	var tc TrustedConfig
 	err := w.Fetch.do(ctx, "load the configuration of "+owner+"/"+repo+"@"+ref, func(ctx context.Context) error {
 		var err error
-		tc, err = w.Configs.Load(ctx, client, owner, repo, ref)
+		tc, err = w.Configs.Load(ctx, client, installation, owner, repo, ref)
 		return err
 	})
 	return tc, err

@@ -5,13 +5,17 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 )
@@ -63,10 +67,90 @@ func (r *run) findCheck(ctx context.Context, name string) (*github.CheckRun, err
 	return found, err
 }
 
+// gateKey is the record key of this head's gate check run.
+func (r *run) gateKey() queue.CheckKey {
+	repo := r.info.repoNodeID
+	if repo == "" {
+		repo = strings.ToLower(r.info.fullName)
+	}
+	return queue.CheckKey{App: r.info.appID, Repo: repo, Head: r.info.headSHA, Name: r.p.checkName}
+}
+
+// knownGate returns the head's gate check run as the App last wrote it, from the record that
+// outlives each job: a push, a re-run or a repeated review of the head lists no check runs,
+// and no record means the App never wrote one. The head's check runs are listed instead when
+// the record store fails, and for a resumed job, whose first attempt may have begun on a
+// replica that kept no record.
+func (r *run) knownGate(ctx context.Context, resumed bool) (*github.CheckRun, error) {
+	name := r.p.checkName
+	if !resumed {
+		rec, found, err := r.p.records.Check(ctx, r.gateKey())
+		switch {
+		case err != nil:
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("gate check record unreadable; listing the head's check runs")
+		case !found:
+			return nil, nil
+		default:
+			return &github.CheckRun{
+				ID: github.Int64(rec.ID), Name: github.String(name), HeadSHA: github.String(r.info.headSHA), Status: github.String(rec.Status),
+				Output: &github.CheckRunOutput{Title: github.String(rec.Title), AnnotationsCount: github.Int(rec.Annotations)},
+			}, nil
+		}
+	}
+	cr, err := r.findCheck(ctx, name)
+	if err == nil && cr != nil {
+		r.recordGate(ctx, cr, cr.GetOutput().GetAnnotationsCount())
+	}
+	return cr, err
+}
+
+// recordGate keeps what a write (or a lookup) says of the gate check run; a failed write
+// forgets the record, since the run's state is then unknown.
+func (r *run) recordGate(ctx context.Context, cr *github.CheckRun, annotations int) {
+	var err error
+	if cr == nil {
+		err = r.p.records.ForgetCheck(ctx, r.gateKey())
+	} else {
+		err = r.p.records.PutCheck(ctx, r.gateKey(), queue.CheckRecord{
+			ID: cr.GetID(), Status: cr.GetStatus(), Title: cr.GetOutput().GetTitle(), Annotations: annotations, At: r.p.now(),
+		})
+	}
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("gate check record not written; the next review of the head lists its check runs")
+	}
+}
+
 // putCheck creates the check run or updates the existing one. Output annotations are the
 // first batch; callers send further batches with addAnnotations.
 func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name string, lenses []string, status, conclusion string, out *github.CheckRunOutput) error {
+	err := r.writeCheck(ctx, existing, name, lenses, status, conclusion, out)
+	if existing == nil || name != r.p.checkName || !isCallStatus(err, http.StatusNotFound) {
+		return err
+	}
+	// The recorded run is gone (the repository was recreated, or the record is stale): the
+	// head's check runs say which one to write, if any.
+	r.recordGate(ctx, nil, 0)
+	r.p.takeCheck(r.checkKey(name))
+	found, lerr := r.findCheck(ctx, name)
+	if lerr != nil || found.GetID() == existing.GetID() {
+		return err
+	}
+	r.errs, r.notes = r.errs[:len(r.errs)-1], r.notes[:len(r.notes)-1]
+	if found != nil {
+		r.recordGate(ctx, found, found.GetOutput().GetAnnotationsCount())
+	}
+	return r.writeCheck(ctx, found, name, lenses, status, conclusion, out)
+}
+
+// isCallStatus reports a call that failed with GitHub's answer status.
+func isCallStatus(err error, status int) bool {
+	var ce *CallError
+	return errors.As(err, &ce) && ce.Status == status
+}
+
+func (r *run) writeCheck(ctx context.Context, existing *github.CheckRun, name string, lenses []string, status, conclusion string, out *github.CheckRunOutput) error {
 	const target = checksTarget
+	gate := name == r.p.checkName
 	if existing == nil {
 		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindCheckRunCreate, Target: target, Lenses: lenses, Tokens: r.tokens}) {
 			return nil
@@ -76,19 +160,25 @@ func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name stri
 			opts.Conclusion = github.String(conclusion)
 		}
 		opts.DetailsURL = github.String(r.p.checkDetailsURL(r.info))
+		var written *github.CheckRun
 		err := r.p.call(ctx, "create check run "+name, func(ctx context.Context) (*github.Response, error) {
 			cr, resp, err := r.gh.Checks.CreateCheckRun(ctx, r.info.owner, r.info.repo, opts)
 			if err == nil {
 				r.p.rememberCheck(r.checkKey(name), cr)
+				written = cr
 			}
 			return resp, err
 		}, func(ctx context.Context) (bool, error) {
 			c, err := r.findCheck(ctx, name)
 			if c != nil {
 				r.p.rememberCheck(r.checkKey(name), c)
+				written = c
 			}
 			return c != nil, err
 		})
+		if gate {
+			r.recordGate(ctx, written, written.GetOutput().GetAnnotationsCount())
+		}
 		if err != nil {
 			r.fail(err)
 		}
@@ -116,14 +206,22 @@ func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name stri
 			return cr.GetOutput().GetAnnotationsCount() >= want, nil
 		}
 	}
+	var written *github.CheckRun
 	err := r.p.call(ctx, "update check run "+name, func(ctx context.Context) (*github.Response, error) {
 		cr, resp, err := r.gh.Checks.UpdateCheckRun(ctx, r.info.owner, r.info.repo, existing.GetID(), opts)
 		if err == nil {
 			r.p.rememberCheck(r.checkKey(name), cr)
 			r.annotated[existing.GetID()] = cr.GetOutput().GetAnnotationsCount()
+			written = cr
 		}
 		return resp, err
 	}, recheck)
+	if gate {
+		if err != nil {
+			written = nil
+		}
+		r.recordGate(ctx, written, written.GetOutput().GetAnnotationsCount())
+	}
 	if err != nil {
 		r.fail(err)
 	}

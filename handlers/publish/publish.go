@@ -74,6 +74,10 @@ type Options struct {
 	WriteSlots WriteSlots
 	// Sleep waits for d or until ctx ends (a timer when nil); tests pass a clock of their own.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Checks records the gate check run of each head beyond the job that wrote it, so a later
+	// review of the head finds it without a lookup and a new head needs none (in memory,
+	// bounded, when nil; the durable queue's database shares it between replicas).
+	Checks queue.CheckRecords
 	// GraphQLURL is GitHub's GraphQL endpoint (GitHub's V4 API URL); empty means "graphql"
 	// next to the REST base URL, as on github.com.
 	GraphQLURL string
@@ -98,6 +102,8 @@ type Publisher struct {
 	checks map[string]*github.CheckRun // gate check runs between Begin and Publish
 	pace   *pacer
 	slots  WriteSlots
+	// records outlive the job: the gate check run of every head written.
+	records queue.CheckRecords
 }
 
 var _ handlers.Publisher = (*Publisher)(nil)
@@ -113,7 +119,10 @@ func New(o Options) (*Publisher, error) {
 	p := &Publisher{
 		signer: o.Signer, witness: o.Witness, runnerKey: o.Runner, runnerVersion: o.RunnerVersion, audit: o.Audit, checkName: o.CheckName, detailsURL: o.DetailsURL,
 		allowRequestChanges: o.AllowRequestChanges, retry: o.Retry, callTimeout: o.CallTimeout, now: o.Now,
-		checks: map[string]*github.CheckRun{}, graphQL: o.GraphQLURL,
+		checks: map[string]*github.CheckRun{}, graphQL: o.GraphQLURL, records: o.Checks,
+	}
+	if p.records == nil {
+		p.records = queue.NewMemoryChecks(0)
 	}
 	if p.checkName == "" {
 		p.checkName = DefaultCheckName
@@ -259,7 +268,7 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *handlers.
 	if n := pub.Job.Resumed; n > 0 {
 		out = resumingOutput(r.info.headSHA, fmt.Sprintf("the worker running it stopped; another worker resumed it (%d×)", n))
 	}
-	cr, err := r.findCheck(ctx, p.checkName)
+	cr, err := r.knownGate(ctx, pub.Job.Resumed > 0)
 	if err != nil {
 		return err
 	}
