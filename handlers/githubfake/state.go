@@ -284,6 +284,13 @@ func (s *Server) SetFile(fullName, ref, path, content string) {
 	st.files[ref][strings.TrimPrefix(path, "/")] = content
 }
 
+// DeleteFile removes a file from a ref (nothing when it is not there).
+func (s *Server) DeleteFile(fullName, ref, path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.mustRepo(fullName).files[ref], strings.TrimPrefix(path, "/"))
+}
+
 // SetPermission sets a collaborator's permission (admin, maintain, write, triage, read, none).
 func (s *Server) SetPermission(fullName, user, permission string) {
 	s.mu.Lock()

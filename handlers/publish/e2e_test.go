@@ -235,9 +235,16 @@ type decisionLog struct {
 	mu   sync.Mutex
 	next handlers.Reviewer
 	all  []*review.Decision
+	// sources are the configurations reviews were given (config.Repo.Source), in order.
+	sources []string
 }
 
 func (l *decisionLog) Review(ctx context.Context, s *review.Subject, c *config.Repo) (*review.Decision, error) {
+	if c != nil {
+		l.mu.Lock()
+		l.sources = append(l.sources, c.Source)
+		l.mu.Unlock()
+	}
 	d, err := l.next.Review(ctx, s, c)
 	if d == nil {
 		// A cancelled review decides nothing; it may return after the newer head's review.
@@ -247,6 +254,16 @@ func (l *decisionLog) Review(ctx context.Context, s *review.Subject, c *config.R
 	defer l.mu.Unlock()
 	l.all = append(l.all, d)
 	return d, err
+}
+
+// lastSource is the configuration the newest review was given.
+func (l *decisionLog) lastSource() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.sources) == 0 {
+		return ""
+	}
+	return l.sources[len(l.sources)-1]
 }
 
 func (l *decisionLog) last() *review.Decision {
