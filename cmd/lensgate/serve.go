@@ -256,8 +256,12 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		if spacing == 0 {
 			spacing = -1 // the operator turned spacing off; publish reads zero as its default
 		}
+		checks, err := gateCheckRecords(ctx, q)
+		if err != nil {
+			return failQ(err)
+		}
 		po := publish.Options{Signer: signer, Witness: witness, Runner: runnerKey, RunnerVersion: version, Audit: sink, DetailsURL: cfg.PublicURL,
-			GraphQLURL: cfg.GitHub.V4APIURL, ContentSpacing: spacing}
+			GraphQLURL: cfg.GitHub.V4APIURL, ContentSpacing: spacing, Checks: checks}
 		if q != nil && spacing > 0 {
 			// Every replica on the queue's database takes the same write slots.
 			if po.WriteSlots, err = durable.NewWriteSlots(ctx, q); err != nil {
@@ -295,6 +299,19 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		return fail(err)
 	}
 	return server, closeAll, nil
+}
+
+// gateCheckRecords keeps the gate check run of each head in the durable queue's database, for
+// every replica; with the memory queue (nil) the publisher keeps them in this process.
+func gateCheckRecords(ctx context.Context, q queue.Queue) (queue.CheckRecords, error) {
+	if q == nil {
+		return nil, nil
+	}
+	r, err := durable.NewCheckRecords(ctx, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // dailyTokens is the count behind runtimes.max_tokens_per_installation_per_day (nil when it is

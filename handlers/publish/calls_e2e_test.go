@@ -3,6 +3,7 @@ package publish
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/handlers/queue/durable"
 )
 
 const (
@@ -259,5 +261,46 @@ func TestStaleGateCheckRecordFallsBackToListing(t *testing.T) {
 	}
 	if g := gatesOf(st.gh, e2eHead1); len(g) != 1 {
 		t.Fatalf("gate check runs = %d, want 1", len(g))
+	}
+}
+
+// With the durable queue the records are in its database: a replica reviewing a head again
+// finds the gate check run another replica wrote, lists nothing and concludes that run.
+func TestGateCheckRecordIsSharedByReplicas(t *testing.T) {
+	ctx := context.Background()
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "queue.db")
+	replica := func(base *stack) (*stack, queue.Queue) {
+		q, err := durable.Open(ctx, dsn, durable.Options{FetchPollInterval: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = q.Stop(ctx) })
+		recs, err := durable.NewCheckRecords(ctx, q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		popts := func(o *Options) { o.Checks = recs }
+		with := func(o *handlers.Options) { o.Queue = q }
+		if base == nil {
+			return newStackWith(t, lineReviewer{}, e2eDiff1, popts, with), q
+		}
+		return newReplica(base, lineReviewer{}, popts, with), q
+	}
+	a, qa := replica(nil)
+	a.send("pull_request", "d-opened", readPayload(t, "pull_request.opened.payload.json"))
+	a.wait("opened")
+	// The first replica's workers stop: the next review runs on the second replica.
+	if err := qa.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := replica(a)
+	b.gh.ResetCalls()
+	b.sendEdit(e2eHead1, "d-edit")
+	if n := b.gh.CallCount(routeListChecks); n != 0 {
+		t.Fatalf("the second replica listed the head's check runs %d times, want 0", n)
+	}
+	g := gatesOf(b.gh, e2eHead1)
+	if len(g) != 1 || g[0].Status != "completed" || g[0].Conclusion != gateConclusion(b.decisions.last().Gate) {
+		t.Fatalf("gate check runs after the second replica's review: %+v, want the first replica's run concluded in place", g)
 	}
 }

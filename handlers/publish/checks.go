@@ -85,6 +85,9 @@ func (r *run) knownGate(ctx context.Context, resumed bool) (*github.CheckRun, er
 	name := r.p.checkName
 	if !resumed {
 		rec, found, err := r.p.records.Check(ctx, r.gateKey())
+		if found && r.p.now().Sub(rec.At) > queue.CheckRecordsKept {
+			found = false // the run may have gone stale since; a new one is written
+		}
 		switch {
 		case err != nil:
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("gate check record unreadable; listing the head's check runs")

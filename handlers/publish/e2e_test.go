@@ -280,10 +280,22 @@ func newStack(t *testing.T, reviewer handlers.Reviewer, diff string, with ...fun
 // newStackWith is newStack with the publisher's options adjusted by popts.
 func newStackWith(t *testing.T, reviewer handlers.Reviewer, diff string, popts func(*Options), with ...func(*handlers.Options)) *stack {
 	t.Helper()
-	st := &stack{t: t, gh: githubfake.New(t), done: make(chan error, 16), logs: &syncBuffer{},
+	return newStackOn(t, nil, reviewer, diff, popts, with...)
+}
+
+// newStackOn is newStackWith against gh, a fake GitHub another stack already uses (a second
+// replica of the App); nil makes a new one.
+func newStackOn(t *testing.T, gh *githubfake.Server, reviewer handlers.Reviewer, diff string, popts func(*Options), with ...func(*handlers.Options)) *stack {
+	t.Helper()
+	st := &stack{t: t, gh: gh, done: make(chan error, 16), logs: &syncBuffer{},
 		calls: map[string][2]int{}, decisions: &decisionLog{next: reviewer}, publisherOptions: popts}
-	if _, _, err := st.gh.AddFromPullRequestEvent(readPayload(t, "pull_request.opened.payload.json"), []byte(diff)); err != nil {
-		t.Fatal(err)
+	if st.gh == nil {
+		st.gh = githubfake.New(t)
+		if _, _, err := st.gh.AddFromPullRequestEvent(readPayload(t, "pull_request.opened.payload.json"), []byte(diff)); err != nil {
+			t.Fatal(err)
+		}
+		// The base branch has the file the diffs change (and no configuration file).
+		st.gh.SetFile(e2eRepo, "master", "README.md", "# Hello-World\n")
 	}
 	// The base branch has the file the diffs change (and no configuration file).
 	st.gh.SetFile(e2eRepo, "master", "README.md", "# Hello-World\n")

@@ -33,7 +33,8 @@ type CheckRecord struct {
 // the record says which run the head has, and no record says the App never wrote one (since
 // the store began, within its retention). A store that cannot answer makes the caller list.
 type CheckRecords interface {
-	// Check returns the record of key; found is false when there is none.
+	// Check returns the record of key; found is false when there is none (or only one older
+	// than CheckRecordsKept, which a store may also leave out).
 	Check(ctx context.Context, key CheckKey) (rec CheckRecord, found bool, err error)
 	// PutCheck records a write. A record of an older run of the key (a smaller id), or an
 	// in-progress write to a run already recorded completed, does not replace a newer one.
@@ -42,8 +43,12 @@ type CheckRecords interface {
 	ForgetCheck(ctx context.Context, key CheckKey) error
 }
 
-// DefaultCheckRecordsKept bounds an in-memory CheckRecords.
-const DefaultCheckRecordsKept = 10000
+// CheckRecordsKept is how long a record is trusted. GitHub marks a check run that stays
+// incomplete for 14 days as stale, so an older record may no longer say what the run is.
+const CheckRecordsKept = 14 * 24 * time.Hour
+
+// DefaultMemoryChecks bounds an in-memory CheckRecords.
+const DefaultMemoryChecks = 10000
 
 // MemoryChecks is the in-process CheckRecords, for the memory queue: bounded, forgetting the
 // least recently written first. A restart forgets every record, as it forgets the queue.
@@ -60,10 +65,10 @@ type memoryCheck struct {
 	rec CheckRecord
 }
 
-// NewMemoryChecks keeps up to limit records (DefaultCheckRecordsKept when limit <= 0).
+// NewMemoryChecks keeps up to limit records (DefaultMemoryChecks when limit <= 0).
 func NewMemoryChecks(limit int) *MemoryChecks {
 	if limit <= 0 {
-		limit = DefaultCheckRecordsKept
+		limit = DefaultMemoryChecks
 	}
 	return &MemoryChecks{limit: limit, items: map[CheckKey]*list.Element{}, order: list.New()}
 }

@@ -1,0 +1,179 @@
+package durable
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lensgate/lensgate/handlers/queue"
+)
+
+// CheckRecordsKept is how long a gate check record is kept and trusted. GitHub marks a check
+// run that stays incomplete for 14 days as stale, so an older record may no longer say what
+// the run is; a head reviewed again after that lists its check runs (or gets a new one).
+const CheckRecordsKept = queue.CheckRecordsKept
+
+// checkSchema is the gate check records' table: one row per App, repository, head and check
+// name, written by whichever replica wrote the run last.
+var checkSchema = []string{
+	`CREATE TABLE IF NOT EXISTS lensgate_check (
+		app_id BIGINT NOT NULL,
+		repo TEXT NOT NULL,
+		head_sha TEXT NOT NULL,
+		name TEXT NOT NULL,
+		check_id BIGINT NOT NULL,
+		status TEXT NOT NULL,
+		title TEXT NOT NULL,
+		annotations BIGINT NOT NULL,
+		updated_at BIGINT NOT NULL,
+		PRIMARY KEY (app_id, repo, head_sha, name)
+	)`,
+	`CREATE INDEX IF NOT EXISTS lensgate_check_updated_at ON lensgate_check (updated_at)`,
+}
+
+const (
+	// sqlPutCheck records a write unless the row holds a newer run, or the same run completed
+	// and this is an in-progress write arriving late (queue.Supersedes, in one statement, so
+	// two replicas writing at once keep the newer).
+	sqlPutCheck = `INSERT INTO lensgate_check (app_id, repo, head_sha, name, check_id, status, title, annotations, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (app_id, repo, head_sha, name) DO UPDATE
+			SET check_id = excluded.check_id, status = excluded.status, title = excluded.title,
+				annotations = excluded.annotations, updated_at = excluded.updated_at
+			WHERE excluded.check_id > lensgate_check.check_id
+				OR (excluded.check_id = lensgate_check.check_id
+					AND (lensgate_check.status <> 'completed' OR excluded.status = 'completed'))`
+	sqlGetCheck = `SELECT check_id, status, title, annotations, updated_at FROM lensgate_check
+		WHERE app_id = $1 AND repo = $2 AND head_sha = $3 AND name = $4 AND updated_at >= $5`
+	sqlForgetCheck = `DELETE FROM lensgate_check WHERE app_id = $1 AND repo = $2 AND head_sha = $3 AND name = $4`
+	sqlPruneChecks = `DELETE FROM lensgate_check WHERE updated_at < $1`
+)
+
+// CheckRecords is queue.CheckRecords kept in the durable queue's database: a replica finds
+// the gate check run another replica wrote, and a restart keeps them. Records older than
+// CheckRecordsKept are not returned and are deleted once a day by each process.
+type CheckRecords struct {
+	now   func() time.Time
+	store checkStore
+
+	mu       sync.Mutex
+	prunedOn string // the UTC day this process last pruned
+}
+
+var _ queue.CheckRecords = (*CheckRecords)(nil)
+
+// checkStore is the records' SQL on one backend.
+type checkStore struct {
+	exec     func(ctx context.Context, query string, args ...any) error
+	queryOne func(ctx context.Context, query string, args []any, dest ...any) error
+	migrate  func(ctx context.Context) error
+}
+
+// NewCheckRecords returns the gate check records kept in the database of q, a queue returned
+// by Open, creating their table if needed. now is the clock (time.Now when nil). The records
+// use q's connections: they work until q is stopped.
+func NewCheckRecords(ctx context.Context, q queue.Queue, now func() time.Time) (*CheckRecords, error) {
+	if now == nil {
+		now = time.Now
+	}
+	var store checkStore
+	switch rq := q.(type) {
+	case *riverQueue[pgx.Tx]:
+		// The queue's migration lock: replicas starting together create the table one at a time.
+		store = newCheckStore[pgx.Tx](rq.db, "SELECT pg_advisory_xact_lock($1)")
+	case *riverQueue[*sql.Tx]:
+		store = newCheckStore[*sql.Tx](rq.db, "")
+	default:
+		return nil, errors.New("durable queue: the gate check records need a queue opened by durable.Open")
+	}
+	if err := store.migrate(ctx); err != nil {
+		return nil, fmt.Errorf("durable queue: gate check records schema: %w", err)
+	}
+	return &CheckRecords{now: now, store: store}, nil
+}
+
+func newCheckStore[TTx any](db database[TTx], lock string) checkStore {
+	return checkStore{
+		exec: func(ctx context.Context, query string, args ...any) error {
+			return withTx(ctx, db, func(tx TTx) error {
+				_, err := db.exec(ctx, tx, query, args...)
+				return err
+			})
+		},
+		queryOne: db.queryOne,
+		migrate: func(ctx context.Context) error {
+			return withTx(ctx, db, func(tx TTx) error {
+				if lock != "" {
+					if _, err := db.exec(ctx, tx, lock, int64(advisoryMigrationID)); err != nil {
+						return err
+					}
+				}
+				for _, stmt := range checkSchema {
+					if _, err := db.exec(ctx, tx, stmt); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	}
+}
+
+// Check implements queue.CheckRecords.
+func (c *CheckRecords) Check(ctx context.Context, key queue.CheckKey) (queue.CheckRecord, bool, error) {
+	var rec queue.CheckRecord
+	var annotations, at int64
+	oldest := c.now().Add(-CheckRecordsKept).UnixMilli()
+	err := c.store.queryOne(ctx, sqlGetCheck, []any{key.App, key.Repo, key.Head, key.Name, oldest},
+		&rec.ID, &rec.Status, &rec.Title, &annotations, &at)
+	switch {
+	case errors.Is(err, errNoRows):
+		return queue.CheckRecord{}, false, nil
+	case err != nil:
+		return queue.CheckRecord{}, false, fmt.Errorf("durable queue: read gate check record: %w", err)
+	}
+	rec.Annotations, rec.At = int(annotations), time.UnixMilli(at)
+	return rec, true, nil
+}
+
+// PutCheck implements queue.CheckRecords.
+func (c *CheckRecords) PutCheck(ctx context.Context, key queue.CheckKey, rec queue.CheckRecord) error {
+	c.pruneOnce(ctx)
+	at := rec.At
+	if at.IsZero() {
+		at = c.now()
+	}
+	err := c.store.exec(ctx, sqlPutCheck, key.App, key.Repo, key.Head, key.Name, rec.ID, rec.Status, rec.Title, int64(rec.Annotations), at.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("durable queue: write gate check record: %w", err)
+	}
+	return nil
+}
+
+// ForgetCheck implements queue.CheckRecords.
+func (c *CheckRecords) ForgetCheck(ctx context.Context, key queue.CheckKey) error {
+	if err := c.store.exec(ctx, sqlForgetCheck, key.App, key.Repo, key.Head, key.Name); err != nil {
+		return fmt.Errorf("durable queue: forget gate check record: %w", err)
+	}
+	return nil
+}
+
+// pruneOnce deletes the records older than CheckRecordsKept on this process's first write of
+// each UTC day. A failure is retried on the next write; it never fails one.
+func (c *CheckRecords) pruneOnce(ctx context.Context) {
+	now := c.now()
+	day := now.UTC().Format(time.DateOnly)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.prunedOn == day {
+		return
+	}
+	if err := c.store.exec(ctx, sqlPruneChecks, now.Add(-CheckRecordsKept).UnixMilli()); err == nil {
+		c.prunedOn = day
+	}
+}
