@@ -90,7 +90,8 @@ func BenchmarkEnqueueLoad(b *testing.B) {
 }
 
 // BenchmarkThroughput measures jobs per second through the queue with a no-op review: b.N jobs
-// are queued first, then replicas × workers drain them. SQLite runs one replica (one machine).
+// are queued first, then replicas × workers drain them with the production fetch settings
+// (River's poll interval, the queue's fetch cooldown). SQLite runs one replica (one machine).
 //
 //	go test -run '^$' -bench Throughput -benchtime 1000x ./handlers/queue/durable/
 func BenchmarkThroughput(b *testing.B) {
@@ -111,7 +112,7 @@ func benchThroughput(b *testing.B, dsn string, replicas, workers int) {
 	ctx := context.Background()
 	opts := testOptions()
 	opts.Workers = workers
-	opts.FetchPollInterval = 5 * time.Millisecond
+	opts.FetchPollInterval, opts.FetchCooldown = 0, 0
 	qs := make([]queue.Queue, replicas)
 	for i := range qs {
 		qs[i] = open(b, dsn, opts)

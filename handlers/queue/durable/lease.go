@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/lensgate/lensgate/handlers/queue"
 )
 
 // Crash recovery. River returns a running job whose worker died only after RescueStuckJobsAfter
@@ -29,6 +32,10 @@ var ErrLeaseLost = errors.New("durable queue: job lease lost (another worker may
 // replicas on machines whose clocks differ agree on a lease's age.
 type leaseQueries struct {
 	acquire, renew, release, expired, take, finalize string
+	// begin and end are an attempt's start (current-job check, lease, begun head, older open
+	// heads) and end (release, concluded heads) as one statement each, for databases with
+	// data-modifying CTEs and arrays; empty, the steps run one by one in a transaction.
+	begin, end string
 	// unleased finds running reviews that never got a lease: their worker died between taking
 	// them and writing it (River takes several jobs at once); unleasedStill re-checks one.
 	unleased, unleasedStill string
@@ -62,40 +69,60 @@ func newLeaseQueries(nowMS, nowTS, attemptedMS string) leaseQueries {
 }
 
 var (
-	postgresLease = newLeaseQueries(`(extract(epoch FROM clock_timestamp()) * 1000)::bigint`, `now()`,
-		`(extract(epoch FROM j.attempted_at) * 1000)::bigint`)
+	postgresLease = withCombinedAttempt(newLeaseQueries(`(extract(epoch FROM clock_timestamp()) * 1000)::bigint`, `now()`,
+		`(extract(epoch FROM j.attempted_at) * 1000)::bigint`), `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`)
 	sqliteLease = newLeaseQueries(`CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`, `datetime('now', 'subsec')`,
 		`CAST((julianday(j.attempted_at) - 2440587.5) * 86400000 AS INTEGER)`)
 )
 
-// holdLease takes the lease of a starting attempt and keeps renewing it until release is
-// called. When renewal shows another replica took the job over, or fails for half the lease
-// period, it cancels ctx with ErrLeaseLost. In the same transaction it records that the review
-// of head begins and returns the subject's older heads whose reviews began and never completed
-// (see WithOpenHeads); release(completed) forgets those and head when the job completed.
+// withCombinedAttempt adds the one-statement start and end of an attempt (PostgreSQL). begin
+// takes the subject key, job id, client id, head and the time in seconds; it leases the job and
+// records the head only when the job is still its subject's current one, and returns the
+// subject's current job and head and, then, the older heads whose reviews began and never
+// completed (as sqlOpenHeads). end takes the job id, client id, whether the job completed, the
+// subject key and the heads to forget.
+func withCombinedAttempt(lq leaseQueries, nowMS string) leaseQueries {
+	r := strings.NewReplacer("{now_ms}", nowMS)
+	lq.begin = r.Replace(`WITH cur AS (
+			SELECT job_id, head_sha FROM lensgate_subject WHERE subject_key = $1::text
+		), ok AS (
+			SELECT 1 FROM cur WHERE job_id = $2::bigint
+		), lease AS (
+			INSERT INTO lensgate_lease (job_id, client_id, renewed_at) SELECT $2::bigint, $3::text, {now_ms} FROM ok
+			ON CONFLICT (job_id) DO UPDATE SET client_id = excluded.client_id, renewed_at = excluded.renewed_at
+			RETURNING 1
+		), begun AS (
+			INSERT INTO lensgate_begun (subject_key, head_sha, begun_at) SELECT $1::text, $4::text, $5::bigint FROM ok
+			WHERE $4::text <> ''
+			ON CONFLICT (subject_key, head_sha) DO NOTHING
+			RETURNING 1
+		)
+		SELECT coalesce((SELECT job_id FROM cur), 0), coalesce((SELECT head_sha FROM cur), ''),
+			CASE WHEN $4::text <> '' AND EXISTS (SELECT 1 FROM ok) THEN ARRAY(
+				SELECT head_sha FROM lensgate_begun WHERE subject_key = $1::text AND head_sha <> $4::text
+				ORDER BY begun_at DESC LIMIT 20) ELSE '{}'::text[] END`)
+	lq.end = r.Replace(`WITH released AS (
+			UPDATE lensgate_lease SET client_id = '', renewed_at = {now_ms} WHERE job_id = $1::bigint AND client_id = $2::text
+			RETURNING 1
+		)
+		DELETE FROM lensgate_begun WHERE $3::boolean AND subject_key = $4::text AND head_sha = ANY($5::text[])`)
+	return lq
+}
+
+// holdLease checks that jobID is still its subject's current job (else the error wraps
+// queue.ErrNotCurrent and nothing is written), takes the lease of the starting attempt and keeps
+// renewing it until release is called. When renewal shows another replica took the job over, or
+// fails for half the lease period, it cancels ctx with ErrLeaseLost. In the same statement or
+// transaction it records that the review of head begins and returns the subject's older heads
+// whose reviews began and never completed (see WithOpenHeads); release(completed) forgets those
+// and head when the job completed.
 func (q *riverQueue[TTx]) holdLease(ctx context.Context, jobID int64, key, head string) (context.Context, []string, func(completed bool), error) {
-	var open []string
-	err := withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error {
-		if _, err := q.db.exec(ctx, tx, q.lq.acquire, jobID, q.opts.ClientID); err != nil {
-			return err
-		}
-		if head == "" {
-			return nil
-		}
-		if _, err := q.db.exec(ctx, tx, sqlBegin, key, head, time.Now().Unix()); err != nil {
-			return err
-		}
-		return q.db.queryRows(ctx, tx, sqlOpenHeads, []any{key, head}, func(scan func(...any) error) error {
-			var h string
-			if err := scan(&h); err != nil {
-				return err
-			}
-			open = append(open, h)
-			return nil
-		})
-	})
+	current, currentHead, open, err := q.beginAttempt(ctx, jobID, key, head)
 	if err != nil {
 		return ctx, nil, nil, fmt.Errorf("durable queue: take job lease: %w", err)
+	}
+	if current != jobID {
+		return ctx, nil, nil, fmt.Errorf("job %d for %s: %w", jobID, key, &queue.SupersededError{Head: currentHead})
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -139,25 +166,70 @@ func (q *riverQueue[TTx]) holdLease(ctx context.Context, jobID int64, key, head 
 		defer rcancel()
 		// Losing this write costs only an expired lease (the job is no longer running then) or
 		// a look at the forgotten heads' check runs by the subject's next job.
-		err := withTxOpts(rctx, q.db, txNoFlush, func(tx TTx) error {
-			if _, err := q.db.exec(rctx, tx, q.lq.release, jobID, q.opts.ClientID); err != nil || !completed {
-				return err
-			}
-			for _, h := range append(open, head) {
-				if h == "" {
-					continue
-				}
-				if _, err := q.db.exec(rctx, tx, sqlConcluded, key, h); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		err := q.endAttempt(rctx, jobID, key, completed, append(slices.Clip(open), head))
 		if err != nil {
 			q.log.Warn().Err(err).Int64("job_id", jobID).Msg("job lease not released; it expires")
 		}
 	}
 	return ctx, open, release, nil
+}
+
+// beginAttempt is the start of holdLease: it returns the subject's current job and head and,
+// when that job is jobID, leases it, records head as begun and returns the older open heads. On
+// PostgreSQL it is one statement in one round trip.
+func (q *riverQueue[TTx]) beginAttempt(ctx context.Context, jobID int64, key, head string) (current int64, currentHead string, open []string, err error) {
+	now := time.Now().Unix()
+	if p, ok := q.db.(noFlushQuerier); ok && q.lq.begin != "" {
+		err = p.queryNoFlush(ctx, q.lq.begin, []any{key, jobID, q.opts.ClientID, head, now}, &current, &currentHead, &open)
+		return current, currentHead, open, err
+	}
+	err = withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error {
+		err := q.db.queryRow(ctx, tx, sqlCurrentJob, []any{key}, &current, &currentHead)
+		if errors.Is(err, errNoRows) || (err == nil && current != jobID) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := q.db.exec(ctx, tx, q.lq.acquire, jobID, q.opts.ClientID); err != nil {
+			return err
+		}
+		if head == "" {
+			return nil
+		}
+		if _, err := q.db.exec(ctx, tx, sqlBegin, key, head, now); err != nil {
+			return err
+		}
+		return q.db.queryRows(ctx, tx, sqlOpenHeads, []any{key, head}, func(scan func(...any) error) error {
+			var h string
+			if err := scan(&h); err != nil {
+				return err
+			}
+			open = append(open, h)
+			return nil
+		})
+	})
+	return current, currentHead, open, err
+}
+
+// endAttempt is the end of holdLease: it releases the lease and, when the job completed,
+// forgets heads as begun. On PostgreSQL it is one statement in one round trip.
+func (q *riverQueue[TTx]) endAttempt(ctx context.Context, jobID int64, key string, completed bool, heads []string) error {
+	heads = slices.DeleteFunc(heads, func(h string) bool { return h == "" })
+	if p, ok := q.db.(noFlushQuerier); ok && q.lq.end != "" {
+		return p.queryNoFlush(ctx, q.lq.end, []any{jobID, q.opts.ClientID, completed, key, heads})
+	}
+	return withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error {
+		if _, err := q.db.exec(ctx, tx, q.lq.release, jobID, q.opts.ClientID); err != nil || !completed {
+			return err
+		}
+		for _, h := range heads {
+			if _, err := q.db.exec(ctx, tx, sqlConcluded, key, h); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func (q *riverQueue[TTx]) leaseRenew(ctx context.Context, jobID int64) (int64, error) {

@@ -34,22 +34,27 @@ func (w *reviewWorker[TTx]) Work(ctx context.Context, job *river.Job[reviewArgs]
 		Logger()
 
 	check := func(ctx context.Context) error { return q.checkCurrent(ctx, job.Args.Key, job.ID) }
-	if err := check(ctx); err != nil {
-		if errors.Is(err, queue.ErrNotCurrent) {
-			q.metrics.finished("superseded", 0)
-			log.Info().Msg("job superseded before it started")
-			return river.JobCancel(err)
-		}
-		return err
+	superseded := func(err error) error {
+		q.metrics.finished("superseded", 0)
+		log.Info().Msg("job superseded before it started")
+		return river.JobCancel(err)
 	}
 	leave, ok := q.fair.enter(job.Args.Job.InstallationID)
 	if !ok {
+		// A job that is no longer current ends here rather than coming back.
+		if err := check(ctx); errors.Is(err, queue.ErrNotCurrent) {
+			return superseded(err)
+		}
 		log.Debug().Int64("installation_id", job.Args.Job.InstallationID).Msg("installation at its running bound; job snoozed")
 		return river.JobSnooze(snoozeFor(job.JobRow))
 	}
 	defer leave()
 
+	// The lease is taken only by the subject's current job, in one step with that check.
 	ctx, open, release, err := q.holdLease(ctx, job.ID, job.Args.Key, job.Args.Head)
+	if errors.Is(err, queue.ErrNotCurrent) {
+		return superseded(err)
+	}
 	if err != nil {
 		return err
 	}
