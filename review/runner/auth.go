@@ -74,6 +74,25 @@ type nonceCache struct {
 	seen map[string]time.Time
 }
 
+// precheck refuses, before the body is read, a request whose authentication headers are
+// missing or malformed or whose time is not current.
+func precheck(now time.Time, date, nonce, mac string) error {
+	if date == "" || nonce == "" || mac == "" {
+		return errors.New("the request is not authenticated")
+	}
+	if len(nonce) != 32 || !isHexN(nonce) || len(mac) != 64 || !isHexN(strings.ToLower(mac)) {
+		return errors.New("the request's authentication headers are malformed")
+	}
+	secs, err := strconv.ParseInt(date, 10, 64)
+	if err != nil {
+		return errors.New("the request's time is malformed")
+	}
+	if d := now.Sub(time.Unix(secs, 0)); d > MaxSkew || d < -MaxSkew {
+		return fmt.Errorf("the request's time is %s from the runner's clock (at most %s)", d.Round(time.Second), MaxSkew)
+	}
+	return nil
+}
+
 // check verifies a request's authentication and records its nonce.
 func (n *nonceCache) check(token []byte, now time.Time, method, path, date, nonce, mac string, body []byte) error {
 	if date == "" || nonce == "" || mac == "" {

@@ -8,7 +8,12 @@ import (
 
 // SignedRequestForTest returns the headers of an authenticated request with body.
 func SignedRequestForTest(token []byte, method, path string, body []byte) (http.Header, []byte) {
-	date, nonce := strconv.FormatInt(time.Now().Unix(), 10), newNonce()
+	return SignedRequestAtForTest(token, method, path, body, time.Now())
+}
+
+// SignedRequestAtForTest is SignedRequestForTest with the request's time at.
+func SignedRequestAtForTest(token []byte, method, path string, body []byte, at time.Time) (http.Header, []byte) {
+	date, nonce := strconv.FormatInt(at.Unix(), 10), newNonce()
 	h := http.Header{}
 	h.Set(HeaderDate, date)
 	h.Set(HeaderNonce, nonce)

@@ -40,7 +40,7 @@ var titles atomic.Value
 
 func init() { titles.Store("Nil check removed") }
 
-func fakeModel(t *testing.T) (*httptest.Server, *atomic.Int32) {
+func fakeModel(t testing.TB) (*httptest.Server, *atomic.Int32) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -71,7 +71,7 @@ func fakeModel(t *testing.T) (*httptest.Server, *atomic.Int32) {
 }
 
 // startRunner serves a real runner on a unix socket and returns its address.
-func startRunner(t *testing.T, model *httptest.Server, tok []byte) (string, *runner.Server, func()) {
+func startRunner(t testing.TB, model *httptest.Server, tok []byte) (string, *runner.Server, func()) {
 	t.Helper()
 	rt, err := openai.New(openai.Options{BaseURL: model.URL + "/v1/chat/completions", Token: "sk-model", Backoff: time.Millisecond})
 	if err != nil {
@@ -124,13 +124,13 @@ func repoConfig() *config.Repo {
 }
 
 type split struct {
-	t       *testing.T
+	t       testing.TB
 	client  *runner.Client
 	pipe    *review.Pipeline
 	receipt ed25519.PrivateKey
 }
 
-func newSplit(t *testing.T, addr string, tok []byte) *split {
+func newSplit(t testing.TB, addr string, tok []byte) *split {
 	t.Helper()
 	c, err := runner.NewClient(addr, tok, nil)
 	if err != nil {
@@ -372,6 +372,10 @@ func TestRunnerAuthentication(t *testing.T) {
 	if code := send(hdr, body); code != http.StatusUnauthorized {
 		t.Fatalf("replayed: %d", code)
 	}
+	hdr, body = runner.SignedRequestAtForTest(token, http.MethodPost, runner.PathCalls, []byte(`{}`), time.Now().Add(-10*time.Minute))
+	if code := send(hdr, body); code != http.StatusUnauthorized {
+		t.Fatalf("stale: %d", code)
+	}
 	hdr, body = runner.SignedRequestForTest(token, http.MethodPost, runner.PathCalls, bytes.Repeat([]byte(" "), 5<<20))
 	if code := send(hdr, body); code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("oversized: %d", code)
@@ -410,4 +414,60 @@ func lensOf(d *review.Decision, name string) review.LensResult {
 		}
 	}
 	return review.LensResult{}
+}
+
+// TestConcurrentReviewsThroughOneRunner: reviews of several workers at once each get their own
+// run and an observation that matches their own receipt, and not another's.
+func TestConcurrentReviewsThroughOneRunner(t *testing.T) {
+	model, _ := fakeModel(t)
+	addr, srv, _ := startRunner(t, model, token)
+	const n = 6
+	type out struct {
+		env, receipt, otherReceipt []byte
+		err                        error
+	}
+	results := make(chan out, n)
+	for i := 0; i < n; i++ {
+		s := newSplit(t, addr, token)
+		go func() {
+			subj := subject()
+			d, err := s.pipe.Review(context.Background(), subj, repoConfig())
+			if err != nil {
+				results <- out{err: err}
+				return
+			}
+			sign := func(edit func(*disclosure.Predicate)) []byte {
+				p := review.Predicate(d, subj, time.Now())
+				if edit != nil {
+					edit(p)
+				}
+				disc, err := disclosure.Disclose(subj.Body, p, disclosure.Signer{Key: s.receipt})
+				if err != nil {
+					return nil
+				}
+				return disc.Receipt.Envelope
+			}
+			rc := &disclosure.Receipt{Envelope: sign(nil)}
+			// Another receipt of the same change, which this run did not observe.
+			other := &disclosure.Receipt{Envelope: sign(func(p *disclosure.Predicate) { p.Limitations = append(p.Limitations, "another receipt") })}
+			obs, err := runner.RunOf(d.Session).Observe(context.Background(), rc.Envelope, nil, 0)
+			if err != nil {
+				results <- out{err: err}
+				return
+			}
+			results <- out{env: obs.Envelope, receipt: rc.Envelope, otherReceipt: other.Envelope}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if res := observation.Verify(r.env, observation.Options{WitnessKey: srv.WitnessPublicKey(), Receipt: r.receipt}); res.RunnerObservation != observation.Match {
+			t.Fatalf("observation %s %v", res.RunnerObservation, res.Errors)
+		}
+		if res := observation.Verify(r.env, observation.Options{WitnessKey: srv.WitnessPublicKey(), Receipt: r.otherReceipt}); res.RunnerObservation == observation.Match {
+			t.Fatal("an observation matches a receipt it was not made for")
+		}
+	}
 }

@@ -64,6 +64,7 @@ type Server struct {
 	pipe    *review.Pipeline
 	pub     ed25519.PublicKey
 	sem     chan struct{}
+	reading chan struct{}
 	nonces  nonceCache
 	mu      sync.Mutex
 	runs    map[string]*run
@@ -119,7 +120,8 @@ func NewServer(o Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: o, pub: o.Witness.Key.Public().(ed25519.PublicKey), sem: make(chan struct{}, o.MaxConcurrent),
-		runs: map[string]*run{}, refused: map[string]int{},
+		reading: make(chan struct{}, 2*o.MaxConcurrent),
+		runs:    map[string]*run{}, refused: map[string]int{},
 		pipe: review.NewPipeline(review.Options{Runtimes: o.Runtimes, Logger: o.Logger, Version: o.Version, Now: o.Now, WorkRoot: o.WorkRoot}),
 	}
 	return s, nil
@@ -164,7 +166,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusMethodNotAllowed, "method", "want "+routeMethod)
 		return
 	}
+	// Before the body is read: a request without a well-formed nonce and a current time is
+	// refused at once, and only a few bodies are read at a time, so unauthenticated senders
+	// cannot make the runner hold many large bodies.
+	if err := precheck(s.opts.Now(), r.Header.Get(HeaderDate), nonce, r.Header.Get(HeaderMAC)); err != nil {
+		refuse(http.StatusUnauthorized, "auth", err.Error())
+		return
+	}
+	select {
+	case s.reading <- struct{}{}:
+	default:
+		refuse(http.StatusServiceUnavailable, "busy", "the runner is reading as many requests as it takes; try again")
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	<-s.reading
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
