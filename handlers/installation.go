@@ -63,7 +63,7 @@ func (h installationHandler) Handle(ctx context.Context, eventType, deliveryID s
 			Strs("added", addedNames).Strs("removed", removed).Msg("installation repositories changed")
 		added = ev.RepositoriesAdded
 	}
-	h.orgRepoAdded(inst, account, added)
+	h.orgRepoAdded(ctx, inst, account, added)
 	h.events.outcome(eventType, "logged")
 	if !h.backfill || inst == 0 || len(added) == 0 {
 		return nil

@@ -56,7 +56,10 @@ func (h pushHandler) Handle(ctx context.Context, eventType, deliveryID string, p
 	if ev.Installation != nil {
 		inst = ev.Installation.ID
 	}
-	h.configs.OrgConfigChanged(inst, owner)
+	if err := h.configs.OrgConfigChanged(ctx, inst, owner); err != nil {
+		// GitHub redelivers a failed delivery; within the TTL the file applies anyway.
+		return err
+	}
 	zerolog.Ctx(ctx).Info().Str(githubapp.LogKeyRepositoryOwner, owner).Str(githubapp.LogKeyRepositoryName, ev.Repository.Name).
 		Msg("organisation configuration repository pushed; its configuration is read again")
 	h.events.outcome(eventType, "logged")
@@ -65,7 +68,7 @@ func (h pushHandler) Handle(ctx context.Context, eventType, deliveryID string, p
 
 // orgRepoAdded tells the loader of organisation configuration repositories an installation
 // was given access to: a configuration it could not read before may now apply.
-func (h *hooks) orgRepoAdded(inst int64, account string, repos []*github.Repository) {
+func (h *hooks) orgRepoAdded(ctx context.Context, inst int64, account string, repos []*github.Repository) {
 	if h.configs == nil {
 		return
 	}
@@ -77,6 +80,8 @@ func (h *hooks) orgRepoAdded(inst int64, account string, repos []*github.Reposit
 		if o, _, ok := strings.Cut(r.GetFullName(), "/"); ok {
 			owner = o
 		}
-		h.configs.OrgConfigChanged(inst, owner)
+		if err := h.configs.OrgConfigChanged(ctx, inst, owner); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("organisation configuration repository added; its configuration applies within the TTL")
+		}
 	}
 }

@@ -72,6 +72,10 @@ type Options struct {
 	// Delegation configures lenses answered by another review bot (its Runtime must be the
 	// delegate runtime the Reviewer's pipeline uses).
 	Delegation Delegation
+	// OrgConfigAbsence keeps which owners have no organisation configuration, for
+	// OrgConfigAbsentTTL (this process's memory when nil; durable.OrgConfigAbsence shares it
+	// through the durable queue's database, so a push received by one replica reaches all).
+	OrgConfigAbsence OrgConfigAbsence
 	// Now is the clock of requests, waits and looks (time.Now when nil); tests move it.
 	Now func() time.Time
 	// Role splits a deployment: RoleAll (default) takes webhooks and runs reviews, RoleWeb only
@@ -174,7 +178,7 @@ func New(opts Options) (*Server, error) {
 			Now: now,
 		})
 	}
-	configs := NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo, now)
+	configs := NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo, opts.OrgConfigAbsence, now)
 	fetch := Fetcher{Attempts: cfg.Review.SnapshotAttempts, InitialBackoff: opts.InitialBackoff, MaxBackoff: opts.MaxBackoff}
 	s := &Server{
 		cfg:      cfg,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/lensgate/lensgate/config"
@@ -63,17 +64,25 @@ type TrustedConfig struct {
 type ConfigLoader struct {
 	orgRepo  string // "" disables the organisation fallback and remote references
 	fallback *config.Repo
-	absent   *orgAbsence
+	absent   OrgConfigAbsence
+	now      func() time.Time
 }
 
 // NewConfigLoader builds a loader. orgRepo is the owner's fallback repository (".github"; empty
-// disables it); fallback is the server default (config.DefaultRepo() when nil); now is the
-// clock of the organisation fallback's absence memory (time.Now when nil).
-func NewConfigLoader(orgRepo string, fallback *config.Repo, now func() time.Time) *ConfigLoader {
+// disables it); fallback is the server default (config.DefaultRepo() when nil); absent keeps
+// which owners have no organisation configuration (this process's memory when nil); now is
+// its clock (time.Now when nil).
+func NewConfigLoader(orgRepo string, fallback *config.Repo, absent OrgConfigAbsence, now func() time.Time) *ConfigLoader {
 	if fallback == nil {
 		fallback = config.DefaultRepo()
 	}
-	return &ConfigLoader{orgRepo: orgRepo, fallback: fallback, absent: newOrgAbsence(OrgConfigAbsentTTL, maxOrgAbsences, now)}
+	if absent == nil {
+		absent = NewMemoryOrgConfigAbsence(maxOrgAbsences)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &ConfigLoader{orgRepo: orgRepo, fallback: fallback, absent: absent, now: now}
 }
 
 // OrgConfigAbsentTTL is how long the loader remembers that an owner's organisation repository
@@ -84,17 +93,28 @@ func NewConfigLoader(orgRepo string, fallback *config.Repo, now func() time.Time
 // installation is given access to the repository).
 const OrgConfigAbsentTTL = 5 * time.Minute
 
-// maxOrgAbsences bounds the remembered owners; beyond it the oldest is read again.
+// maxOrgAbsences bounds the owners remembered in memory; beyond it the soonest to expire goes.
 const maxOrgAbsences = 10000
 
-// orgAbsence remembers, per installation and owner, until when the owner's organisation
-// repository is known to hold no configuration. The installation is part of the key: one
-// installation may be refused the repository that another can read, so one owner's answer
-// is never taken for another installation's, and never for another owner's.
-type orgAbsence struct {
-	ttl   time.Duration
+// OrgConfigAbsence remembers, per installation and owner, until when the owner's organisation
+// repository is known to hold no configuration the installation can read. The installation is
+// part of the key: one installation may be refused the repository another can read, so one
+// answer is never taken for another installation's, and never for another owner's. Owners
+// come lower-cased (GitHub logins are case-insensitive). The durable queue's database keeps it
+// for every replica (durable.OrgConfigAbsence); NewMemoryOrgConfigAbsence keeps it in a process.
+type OrgConfigAbsence interface {
+	// OrgConfigAbsent reports whether the absence is known at now.
+	OrgConfigAbsent(ctx context.Context, installation int64, owner string, now time.Time) (bool, error)
+	// RememberOrgConfigAbsent records the absence until then.
+	RememberOrgConfigAbsent(ctx context.Context, installation int64, owner string, until time.Time) error
+	// ForgetOrgConfigAbsent drops what is known of the owner: of every installation when
+	// installation is 0.
+	ForgetOrgConfigAbsent(ctx context.Context, installation int64, owner string) error
+}
+
+// memoryAbsence is OrgConfigAbsence in this process, bounded.
+type memoryAbsence struct {
 	limit int
-	now   func() time.Time
 
 	mu    sync.Mutex
 	until map[orgKey]time.Time
@@ -102,81 +122,77 @@ type orgAbsence struct {
 
 type orgKey struct {
 	installation int64
-	owner        string // lower case: GitHub logins are case-insensitive
+	owner        string
 }
 
-func newOrgAbsence(ttl time.Duration, limit int, now func() time.Time) *orgAbsence {
-	if now == nil {
-		now = time.Now
-	}
-	return &orgAbsence{ttl: ttl, limit: limit, now: now, until: map[orgKey]time.Time{}}
+// NewMemoryOrgConfigAbsence keeps up to limit owners in this process.
+func NewMemoryOrgConfigAbsence(limit int) OrgConfigAbsence {
+	return &memoryAbsence{limit: max(limit, 1), until: map[orgKey]time.Time{}}
 }
 
-func keyOf(installation int64, owner string) orgKey {
-	return orgKey{installation: installation, owner: strings.ToLower(owner)}
-}
-
-// known reports whether the owner's organisation configuration is known to be absent.
-func (a *orgAbsence) known(installation int64, owner string) bool {
+func (a *memoryAbsence) OrgConfigAbsent(_ context.Context, installation int64, owner string, now time.Time) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	k := keyOf(installation, owner)
+	k := orgKey{installation, owner}
 	t, ok := a.until[k]
-	if ok && !a.now().Before(t) {
+	if ok && !now.Before(t) {
 		delete(a.until, k)
-		return false
+		return false, nil
 	}
-	return ok
+	return ok, nil
 }
 
-// remember records that the read found no organisation configuration.
-func (a *orgAbsence) remember(installation int64, owner string) {
-	if a.ttl <= 0 {
-		return
-	}
+func (a *memoryAbsence) RememberOrgConfigAbsent(_ context.Context, installation int64, owner string, until time.Time) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := a.now()
-	if len(a.until) >= a.limit {
-		var oldest orgKey
-		first := true
-		for k, t := range a.until {
-			if !now.Before(t) {
-				delete(a.until, k)
-				continue
-			}
-			if first || t.Before(a.until[oldest]) {
-				oldest, first = k, false
+	k := orgKey{installation, owner}
+	if _, ok := a.until[k]; !ok && len(a.until) >= a.limit {
+		var first orgKey
+		found := false
+		for o, t := range a.until {
+			if !found || t.Before(a.until[first]) {
+				first, found = o, true
 			}
 		}
-		if len(a.until) >= a.limit {
-			delete(a.until, oldest)
-		}
+		delete(a.until, first)
 	}
-	a.until[keyOf(installation, owner)] = now.Add(a.ttl)
+	a.until[k] = until
+	return nil
 }
 
-// forget drops what is remembered of the owner (every installation when installation is 0).
-func (a *orgAbsence) forget(installation int64, owner string) {
+func (a *memoryAbsence) ForgetOrgConfigAbsent(_ context.Context, installation int64, owner string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if installation != 0 {
-		delete(a.until, keyOf(installation, owner))
-		return
+		delete(a.until, orgKey{installation, owner})
+		return nil
 	}
-	lower := strings.ToLower(owner)
 	for k := range a.until {
-		if k.owner == lower {
+		if k.owner == owner {
 			delete(a.until, k)
 		}
 	}
+	return nil
 }
 
 // OrgConfigChanged makes the next load of the owner's repositories read the organisation
-// configuration again: a push to its default branch or new access to the repository may
-// have added it.
-func (l *ConfigLoader) OrgConfigChanged(installation int64, owner string) {
-	l.absent.forget(installation, owner)
+// configuration again (for every installation when installation is 0): a push to its default
+// branch or new access to the repository may have added it.
+func (l *ConfigLoader) OrgConfigChanged(ctx context.Context, installation int64, owner string) error {
+	if err := l.absent.ForgetOrgConfigAbsent(ctx, installation, strings.ToLower(owner)); err != nil {
+		return fmt.Errorf("forget the organisation configuration's absence for %s: %w", owner, err)
+	}
+	return nil
+}
+
+// orgConfigAbsent reports a known absence; a store that cannot answer says no (the file is read).
+func (l *ConfigLoader) orgConfigAbsent(ctx context.Context, installation int64, owner string) bool {
+	known, err := l.absent.OrgConfigAbsent(ctx, installation, strings.ToLower(owner), l.now())
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("organisation configuration's absence unknown; reading it")
+		return false
+	}
+	return known
 }
 
 // IsOrgConfigRepo reports whether repo is the organisation configuration repository.
@@ -210,7 +226,7 @@ func (l *ConfigLoader) Load(ctx context.Context, client *github.Client, installa
 	if err != nil || found {
 		return tc, err
 	}
-	if l.orgRepo != "" && !strings.EqualFold(repo, l.orgRepo) && !l.absent.known(installation, owner) {
+	if l.orgRepo != "" && !strings.EqualFold(repo, l.orgRepo) && !l.orgConfigAbsent(ctx, installation, owner) {
 		// No ref: GitHub reads the default branch, and a missing repository is a 404 like a
 		// missing file, so the fallback costs one read, and none while its absence is known.
 		data, found, err := readFile(ctx, client, owner, l.orgRepo, ConfigPath, "")
@@ -218,7 +234,9 @@ func (l *ConfigLoader) Load(ctx context.Context, client *github.Client, installa
 			return TrustedConfig{}, fmt.Errorf("load %s from %s/%s: %w", ConfigPath, owner, l.orgRepo, err)
 		}
 		if !found {
-			l.absent.remember(installation, owner)
+			if err := l.absent.RememberOrgConfigAbsent(ctx, installation, strings.ToLower(owner), l.now().Add(OrgConfigAbsentTTL)); err != nil {
+				zerolog.Ctx(ctx).Warn().Err(err).Msg("organisation configuration's absence not remembered; the next review reads it again")
+			}
 		}
 		if found {
 			src := ConfigSource{Origin: OriginOrganization, Source: owner + "/" + l.orgRepo, Path: ConfigPath}

@@ -279,21 +279,32 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	if err != nil {
 		return failQ(err)
 	}
+	var absent handlers.OrgConfigAbsence
+	if q != nil {
+		// Every replica skips the read another found missing, and a push to the organisation
+		// configuration repository received by any replica reaches every worker.
+		a, err := durable.NewOrgConfigAbsence(ctx, q, nil)
+		if err != nil {
+			return failQ(err)
+		}
+		absent = a
+	}
 	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log, Version: version, Tokens: tokens})
 	server, err := handlers.New(handlers.Options{
-		Config:      cfg,
-		Logger:      log,
-		Reviewer:    pipeline,
-		Triager:     pipeline,
-		Publisher:   pub,
-		Queue:       q,
-		DefaultRepo: defaultRepo,
-		SigningKeys: keys,
-		WitnessKeys: witnessKeys,
-		Registry:    promReg,
-		Version:     version,
-		Role:        role,
-		Delegation:  handlers.Delegation{Runtime: dl},
+		OrgConfigAbsence: absent,
+		Config:           cfg,
+		Logger:           log,
+		Reviewer:         pipeline,
+		Triager:          pipeline,
+		Publisher:        pub,
+		Queue:            q,
+		DefaultRepo:      defaultRepo,
+		SigningKeys:      keys,
+		WitnessKeys:      witnessKeys,
+		Registry:         promReg,
+		Version:          version,
+		Role:             role,
+		Delegation:       handlers.Delegation{Runtime: dl},
 	})
 	if err != nil {
 		return fail(err)

@@ -304,3 +304,63 @@ func TestGateCheckRecordIsSharedByReplicas(t *testing.T) {
 		t.Fatalf("gate check runs after the second replica's review: %+v, want the first replica's run concluded in place", g)
 	}
 }
+
+// With the durable queue the organisation configuration's absence is in its database: a
+// replica skips the read another replica found missing, and the push to the .github
+// repository received by one replica (the one serving webhooks) makes another replica's
+// worker read the configuration at once.
+func TestOrgConfigAbsenceIsSharedByReplicas(t *testing.T) {
+	ctx := context.Background()
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "queue.db")
+	const owner = "Codertocat"
+	replica := func(base *stack, role string) (*stack, queue.Queue) {
+		q, err := durable.Open(ctx, dsn, durable.Options{FetchPollInterval: 20 * time.Millisecond, InsertOnly: role == handlers.RoleWeb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = q.Stop(ctx) })
+		absent, err := durable.NewOrgConfigAbsence(ctx, q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		with := func(o *handlers.Options) { o.Queue, o.OrgConfigAbsence, o.Role = q, absent, role }
+		if base == nil {
+			return newStackWith(t, lineReviewer{}, e2eDiff1, nil, with), q
+		}
+		return newReplica(base, lineReviewer{}, nil, with), q
+	}
+	a, qa := replica(nil, handlers.RoleAll)
+	a.send("pull_request", "d-opened", readPayload(t, "pull_request.opened.payload.json"))
+	a.wait("opened")
+	if n := orgReads(a.gh, owner); n != 1 {
+		t.Fatalf("first review: %d reads of the organisation configuration, want 1", n)
+	}
+	if err := qa.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The next reviews run on a worker replica; a replica serving webhooks only receives them.
+	b, _ := replica(a, handlers.RoleWorker)
+	web, _ := replica(a, handlers.RoleWeb)
+	review := func(head, delivery string) {
+		t.Helper()
+		b.gh.Push(e2eRepo, e2ePR, head, []byte(e2eDiff2), nil)
+		web.send("pull_request", delivery, edit(t, readPayload(t, "pull_request.synchronize.payload.json"), func(m map[string]any) {
+			m["after"] = head
+			m["pull_request"].(map[string]any)["head"].(map[string]any)["sha"] = head
+		}))
+		b.wait(delivery)
+	}
+	b.gh.ResetCalls()
+	review("4444444444444444444444444444444444444444", "d-push-1")
+	if n := orgReads(b.gh, owner); n != 0 {
+		t.Fatalf("the worker replica read the organisation configuration %d times, want 0 (the first replica found it missing)", n)
+	}
+	b.gh.AddRepo(githubfake.Repo{Owner: owner, Name: ".github", DefaultBranch: "main"})
+	b.gh.SetFile(owner+"/.github", "main", ".asdd.yml", orgConfig)
+	web.send("push", "d-push-org", pushToOrgRepo(t, owner, "refs/heads/main"))
+	b.gh.ResetCalls()
+	review("5555555555555555555555555555555555555555", "d-push-2")
+	if n, src := orgReads(b.gh, owner), b.decisions.lastSource(); n != 1 || !strings.Contains(src, owner+"/.github") {
+		t.Fatalf("after the push reached the webhook replica: the worker read it %d times, configuration %q; want 1 and the organisation's", n, src)
+	}
+}

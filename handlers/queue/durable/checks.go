@@ -59,7 +59,7 @@ const (
 // CheckRecordsKept are not returned and are deleted once a day by each process.
 type CheckRecords struct {
 	now   func() time.Time
-	store checkStore
+	store sideStore
 
 	mu       sync.Mutex
 	prunedOn string // the UTC day this process last pruned
@@ -67,8 +67,9 @@ type CheckRecords struct {
 
 var _ queue.CheckRecords = (*CheckRecords)(nil)
 
-// checkStore is the records' SQL on one backend.
-type checkStore struct {
+// sideStore runs the SQL of a table kept beside the queue's (its own schema and migration step)
+// on one backend.
+type sideStore struct {
 	exec     func(ctx context.Context, query string, args ...any) error
 	queryOne func(ctx context.Context, query string, args []any, dest ...any) error
 	migrate  func(ctx context.Context) error
@@ -81,24 +82,34 @@ func NewCheckRecords(ctx context.Context, q queue.Queue, now func() time.Time) (
 	if now == nil {
 		now = time.Now
 	}
-	var store checkStore
-	switch rq := q.(type) {
-	case *riverQueue[pgx.Tx]:
-		// The queue's migration lock: replicas starting together create the table one at a time.
-		store = newCheckStore[pgx.Tx](rq.db, "SELECT pg_advisory_xact_lock($1)")
-	case *riverQueue[*sql.Tx]:
-		store = newCheckStore[*sql.Tx](rq.db, "")
-	default:
-		return nil, errors.New("durable queue: the gate check records need a queue opened by durable.Open")
-	}
-	if err := store.migrate(ctx); err != nil {
-		return nil, fmt.Errorf("durable queue: gate check records schema: %w", err)
+	store, err := openSideStore(ctx, q, checkSchema)
+	if err != nil {
+		return nil, fmt.Errorf("durable queue: gate check records: %w", err)
 	}
 	return &CheckRecords{now: now, store: store}, nil
 }
 
-func newCheckStore[TTx any](db database[TTx], lock string) checkStore {
-	return checkStore{
+// openSideStore gives the table of schema over the database of q, a queue returned by Open,
+// creating it if needed.
+func openSideStore(ctx context.Context, q queue.Queue, schema []string) (sideStore, error) {
+	var store sideStore
+	switch rq := q.(type) {
+	case *riverQueue[pgx.Tx]:
+		// The queue's migration lock: replicas starting together create the table one at a time.
+		store = newSideStore[pgx.Tx](rq.db, "SELECT pg_advisory_xact_lock($1)", schema)
+	case *riverQueue[*sql.Tx]:
+		store = newSideStore[*sql.Tx](rq.db, "", schema)
+	default:
+		return store, errors.New("needs a queue opened by durable.Open")
+	}
+	if err := store.migrate(ctx); err != nil {
+		return store, fmt.Errorf("schema: %w", err)
+	}
+	return store, nil
+}
+
+func newSideStore[TTx any](db database[TTx], lock string, schema []string) sideStore {
+	return sideStore{
 		exec: func(ctx context.Context, query string, args ...any) error {
 			return withTx(ctx, db, func(tx TTx) error {
 				_, err := db.exec(ctx, tx, query, args...)
@@ -113,7 +124,7 @@ func newCheckStore[TTx any](db database[TTx], lock string) checkStore {
 						return err
 					}
 				}
-				for _, stmt := range checkSchema {
+				for _, stmt := range schema {
 					if _, err := db.exec(ctx, tx, stmt); err != nil {
 						return err
 					}

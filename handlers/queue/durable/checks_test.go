@@ -110,3 +110,60 @@ func TestCheckRecordsNeedADurableQueue(t *testing.T) {
 		t.Fatal("gate check records on the memory queue")
 	}
 }
+
+// The organisation configuration absences are shared by replicas: an absence one replica
+// remembered holds for another until it expires or is forgotten, for that installation and
+// owner only; forgetting an owner without an installation forgets it for every installation.
+func TestOrgConfigAbsenceAcrossReplicas(t *testing.T) {
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			dsn := be.dsn(t)
+			ctx := context.Background()
+			opts := testOptions()
+			opts.InsertOnly = true
+			newAbsence := func() *OrgConfigAbsence {
+				a, err := NewOrgConfigAbsence(ctx, open(t, dsn, opts), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a
+			}
+			a, b := newAbsence(), newAbsence()
+			now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+			absent := func(s *OrgConfigAbsence, inst int64, owner string, at time.Time) bool {
+				t.Helper()
+				ok, err := s.OrgConfigAbsent(ctx, inst, owner, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ok
+			}
+			for _, r := range []struct {
+				inst  int64
+				owner string
+			}{{1, "octo"}, {2, "octo"}, {1, "other"}} {
+				if err := a.RememberOrgConfigAbsent(ctx, r.inst, r.owner, now.Add(5*time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !absent(b, 1, "octo", now) || absent(b, 3, "octo", now) || absent(b, 1, "third", now) {
+				t.Fatal("replica b does not see exactly what replica a remembered")
+			}
+			if absent(b, 1, "octo", now.Add(5*time.Minute)) {
+				t.Fatal("an absence holds past its time")
+			}
+			if err := b.ForgetOrgConfigAbsent(ctx, 1, "other"); err != nil {
+				t.Fatal(err)
+			}
+			if absent(a, 1, "other", now) || !absent(a, 1, "octo", now) {
+				t.Fatal("forgetting one owner of an installation forgot the wrong one")
+			}
+			if err := b.ForgetOrgConfigAbsent(ctx, 0, "octo"); err != nil {
+				t.Fatal(err)
+			}
+			if absent(a, 1, "octo", now) || absent(a, 2, "octo", now) {
+				t.Fatal("forgetting an owner for every installation left one")
+			}
+		})
+	}
+}
