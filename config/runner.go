@@ -90,6 +90,10 @@ type Runner struct {
 	TokenFile string `yaml:"token_file"`
 	// WitnessKeyFile is the Ed25519 witness key. Env LENSGATE_WITNESS_KEY_FILE. Required.
 	WitnessKeyFile string `yaml:"witness_key_file"`
+	// PreviousWitnessPublicKeys are retired witness public keys (64 hex each): observations
+	// they signed still vouch for findings carried from earlier heads.
+	// Env LENSGATE_PREVIOUS_WITNESS_PUBLIC_KEYS (comma-separated).
+	PreviousWitnessPublicKeys []string `yaml:"previous_witness_public_keys"`
 	// LogLevel and LogFormat as for the server. Env LENSGATE_LOG_LEVEL, LENSGATE_LOG_FORMAT.
 	LogLevel  string `yaml:"log_level"`
 	LogFormat string `yaml:"log_format"`
@@ -132,6 +136,10 @@ func runnerEnv() []runnerEnvVar {
 		{"LENSGATE_RUNNER_LISTEN", "listen", str(func(r *Runner) *string { return &r.Listen })},
 		{"LENSGATE_RUNNER_TOKEN_FILE", "token_file", str(func(r *Runner) *string { return &r.TokenFile })},
 		{"LENSGATE_WITNESS_KEY_FILE", "witness_key_file", str(func(r *Runner) *string { return &r.WitnessKeyFile })},
+		{"LENSGATE_PREVIOUS_WITNESS_PUBLIC_KEYS", "previous_witness_public_keys", func(r *Runner, v string) error {
+			r.PreviousWitnessPublicKeys = splitList(v)
+			return nil
+		}},
 		{"LENSGATE_LOG_LEVEL", "log_level", str(func(r *Runner) *string { return &r.LogLevel })},
 		{"LENSGATE_LOG_FORMAT", "log_format", str(func(r *Runner) *string { return &r.LogFormat })},
 		{"LENSGATE_RUNNER_WORK_ROOT", "work_root", str(func(r *Runner) *string { return &r.WorkRoot })},
@@ -255,6 +263,11 @@ func (r *Runner) Validate() error {
 	if r.WitnessKeyFile == "" {
 		add("witness_key_file", "is required: the runner signs observations with it")
 	}
+	for i, k := range r.PreviousWitnessPublicKeys {
+		if b, err := hex.DecodeString(strings.TrimSpace(k)); err != nil || len(b) != 32 {
+			add("previous_witness_public_keys", "[%d]: not a 64-hex Ed25519 public key", i)
+		}
+	}
 	switch r.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -288,3 +301,6 @@ func (r *Runner) Validate() error {
 	}
 	return nil
 }
+
+// RunnerPreviousWitnessKeys decodes PreviousWitnessPublicKeys (validated by Validate).
+func (r *Runner) RunnerPreviousWitnessKeys() [][]byte { return decodeKeys(r.PreviousWitnessPublicKeys) }

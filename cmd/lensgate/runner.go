@@ -52,8 +52,12 @@ func (c *runnerCmd) Run(e *env) error {
 	if err := addDelegatePresets(reg, dl, cfg.Runtime.Presets); err != nil {
 		return exitWith(exitUsage, err)
 	}
+	var previous []ed25519.PublicKey
+	for _, k := range cfg.RunnerPreviousWitnessKeys() {
+		previous = append(previous, ed25519.PublicKey(k))
+	}
 	srv, err := runner.NewServer(runner.Options{
-		Runtimes: reg, Witness: observation.Signer{Key: wk}, Token: token, Version: version, Logger: log,
+		Runtimes: reg, Witness: observation.Signer{Key: wk}, PreviousWitnessKeys: previous, Token: token, Version: version, Logger: log,
 		MaxRuns: cfg.MaxRuns, RunTTL: cfg.RunTTL, MaxRequestBytes: cfg.MaxRequestBytes, MaxConcurrent: cfg.MaxConcurrent,
 		WorkRoot: cfg.WorkRoot,
 	})

@@ -71,16 +71,20 @@ func fakeModel(t testing.TB) (*httptest.Server, *atomic.Int32) {
 }
 
 // startRunner serves a real runner on a unix socket and returns its address.
-func startRunner(t testing.TB, model *httptest.Server, tok []byte) (string, *runner.Server, func()) {
+func startRunner(t testing.TB, model *httptest.Server, tok []byte, mods ...func(*runner.Options)) (string, *runner.Server, func()) {
 	t.Helper()
 	rt, err := openai.New(openai.Options{BaseURL: model.URL + "/v1/chat/completions", Token: "sk-model", Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := runner.NewServer(runner.Options{
+	o := runner.Options{
 		Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{}), rt), Witness: observation.Signer{Key: seedKey(7)},
 		Token: tok, Version: "v-test", Logger: zerolog.Nop(), MaxRequestBytes: 4 << 20,
-	})
+	}
+	for _, m := range mods {
+		m(&o)
+	}
+	srv, err := runner.NewServer(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,5 +473,46 @@ func TestConcurrentReviewsThroughOneRunner(t *testing.T) {
 		if res := observation.Verify(r.env, observation.Options{WitnessKey: srv.WitnessPublicKey(), Receipt: r.otherReceipt}); res.RunnerObservation == observation.Match {
 			t.Fatal("an observation matches a receipt it was not made for")
 		}
+	}
+}
+
+// TestRetiredWitnessKeyStillVouches: after the runner's witness key is rotated, a finding
+// carried from a head observed under the old key is accepted when the old key is listed as
+// retired, and refused when it is not.
+func TestRetiredWitnessKeyStillVouches(t *testing.T) {
+	model, _ := fakeModel(t)
+	oldAddr, _, _ := startRunner(t, model, token)
+	titles.Store("Nil check removed")
+	s := newSplit(t, oldAddr, token)
+	d1, subj := s.review()
+	first, err := runner.RunOf(d1.Session).Observe(context.Background(), s.sign(d1, subj, nil).Envelope, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := lensOf(d1, "correctness").Findings[0]
+	titles.Store("Empty path not handled")
+	t.Cleanup(func() { titles.Store("Nil check removed") })
+	carry := func(p *disclosure.Predicate) {
+		p.Findings = append(p.Findings, disclosure.Finding{ID: earlier.ID, Severity: string(earlier.Severity), Title: "carried", Disposition: "fixed", FixCommit: strings.Repeat("c", 40)})
+		p.FindingsTotal = len(p.Findings)
+	}
+	rotated := func(o *runner.Options) { o.Witness = observation.Signer{Key: seedKey(8)} }
+	for _, c := range []struct {
+		name    string
+		retired bool
+	}{{"old key retired", true}, {"old key forgotten", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			mods := []func(*runner.Options){rotated}
+			if c.retired {
+				mods = append(mods, func(o *runner.Options) { o.PreviousWitnessKeys = []ed25519.PublicKey{seedKey(7).Public().(ed25519.PublicKey)} })
+			}
+			addr, _, _ := startRunner(t, model, token, mods...)
+			s2 := newSplit(t, addr, token)
+			d, subj := s2.review()
+			_, err := runner.RunOf(d.Session).Observe(context.Background(), s2.sign(d, subj, carry).Envelope, [][]byte{first.Envelope}, 0)
+			if (err == nil) != c.retired {
+				t.Fatalf("observe: %v", err)
+			}
+		})
 	}
 }

@@ -41,6 +41,9 @@ type Options struct {
 	Runtimes *runtime.Registry
 	// Witness signs observations; the worker never holds it.
 	Witness observation.Signer
+	// PreviousWitnessKeys are retired witness public keys: an earlier observation signed with
+	// one still vouches for the findings it lists.
+	PreviousWitnessKeys []ed25519.PublicKey
 	// Token is the shared token (see LoadToken).
 	Token   []byte
 	Version string
@@ -416,7 +419,7 @@ func (s *Server) observe(o *ObserveRequest) (*ObserveResponse, int, error) {
 	vouched := map[string]observation.Finding{}
 	for i, env := range o.Prior {
 		p, err := observation.Parse(env)
-		if err != nil || !p.SignedBy(s.pub) || p.Statement.SubjectName != rc.SubjectName {
+		if err != nil || !s.ownKey(p) || p.Statement.SubjectName != rc.SubjectName {
 			s.opts.Logger.Info().Int("prior", i).Msg("an earlier observation given with the receipt is not this runner's own of this subject; ignored")
 			continue
 		}
@@ -492,6 +495,20 @@ func (s *Server) observe(o *ObserveRequest) (*ObserveResponse, int, error) {
 	s.opts.Logger.Info().Str("run", rn.id).Str("observation", signed.Digest).Int("calls", len(st.Calls)).
 		Int("findings", st.FindingsTotal).Msg("observation signed")
 	return &ObserveResponse{Envelope: signed.Envelope, Digest: signed.Digest}, http.StatusOK, nil
+}
+
+// ownKey reports whether an observation is signed by this runner's witness key, current or
+// retired.
+func (s *Server) ownKey(p *observation.Parsed) bool {
+	if p.SignedBy(s.pub) {
+		return true
+	}
+	for _, k := range s.opts.PreviousWitnessKeys {
+		if p.SignedBy(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // grantBudget is the token grant of one call: every reservation within it is allowed.
