@@ -504,7 +504,9 @@ func TestRetiredWitnessKeyStillVouches(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			mods := []func(*runner.Options){rotated}
 			if c.retired {
-				mods = append(mods, func(o *runner.Options) { o.PreviousWitnessKeys = []ed25519.PublicKey{seedKey(7).Public().(ed25519.PublicKey)} })
+				mods = append(mods, func(o *runner.Options) {
+					o.PreviousWitnessKeys = []ed25519.PublicKey{seedKey(7).Public().(ed25519.PublicKey)}
+				})
 			}
 			addr, _, _ := startRunner(t, model, token, mods...)
 			s2 := newSplit(t, addr, token)
