@@ -310,8 +310,9 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 		prior = r.receiptFromEnvelope(extractEnvelope(sticky.GetBody()))
 		priorState = hiddenValue(sticky.GetBody(), markerState)
 		if prior != nil && tgt.observe != nil {
-			r.keepObservation(prior, extractObservation(sticky.GetBody()))
-			priorObservation = prior.observation
+			// The runner checks the earlier observation itself (its own key, current or retired).
+			priorObservation = extractObservation(sticky.GetBody())
+			r.keepObservation(prior, priorObservation)
 		}
 	}
 	for attempt := 0; attempt < 3; attempt++ {
