@@ -283,6 +283,22 @@ func TestSplitRoleRunnerThroughTheServer(t *testing.T) {
 		t.Fatalf("the check without a runner claims an observation:\n%.6000s", cr2.Text)
 	}
 	s.stop()
+
+	// The web role never talks to the runner (which is gone now): it starts, and publishes the
+	// runner's key from runner.witness_public_key.
+	web := map[string]string{}
+	for k, v := range vars {
+		web[k] = v
+	}
+	web["LENSGATE_LISTEN"] = freeAddr(t)
+	web["LENSGATE_STATE_DIR"] = t.TempDir()
+	web["LENSGATE_AUDIT_FILE"] = filepath.Join(web["LENSGATE_STATE_DIR"], "audit.jsonl")
+	web["LENSGATE_RUNNER_WITNESS_PUBLIC_KEY"] = fe.witnessPub
+	ws := startServe(t, web, "--role", "web")
+	if keys := ws.mustGet("/.well-known/lensgate/keys"); !strings.Contains(keys, fe.witnessPub) || !strings.Contains(keys, `"witness"`) {
+		t.Fatalf("the web role's keys: %s", keys)
+	}
+	ws.stop()
 }
 
 func waitGate(t *testing.T, gh *githubfake.Server, repo, head string, procs ...*server) githubfake.CheckRun {
