@@ -33,6 +33,8 @@ const (
 	// maxObservesPerRun bounds the receipts one run's record can be signed for (a publisher
 	// signs again when the body changed while it wrote).
 	maxObservesPerRun = 8
+	// bodyTimeout bounds how long a request's body may take to arrive.
+	bodyTimeout = 2 * time.Minute
 )
 
 // Options configure a Server.
@@ -182,7 +184,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusServiceUnavailable, "busy", "the runner is reading as many requests as it takes; try again")
 		return
 	}
+	// The body must arrive within bodyTimeout; the deadline is lifted before the call runs,
+	// so that a long call is not cut off.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	_ = rc.SetReadDeadline(time.Time{})
 	<-s.reading
 	if err != nil {
 		var mb *http.MaxBytesError
