@@ -113,6 +113,9 @@ func benchThroughput(b *testing.B, dsn string, replicas, workers int) {
 	opts := testOptions()
 	opts.Workers = workers
 	opts.FetchPollInterval, opts.FetchCooldown = 0, 0
+	// Every job is of one installation; the per-installation bound (a fairness policy with
+	// tests of its own) would snooze the jobs of all but one worker and measure its snoozes.
+	opts.MaxRunningPerInstallation = -1
 	qs := make([]queue.Queue, replicas)
 	for i := range qs {
 		qs[i] = open(b, dsn, opts)
