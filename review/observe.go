@@ -165,6 +165,9 @@ func (p *Pipeline) observeCall(rt runtime.Runtime, req *runtime.Request, files o
 	case runtime.IdentityExec:
 		if o.ExecutableSHA256 != "" {
 			c.Runtime = observation.Runtime{Kind: observation.KindExec, Name: name, ExecutableSHA256: o.ExecutableSHA256, ExitStatus: o.ExitStatus}
+			if reHex64.MatchString(o.InterpreterSHA256) && strings.HasPrefix(o.InterpreterPath, "/") && len(o.InterpreterPath) <= observation.MaxStringBytes {
+				c.Runtime.InterpreterPath, c.Runtime.InterpreterSHA256 = clean(o.InterpreterPath), o.InterpreterSHA256
+			}
 		}
 		local(nil, o.Output)
 	case runtime.IdentityOpenAI:

@@ -73,7 +73,7 @@ type receiptVerifyCmd struct {
 	// The runner observation is a separate axis: it never changes the receipt's ok.
 	Observation        string   `type:"path" help:"Runner observation (review-run statement) published beside the receipt; reported as the runner_observation axis."`
 	WitnessKey         string   `name:"witness-key" help:"The runner's witness public key (role witness at /.well-known/lensgate/keys): 64 hex characters or a file holding them."`
-	ExpectRuntime      []string `name:"expect-runtime" placeholder:"NAME=WHAT" help:"Runtime identity every call by runtime NAME must show: NAME=sha256:HEX (executable or binary), NAME=version:V, NAME=host:H or NAME=model:M (the model that answered). Repeatable."`
+	ExpectRuntime      []string `name:"expect-runtime" placeholder:"NAME=WHAT" help:"Runtime identity every call by runtime NAME must show: NAME=sha256:HEX (executable or binary), NAME=version:V, NAME=host:H, NAME=model:M (the model that answered) or NAME=interpreter:sha256:HEX (the program an adapter's #! line starts). Repeatable."`
 	RequireObservation bool     `name:"require-observation" help:"Exit 1 unless the runner observation is MATCH (the receipt must still be ok)."`
 }
 
@@ -185,8 +185,13 @@ func (c *receiptVerifyCmd) observationInput(receipt, receiptKey []byte) (observa
 			ex.EndpointHost = val
 		case "model":
 			ex.ModelResponded = val
+		case "interpreter":
+			if val = strings.ToLower(strings.TrimPrefix(val, "sha256:")); !isHex64(val) {
+				return o, nil, fmt.Errorf("--expect-runtime %q: the interpreter digest must be 64 hex characters", x)
+			}
+			ex.InterpreterSHA256 = val
 		default:
-			return o, nil, fmt.Errorf("--expect-runtime %q: unknown kind %q (sha256, version, host, model)", x, kind)
+			return o, nil, fmt.Errorf("--expect-runtime %q: unknown kind %q (sha256, version, host, model, interpreter)", x, kind)
 		}
 		o.Expected = append(o.Expected, ex)
 	}

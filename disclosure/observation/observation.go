@@ -28,6 +28,10 @@ const (
 	// PredicateType names this format and its version; a reader refuses any other.
 	PredicateType = "https://github.com/lensgate/lensgate/predicates/review-run/v0.1"
 	SchemaVersion = "0.1.0"
+	// PredicateTypeV02 is v0.2: v0.1 plus the interpreter of an exec runtime. A statement is
+	// written as v0.2 only when a call names an interpreter, so every other stays v0.1.
+	PredicateTypeV02 = "https://github.com/lensgate/lensgate/predicates/review-run/v0.2"
+	SchemaVersionV02 = "0.2.0"
 	// TimeLayout is the only accepted time form: UTC, nanoseconds, always nine digits.
 	TimeLayout = "2006-01-02T15:04:05.000000000Z"
 )
@@ -110,6 +114,10 @@ type Runtime struct {
 	EndpointHost   string
 	ModelRequested string
 	ModelResponded string
+	// InterpreterPath and InterpreterSHA256 name the program an exec adapter's "#!" line
+	// starts, as resolved and hashed right before the start (v0.2; empty for a binary).
+	InterpreterPath   string
+	InterpreterSHA256 string
 }
 
 // Exchange is one request sent and the response received, by digest.
@@ -223,8 +231,14 @@ func (s *Statement) Tree() (map[string]any, error) {
 	if s.PlanDigest != "" {
 		bind["plan"] = digestRef(s.PlanDigest)
 	}
+	ptype, schema := PredicateType, SchemaVersion
+	for _, c := range s.Calls {
+		if c.Runtime.InterpreterSHA256 != "" {
+			ptype, schema = PredicateTypeV02, SchemaVersionV02
+		}
+	}
 	pred := map[string]any{
-		"schemaVersion": SchemaVersion,
+		"schemaVersion": schema,
 		"runner":        map[string]any{"id": s.Runner.ID, "version": s.Runner.Version},
 		"binds":         bind,
 		"window":        map[string]any{"started": formatTime(s.Started), "finished": formatTime(s.Finished)},
@@ -235,7 +249,7 @@ func (s *Statement) Tree() (map[string]any, error) {
 	}
 	st := map[string]any{
 		"_type":         StatementType,
-		"predicateType": PredicateType,
+		"predicateType": ptype,
 		"subject": []any{map[string]any{
 			"name": s.SubjectName, "digest": map[string]any{"sha256": s.SubjectDigest},
 		}},
@@ -256,6 +270,9 @@ func (c *Call) tree() map[string]any {
 	setIf(rt, "modelResponded", c.Runtime.ModelResponded)
 	if c.Runtime.ExitStatus != nil {
 		rt["exitStatus"] = num(int64(*c.Runtime.ExitStatus))
+	}
+	if c.Runtime.InterpreterSHA256 != "" {
+		rt["interpreter"] = map[string]any{"path": c.Runtime.InterpreterPath, "sha256": c.Runtime.InterpreterSHA256}
 	}
 	ex := make([]any, 0, len(c.Exchanges))
 	for _, e := range c.Exchanges {

@@ -86,8 +86,12 @@ func Parse(envelope []byte) (*Parsed, error) {
 	return &Parsed{Statement: s, Digest: hex.EncodeToString(sum[:]), opened: op}, nil
 }
 
-// reader walks a JSON tree with closed key sets and collects the first error.
-type reader struct{ err error }
+// reader walks a JSON tree with closed key sets and collects the first error. v2 is set while
+// a v0.2 statement is read.
+type reader struct {
+	err error
+	v2  bool
+}
 
 func (r *reader) fail(format string, args ...any) {
 	if r.err == nil {
@@ -205,8 +209,13 @@ func parseStatement(v any) (*Statement, error) {
 	if st["_type"] != StatementType {
 		return nil, fmt.Errorf("statement: _type must be %s", StatementType)
 	}
-	if st["predicateType"] != PredicateType {
-		return nil, fmt.Errorf("statement: predicateType must be %s (unknown version or another format)", PredicateType)
+	schema := SchemaVersion
+	switch st["predicateType"] {
+	case PredicateType:
+	case PredicateTypeV02:
+		r.v2, schema = true, SchemaVersionV02
+	default:
+		return nil, fmt.Errorf("statement: predicateType must be %s or %s (unknown version or another format)", PredicateType, PredicateTypeV02)
 	}
 	s := &Statement{}
 	subj := r.list(st, "subject", "statement", 1)
@@ -225,8 +234,8 @@ func parseStatement(v any) (*Statement, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if p["schemaVersion"] != SchemaVersion {
-		return nil, fmt.Errorf("predicate.schemaVersion must be %q", SchemaVersion)
+	if p["schemaVersion"] != schema {
+		return nil, fmt.Errorf("predicate.schemaVersion must be %q", schema)
 	}
 	run := r.object(p["runner"], "predicate.runner", []string{"id", "version"}, nil)
 	s.Runner = Runner{ID: r.str(run, "id", "runner", 64), Version: r.str(run, "version", "runner", 128)}
@@ -342,7 +351,7 @@ func (r *reader) call(v any, where string) Call {
 
 func (r *reader) runtime(v any, where string) Runtime {
 	m := r.object(v, where, []string{"kind", "name"},
-		[]string{"version", "executableSha256", "exitStatus", "endpointHost", "modelRequested", "modelResponded"})
+		[]string{"version", "executableSha256", "exitStatus", "endpointHost", "modelRequested", "modelResponded", "interpreter"})
 	if r.err != nil {
 		return Runtime{}
 	}
@@ -355,6 +364,18 @@ func (r *reader) runtime(v any, where string) Runtime {
 	if _, ok := m["exitStatus"]; ok {
 		n := int(r.integer(m, "exitStatus", where, -1, 255))
 		rt.ExitStatus = &n
+	}
+	if iv, ok := m["interpreter"]; ok {
+		if !r.v2 {
+			r.fail("%s: interpreter is a member of v0.2, not of v0.1", where)
+			return rt
+		}
+		im := r.object(iv, where+".interpreter", []string{"path", "sha256"}, nil)
+		rt.InterpreterPath = r.str(im, "path", where+".interpreter", MaxStringBytes)
+		rt.InterpreterSHA256 = r.hex64(im, "sha256", where+".interpreter")
+		if r.err == nil && !strings.HasPrefix(rt.InterpreterPath, "/") {
+			r.fail("%s.interpreter.path must be absolute", where)
+		}
 	}
 	has := func(k string) bool { _, ok := m[k]; return ok }
 	only := func(keys ...string) {
@@ -371,7 +392,7 @@ func (r *reader) runtime(v any, where string) Runtime {
 			r.fail("%s: a builtin runtime names its version and executableSha256", where)
 		}
 	case KindExec:
-		only("executableSha256", "exitStatus")
+		only("executableSha256", "exitStatus", "interpreter")
 		if !has("executableSha256") {
 			r.fail("%s: an exec runtime names its executableSha256", where)
 		}

@@ -42,6 +42,8 @@ type Expectation struct {
 	Version          string
 	EndpointHost     string
 	ModelResponded   string
+	// InterpreterSHA256 is the digest of the program an exec adapter's "#!" line starts.
+	InterpreterSHA256 string
 }
 
 // Options are what the reader brings: the keys it trusts, the receipt the observation claims
@@ -187,6 +189,7 @@ func (e Expectation) differs(rt Runtime) string {
 	cmp("version", e.Version, rt.Version)
 	cmp("endpoint host", e.EndpointHost, rt.EndpointHost)
 	cmp("responding model", e.ModelResponded, rt.ModelResponded)
+	cmp("interpreter digest", e.InterpreterSHA256, rt.InterpreterSHA256)
 	return strings.Join(out, "; ")
 }
 
@@ -310,6 +313,9 @@ func (rt Runtime) Describe() string {
 		parts = append(parts, "lensgate "+rt.Version, "binary sha256:"+rt.ExecutableSHA256)
 	case KindExec:
 		parts = append(parts, "adapter "+rt.Name, "executable sha256:"+rt.ExecutableSHA256)
+		if rt.InterpreterSHA256 != "" {
+			parts = append(parts, "interpreter "+rt.InterpreterPath+" sha256:"+rt.InterpreterSHA256)
+		}
 		if rt.ExitStatus != nil {
 			parts = append(parts, fmt.Sprintf("exit status %d", *rt.ExitStatus))
 		} else {

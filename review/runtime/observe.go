@@ -41,6 +41,7 @@ type Recorder struct {
 	exchanges  []Exchange
 	output     *Digest
 	executable string
+	interp     [2]string // path, sha256
 	exit       *int
 	requested  string
 	responded  string
@@ -65,9 +66,12 @@ type Observed struct {
 	Exchanges        []Exchange
 	Output           *Digest
 	ExecutableSHA256 string
-	ExitStatus       *int
-	ModelRequested   string
-	ModelResponded   string
+	// InterpreterPath and InterpreterSHA256 name the program a "#!" line starts.
+	InterpreterPath   string
+	InterpreterSHA256 string
+	ExitStatus        *int
+	ModelRequested    string
+	ModelResponded    string
 	// Tokens are the counts the endpoint reported in the response bodies (never an estimate).
 	Tokens *Tokens
 }
@@ -128,6 +132,16 @@ func (r *Recorder) Executable(sha256Hex string) {
 	r.executable = sha256Hex
 }
 
+// Interpreter records the program a script's "#!" line starts, resolved, and its digest.
+func (r *Recorder) Interpreter(path, sha256Hex string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.interp = [2]string{path, sha256Hex}
+}
+
 // Exit records the exit status of a process that exited on its own.
 func (r *Recorder) Exit(code int) {
 	if r == nil {
@@ -176,6 +190,7 @@ func (r *Recorder) Snapshot() Observed {
 	defer r.mu.Unlock()
 	o := Observed{
 		Exchanges: append([]Exchange(nil), r.exchanges...), ExecutableSHA256: r.executable,
+		InterpreterPath: r.interp[0], InterpreterSHA256: r.interp[1],
 		ModelRequested: r.requested, ModelResponded: r.responded,
 	}
 	if r.output != nil {

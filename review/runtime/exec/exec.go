@@ -196,6 +196,10 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 			return nil, fmt.Errorf("adapter %s: %w", r.name, err)
 		}
 		rec.Executable(sum)
+		// A script's digest says nothing of the program that runs it: name and hash that too.
+		if path, isum, ok := interpreter(prog, r.opts.Path); ok {
+			rec.Interpreter(path, isum)
+		}
 	}
 	if err := run(ctx, prog, req.WorkDir, env, timeout, out, r.opts.MaxOutputBytes); err != nil {
 		return nil, fmt.Errorf("adapter %s: %s", r.name, redact(err.Error(), r.opts.Token))
@@ -376,4 +380,74 @@ func (c *capped) summary() string {
 		return "no error output"
 	}
 	return s
+}
+
+// interpreter resolves the program a script's "#!" line starts (through env(1) and the
+// adapter's PATH when the line names env) and returns its absolute path and digest. ok is
+// false for a file without a "#!" line or an interpreter that cannot be found or read.
+func interpreter(prog, pathEnv string) (path, sum string, ok bool) {
+	f, err := os.Open(prog)
+	if err != nil {
+		return "", "", false
+	}
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	rest, found := strings.CutPrefix(line, "#!")
+	if !found {
+		return "", "", false
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return "", "", false
+	}
+	path = fields[0]
+	if filepath.Base(path) == "env" {
+		// The first argument that is not an option (or an assignment) is the program.
+		name := ""
+		for _, a := range fields[1:] {
+			if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
+				name = a
+				break
+			}
+		}
+		if name == "" {
+			return "", "", false
+		}
+		if path = lookPath(name, pathEnv); path == "" {
+			return "", "", false
+		}
+	}
+	if !filepath.IsAbs(path) {
+		return "", "", false
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	sum, err = fileSHA256(path)
+	if err != nil {
+		return "", "", false
+	}
+	return path, sum, true
+}
+
+// lookPath finds an executable name in a PATH list, as env(1) does for the adapter.
+func lookPath(name, pathEnv string) string {
+	if strings.Contains(name, "/") {
+		if filepath.IsAbs(name) {
+			return name
+		}
+		return ""
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
 }
