@@ -96,40 +96,9 @@ func decodeTyped(payload []byte) (st *tStatement, ok bool) {
 	return t.st, true
 }
 
-// object runs member over each member of an object whose keys rise strictly (they are ASCII
-// names, so byte order is RFC 8785's order); member reports false for a key it does not take.
-func (t *typedReader) object(member func(key string) bool) bool {
-	r := t.r
-	if !r.Enter('{') {
-		return false
-	}
-	prev := ""
-	for i := 0; r.Next('}', i); i++ {
-		k := r.Key()
-		if k <= prev || !member(k) {
-			r.Fail()
-			return false
-		}
-		prev = k
-	}
-	return !r.Failed()
-}
+func (t *typedReader) object(member func(key string) bool) bool { return t.r.Object(member) }
 
-// array runs elem over each element of an array and returns the count.
-func (t *typedReader) array(elem func(i int) bool) (int, bool) {
-	r := t.r
-	if !r.Enter('[') {
-		return 0, false
-	}
-	i := 0
-	for ; r.Next(']', i); i++ {
-		if !elem(i) {
-			r.Fail()
-			return 0, false
-		}
-	}
-	return i, !r.Failed()
-}
+func (t *typedReader) array(elem func(i int) bool) (int, bool) { return t.r.Array(elem) }
 
 func (t *typedReader) str() (string, bool) { return t.r.Str() }
 

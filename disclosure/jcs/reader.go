@@ -324,3 +324,38 @@ func (r *Reader) Bool() (bool, bool) {
 	r.failed = true
 	return false, false
 }
+
+// Object reads an object whose member names rise strictly in byte order (RFC 8785's order
+// for the ASCII names callers know), calling member for each after its name; member reads
+// the value and reports false for a name it does not take, which fails the reader.
+func (r *Reader) Object(member func(name string) bool) bool {
+	if !r.Enter('{') {
+		return false
+	}
+	prev := ""
+	for i := 0; r.Next('}', i); i++ {
+		k := r.Key()
+		if (i > 0 && k <= prev) || !member(k) {
+			r.failed = true
+			return false
+		}
+		prev = k
+	}
+	return !r.failed
+}
+
+// Array reads an array, calling elem for each element (elem reads it, or reports false to
+// fail the reader), and returns the number of elements.
+func (r *Reader) Array(elem func(i int) bool) (int, bool) {
+	if !r.Enter('[') {
+		return 0, false
+	}
+	i := 0
+	for ; r.Next(']', i); i++ {
+		if !elem(i) {
+			r.failed = true
+			return 0, false
+		}
+	}
+	return i, !r.failed
+}
