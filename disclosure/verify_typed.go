@@ -2,6 +2,7 @@ package disclosure
 
 import (
 	"crypto/ed25519"
+	"strings"
 
 	"github.com/lensgate/lensgate/disclosure/dsse"
 	"github.com/lensgate/lensgate/disclosure/jcs"
@@ -164,11 +165,12 @@ func (in *typedInput) verify(opts Options) *Report {
 		}
 	}
 	r.CryptoOK = ptr(crypto)
-	r.PredicateType = st.predicateType
+	// The typed strings share the payload's memory; the report keeps copies, not the payload.
+	r.PredicateType = strings.Clone(st.predicateType)
 	r.PredicateTypeOK = ptr(true)
 	r.StatementShapeOK = ptr(true)
 	r.StructureOK = ptr(true)
-	r.SubjectDigest, r.SubjectName = st.subjectDigest, st.subjectName
+	r.SubjectDigest, r.SubjectName = strings.Clone(st.subjectDigest), strings.Clone(st.subjectName)
 
 	if crypto {
 		ax := st.timeAxes()
@@ -199,7 +201,8 @@ func (in *typedInput) verify(opts Options) *Report {
 	} else {
 		r.PolicyName, r.PolicyDigest = ptr(opts.Policy.Name), ptr(opts.Policy.Digest)
 		// Every assurance is selfDeclared and there are no observations.
-		applyPolicy(r, opts.Policy, limitationCodesOf(true, true, st.status), st.status)
+		status := strings.Clone(st.status)
+		applyPolicy(r, opts.Policy, limitationCodesOf(true, true, status), status)
 	}
 	conclude(r, crypto, true, true)
 	return r
