@@ -145,6 +145,10 @@ func (p *Pipeline) observeCall(rt runtime.Runtime, req *runtime.Request, files o
 	}
 	local := func(response []byte, out *runtime.Digest) {
 		e := observation.Exchange{Request: blob(runtime.DigestOf(reqDoc))}
+		if o.Request != nil && id.Kind == runtime.IdentityExec {
+			// The adapter recorded the literal files and settings it was handed.
+			e.Request = blob(*o.Request)
+		}
 		switch {
 		case out != nil:
 			b := blob(*out)

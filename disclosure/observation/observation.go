@@ -28,8 +28,9 @@ const (
 	// PredicateType names this format and its version; a reader refuses any other.
 	PredicateType = "https://github.com/lensgate/lensgate/predicates/review-run/v0.1"
 	SchemaVersion = "0.1.0"
-	// PredicateTypeV02 is v0.2: v0.1 plus the interpreter of an exec runtime. A statement is
-	// written as v0.2 only when a call names an interpreter, so every other stays v0.1.
+	// PredicateTypeV02 is v0.2: v0.1 plus the interpreter of an exec runtime, and an exec
+	// call's request is the digest of the work manifest (the literal files handed over). A
+	// statement is written as v0.2 when it has an exec call, so every other stays v0.1.
 	PredicateTypeV02 = "https://github.com/lensgate/lensgate/predicates/review-run/v0.2"
 	SchemaVersionV02 = "0.2.0"
 	// TimeLayout is the only accepted time form: UTC, nanoseconds, always nine digits.
@@ -231,9 +232,10 @@ func (s *Statement) Tree() (map[string]any, error) {
 	if s.PlanDigest != "" {
 		bind["plan"] = digestRef(s.PlanDigest)
 	}
+	// An exec call's request is the work manifest and may name an interpreter: v0.2.
 	ptype, schema := PredicateType, SchemaVersion
 	for _, c := range s.Calls {
-		if c.Runtime.InterpreterSHA256 != "" {
+		if c.Runtime.Kind == KindExec {
 			ptype, schema = PredicateTypeV02, SchemaVersionV02
 		}
 	}

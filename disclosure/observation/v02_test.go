@@ -9,14 +9,18 @@ import (
 	"github.com/lensgate/lensgate/disclosure/jcs"
 )
 
-// An exec call that names its interpreter makes the statement v0.2; one without stays v0.1
-// byte for byte; the interpreter is checked against an expectation like the other identities,
+// An exec call makes the statement v0.2; one without stays v0.1 byte for byte; the interpreter is checked against an expectation like the other identities,
 // and every rule of the new member is enforced.
 func TestInterpreterIsV02(t *testing.T) {
 	f := newFixture(t, nil)
-	v1 := f.sign(t, witnessKey)
-	if p, _ := Parse(v1); !strings.Contains(string(mustPayload(t, v1)), PredicateType) || p.Statement.Calls[1].Runtime.InterpreterSHA256 != "" {
-		t.Fatal("a statement without an interpreter is not v0.1")
+	noExec := *f.stmt
+	noExec.Calls = []Call{f.stmt.Calls[0], f.stmt.Calls[2]}
+	noExec.Calls[1].Started = noExec.Calls[0].Finished
+	if s, err := Sign(&noExec, Signer{Key: witnessKey}); err != nil || !strings.Contains(string(mustPayload(t, s.Envelope)), PredicateType+`"`) {
+		t.Fatalf("a statement without an exec call is not v0.1: %v", err)
+	}
+	if v := f.sign(t, witnessKey); !strings.Contains(string(mustPayload(t, v)), PredicateTypeV02) {
+		t.Fatal("a statement with an exec call is not v0.2")
 	}
 	f.stmt.Calls[1].Runtime.InterpreterPath = "/usr/bin/dash"
 	f.stmt.Calls[1].Runtime.InterpreterSHA256 = strings.Repeat("f", 64)

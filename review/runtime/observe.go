@@ -39,6 +39,7 @@ type Identified interface {
 type Recorder struct {
 	mu         sync.Mutex
 	exchanges  []Exchange
+	request    *Digest
 	output     *Digest
 	executable string
 	interp     [2]string // path, sha256
@@ -63,7 +64,10 @@ type Exchange struct {
 
 // Observed is a snapshot of a recorder.
 type Observed struct {
-	Exchanges        []Exchange
+	Exchanges []Exchange
+	// Request is the digest of what a runtime without a wire of its own was handed, when it
+	// recorded it (an adapter's work manifest).
+	Request          *Digest
 	Output           *Digest
 	ExecutableSHA256 string
 	// InterpreterPath and InterpreterSHA256 name the program a "#!" line starts.
@@ -109,6 +113,17 @@ func (r *Recorder) HTTP(request, response []byte, gotResponse bool, status int) 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.exchanges = append(r.exchanges, e)
+}
+
+// Request records the bytes that stand for what a runtime without a wire was handed.
+func (r *Recorder) Request(b []byte) {
+	if r == nil {
+		return
+	}
+	d := DigestOf(b)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.request = &d
 }
 
 // Output records the bytes of an adapter's output file as read.
@@ -196,6 +211,10 @@ func (r *Recorder) Snapshot() Observed {
 	if r.output != nil {
 		d := *r.output
 		o.Output = &d
+	}
+	if r.request != nil {
+		d := *r.request
+		o.Request = &d
 	}
 	if r.exit != nil {
 		e := *r.exit

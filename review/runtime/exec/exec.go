@@ -13,15 +13,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/lensgate/lensgate/disclosure/jcs"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/asdd"
 )
@@ -196,6 +199,12 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 			return nil, fmt.Errorf("adapter %s: %w", r.name, err)
 		}
 		rec.Executable(sum)
+		// What the adapter is handed, file by file, as it is about to start.
+		manifest, err := workManifest(req.WorkDir, root, model, r.opts.ModelURL, strconv.Itoa(int(timeout/time.Second)), r.opts.Path)
+		if err != nil {
+			return nil, fmt.Errorf("adapter %s: %w", r.name, err)
+		}
+		rec.Request(manifest)
 		// A script's digest says nothing of the program that runs it: name and hash that too.
 		if path, isum, ok := interpreter(prog, r.opts.Path); ok {
 			rec.Interpreter(path, isum)
@@ -450,4 +459,49 @@ func lookPath(name, pathEnv string) string {
 		}
 	}
 	return ""
+}
+
+// workManifest is the RFC 8785 form of what an adapter is handed: every file of the work
+// directory and every lens instruction file of ASDD_ROOT with its digest and size, sorted by
+// path, and the settings of its environment. The token and the per-run directory names are
+// left out: the token is a secret, the directories are random.
+func workManifest(workDir, root, model, modelURL, timeout, path string) ([]byte, error) {
+	list := func(dir string) ([]any, error) {
+		out := []any{}
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(b)
+			out = append(out, map[string]any{"path": strings.ToValidUTF8(filepath.ToSlash(rel), "\uFFFD"),
+				"sha256": hex.EncodeToString(sum[:]), "size": jcs.Number(strconv.Itoa(len(b)))})
+			return nil
+		})
+		// WalkDir visits in lexical byte order; RFC 8785 sorts by UTF-16 code units.
+		sort.SliceStable(out, func(i, j int) bool {
+			return jcs.CompareKeys(out[i].(map[string]any)["path"].(string), out[j].(map[string]any)["path"].(string)) < 0
+		})
+		return out, err
+	}
+	wd, err := list(workDir)
+	if err != nil {
+		return nil, fmt.Errorf("work manifest: %w", err)
+	}
+	agents, err := list(filepath.Join(root, "agents"))
+	if err != nil {
+		return nil, fmt.Errorf("work manifest: %w", err)
+	}
+	clean := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+	return jcs.Canonical(map[string]any{
+		"workDir": wd, "instructions": agents,
+		"environment": map[string]any{"ASDD_MODEL": clean(model), "ASDD_MODEL_URL": clean(modelURL), "ASDD_MODEL_TIMEOUT": timeout, "PATH": clean(path)},
+	})
 }
