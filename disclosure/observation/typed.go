@@ -19,7 +19,7 @@ import (
 func decodeTyped(payload []byte) (*Statement, bool) {
 	r := jcs.NewReader(payload, false)
 	r.ShareStrings()
-	t := typed{r: r}
+	t := &typed{r: r}
 	s := &Statement{}
 	if !t.statement(s) || !r.End() {
 		return nil, false
@@ -27,25 +27,31 @@ func decodeTyped(payload []byte) (*Statement, bool) {
 	return s, true
 }
 
-type typed struct{ r *jcs.Reader }
+type typed struct {
+	r *jcs.Reader
+	// The predicate comes before predicateType in canonical order, so what depends on the
+	// version is noted while reading and checked at the end.
+	schema      string
+	interpreter bool // a runtime names an interpreter (a v0.2 member)
+}
 
 // str is reader.str for a member that is present: non-empty, at most max bytes, clean UTF-8.
-func (t typed) str(max int) (string, bool) {
+func (t *typed) str(max int) (string, bool) {
 	s, ok := t.r.Str()
 	return s, ok && s != "" && len(s) <= max && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
-func (t typed) hex64() (string, bool) {
+func (t *typed) hex64() (string, bool) {
 	s, ok := t.r.Str()
 	return s, ok && isHex64(s)
 }
 
-func (t typed) integer(min, max int64) (int64, bool) {
+func (t *typed) integer(min, max int64) (int64, bool) {
 	n, ok := t.r.Int()
 	return n, ok && n >= min && n <= max
 }
 
-func (t typed) time() (time.Time, bool) {
+func (t *typed) time() (time.Time, bool) {
 	s, ok := t.str(len(TimeLayout))
 	if !ok {
 		return time.Time{}, false
@@ -55,7 +61,7 @@ func (t typed) time() (time.Time, bool) {
 }
 
 // digest reads {"sha256": <64 hex>}.
-func (t typed) digest() (string, bool) {
+func (t *typed) digest() (string, bool) {
 	var d string
 	var ok bool
 	return d, t.r.Object(func(k string) bool {
@@ -67,7 +73,7 @@ func (t typed) digest() (string, bool) {
 	}) && ok
 }
 
-func (t typed) statement(s *Statement) bool {
+func (t *typed) statement(s *Statement) bool {
 	var typ, pt, subj, pred bool
 	return t.r.Object(func(k string) bool {
 		switch k {
@@ -80,7 +86,12 @@ func (t typed) statement(s *Statement) bool {
 			return pred
 		case "predicateType":
 			v, ok := t.r.Str()
-			pt = ok && v == PredicateType
+			switch {
+			case ok && v == PredicateType:
+				pt = t.schema == SchemaVersion && !t.interpreter
+			case ok && v == PredicateTypeV02:
+				pt = t.schema == SchemaVersionV02
+			}
 			return pt
 		case "subject":
 			n, ok := t.r.Array(func(i int) bool {
@@ -104,7 +115,7 @@ func (t typed) statement(s *Statement) bool {
 	}) && typ && pt && subj && pred
 }
 
-func (t typed) predicate(s *Statement) bool {
+func (t *typed) predicate(s *Statement) bool {
 	var binds, calls, findings, runner, schema, window bool
 	ok := t.r.Object(func(k string) bool {
 		switch k {
@@ -139,8 +150,7 @@ func (t typed) predicate(s *Statement) bool {
 			}) && id && version
 			return runner
 		case "schemaVersion":
-			v, ok := t.r.Str()
-			schema = ok && v == SchemaVersion
+			t.schema, schema = t.r.Str()
 			return schema
 		case "window":
 			var started, finished bool
@@ -171,7 +181,7 @@ func (t typed) predicate(s *Statement) bool {
 	return true
 }
 
-func (t typed) binds(s *Statement) bool {
+func (t *typed) binds(s *Statement) bool {
 	var receipt, diff bool
 	return t.r.Object(func(k string) bool {
 		var ok bool
@@ -189,7 +199,7 @@ func (t typed) binds(s *Statement) bool {
 	}) && receipt && diff
 }
 
-func (t typed) findings(s *Statement) bool {
+func (t *typed) findings(s *Statement) bool {
 	var listed, root, total bool
 	var n int64
 	ok := t.r.Object(func(k string) bool {
@@ -236,7 +246,7 @@ func (t typed) findings(s *Statement) bool {
 	return len(s.Findings) != s.FindingsTotal || FindingsRoot(s.Findings) == s.FindingsRoot
 }
 
-func (t typed) call() (Call, bool) {
+func (t *typed) call() (Call, bool) {
 	var c Call
 	var exchanges, files, finished, lenses, outcomes, runtime, started bool
 	ok := t.r.Object(func(k string) bool {
@@ -326,7 +336,7 @@ func (t typed) call() (Call, bool) {
 	return c, ok
 }
 
-func (t typed) exchange() (Exchange, bool) {
+func (t *typed) exchange() (Exchange, bool) {
 	var e Exchange
 	var request bool
 	ok := t.r.Object(func(k string) bool {
@@ -348,7 +358,7 @@ func (t typed) exchange() (Exchange, bool) {
 	return e, ok && request
 }
 
-func (t typed) blob() (Blob, bool) {
+func (t *typed) blob() (Blob, bool) {
 	var b Blob
 	var digest, size bool
 	return b, t.r.Object(func(k string) bool {
@@ -369,6 +379,7 @@ const (
 	rtEndpointHost = 1 << iota
 	rtExecutable
 	rtExitStatus
+	rtInterpreter
 	rtKind
 	rtModelRequested
 	rtModelResponded
@@ -376,7 +387,7 @@ const (
 	rtVersion
 )
 
-func (t typed) runtime() (Runtime, bool) {
+func (t *typed) runtime() (Runtime, bool) {
 	var rt Runtime
 	var seen int
 	ok := t.r.Object(func(k string) bool {
@@ -395,6 +406,21 @@ func (t typed) runtime() (Runtime, bool) {
 			n, ok = t.integer(-1, 255)
 			status := int(n)
 			rt.ExitStatus = &status
+		case "interpreter":
+			bit = rtInterpreter
+			var path, digest bool
+			ok = t.r.Object(func(k string) bool {
+				switch k {
+				case "path":
+					rt.InterpreterPath, path = t.str(MaxStringBytes)
+					return path && strings.HasPrefix(rt.InterpreterPath, "/")
+				case "sha256":
+					rt.InterpreterSHA256, digest = t.hex64()
+					return digest
+				}
+				return false
+			}) && path && digest
+			t.interpreter = true
 		case "kind":
 			bit = rtKind
 			rt.Kind, ok = t.str(16)
@@ -423,7 +449,7 @@ func (t typed) runtime() (Runtime, bool) {
 	case KindBuiltin:
 		allowed, required = rtVersion|rtExecutable, rtVersion|rtExecutable
 	case KindExec:
-		allowed, required = rtExecutable|rtExitStatus, rtExecutable
+		allowed, required = rtExecutable|rtExitStatus|rtInterpreter, rtExecutable
 	case KindOpenAI:
 		allowed, required = rtEndpointHost|rtModelRequested|rtModelResponded, rtEndpointHost|rtModelRequested
 	case KindOther:

@@ -50,6 +50,10 @@ func payloadOf(t testing.TB, env []byte) []byte {
 func roots(t testing.TB) map[string][]byte {
 	f := newFixture(t, nil)
 	out := map[string][]byte{"fixture": payloadOf(t, f.sign(t, witnessKey))}
+	f.stmt.Calls[1].Runtime.InterpreterPath = "/usr/bin/dash"
+	f.stmt.Calls[1].Runtime.InterpreterSHA256 = strings.Repeat("f", 64)
+	out["v0.2 interpreter"] = payloadOf(t, f.sign(t, witnessKey))
+	f.stmt.Calls[1].Runtime.InterpreterPath, f.stmt.Calls[1].Runtime.InterpreterSHA256 = "", ""
 	f.stmt.PlanDigest, f.stmt.Findings, f.stmt.FindingsTotal = "", nil, 0
 	f.stmt.FindingsRoot = FindingsRoot(nil)
 	f.stmt.Calls = f.stmt.Calls[:1]
@@ -74,6 +78,8 @@ func TestTypedReadingTakesTheRunnersObservations(t *testing.T) {
 var replacements = []any{nil, false, true, jcs.Number("-2"), jcs.Number("-1"), jcs.Number("0"), jcs.Number("1"),
 	jcs.Number("99"), jcs.Number("100"), jcs.Number("255"), jcs.Number("256"), jcs.Number("599"), jcs.Number("600"),
 	jcs.Number("2147483647"), jcs.Number("2147483648"), jcs.Number("9007199254740991"), jcs.Number("1.5"), "", "x",
+	"/usr/bin/sh", "0.2.0", PredicateTypeV02, map[string]any{"path": "/bin/sh", "sha256": strings.Repeat("e", 64)},
+	map[string]any{"path": "bin/sh", "sha256": strings.Repeat("e", 64)},
 	strings.Repeat("x", 17), strings.Repeat("x", 65), strings.Repeat("x", 257), strings.Repeat("x", 501), "nul\x00",
 	strings.Repeat("a", 64), strings.Repeat("A", 64), "2026-12-01T10:00:00.000000000Z", "2026-12-01T09:00:00.000000000Z",
 	"2026-12-01T11:00:00.000000000Z", "2026-12-01T10:00:00Z", "passed", "pending", "bogus", "critical", KindBuiltin,
@@ -81,7 +87,7 @@ var replacements = []any{nil, false, true, jcs.Number("-2"), jcs.Number("-1"), j
 	[]any{map[string]any{}}, map[string]any{}, map[string]any{"sha256": strings.Repeat("f", 64)},
 	map[string]any{"sha256": strings.Repeat("f", 64), "size": jcs.Number("3")}}
 
-var extraKeys = []string{"zz", "plan", "reviewDigest", "tokens", "error", "response", "status", "version",
+var extraKeys = []string{"zz", "interpreter", "path", "plan", "reviewDigest", "tokens", "error", "response", "status", "version",
 	"executableSha256", "exitStatus", "endpointHost", "modelRequested", "modelResponded", "size", "sha256"}
 
 func walk(v any, prefix []any, out *[][]any) {
