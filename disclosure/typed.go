@@ -36,7 +36,7 @@ type tStatement struct {
 // tSubject is what the typed reading keeps of subjectContext.
 type tSubject struct {
 	kind, repositoryID, prNode, issueNode, humanRef string
-	seen                                            uint16 // subjectKey bits
+	seen                                            uint16 // the sc bits of the members present
 	hasHumanRef                                     bool
 }
 
