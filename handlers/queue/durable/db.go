@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -190,10 +191,13 @@ func (d sqliteDB) beginNoFlush(ctx context.Context) (*sql.Tx, error) { return d.
 func (d sqliteDB) admit(ctx context.Context, tx *sql.Tx, deliveryID, key string, now int64, countWaiting bool) (admission, error) {
 	return admitSteps[*sql.Tx](ctx, d, tx, deliveryID, key, now, countWaiting)
 }
-func (d sqliteDB) cancelWaiting(context.Context, *sql.Tx, int64) (bool, error) { return false, nil }
-func (d sqliteDB) cancelAfterCommit() bool                                     { return false }
-func (d sqliteDB) commit(_ context.Context, tx *sql.Tx) error                  { return tx.Commit() }
-func (d sqliteDB) rollback(_ context.Context, tx *sql.Tx)                      { _ = tx.Rollback() }
+func (d sqliteDB) cancelWaiting(ctx context.Context, tx *sql.Tx, jobID int64) (bool, error) {
+	n, err := d.exec(ctx, tx, sqlCancelWaitingJobSQLite, time.Now().UTC().Format(time.RFC3339Nano), jobID)
+	return n > 0, err
+}
+func (d sqliteDB) cancelAfterCommit() bool                    { return false }
+func (d sqliteDB) commit(_ context.Context, tx *sql.Tx) error { return tx.Commit() }
+func (d sqliteDB) rollback(_ context.Context, tx *sql.Tx)     { _ = tx.Rollback() }
 func (d sqliteDB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
 	res, err := tx.ExecContext(ctx, sqliteQuery(query), args...)
 	if err != nil {
@@ -316,6 +320,11 @@ const (
 	sqlCancelWaitingJob = `UPDATE river_job SET state = 'cancelled', finalized_at = now(),
 			metadata = jsonb_set(metadata, '{cancel_attempted_at}', to_jsonb(now()), true)
 		WHERE id = $1 AND state IN ('available', 'pending', 'retryable', 'scheduled')`
+	// sqlCancelWaitingJobSQLite is sqlCancelWaitingJob for SQLite ($1: the time, RFC 3339, as
+	// River's own cancellation writes it).
+	sqlCancelWaitingJobSQLite = `UPDATE river_job SET state = 'cancelled', finalized_at = datetime('now', 'subsec'),
+			metadata = jsonb_set(metadata, '$.cancel_attempted_at', $1)
+		WHERE id = $2 AND state IN ('available', 'pending', 'retryable', 'scheduled')`
 	sqlUpdateSubject = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2, updated_at = $3
 		WHERE subject_key = $4`
 	// sqlUpdateSubjectReceived is sqlUpdateSubject for Enqueue, which also records when the
@@ -324,6 +333,7 @@ const (
 		WHERE subject_key = $5`
 	// sqlSubjectReceived records a later event for the subject's head that needed no new job.
 	sqlSubjectReceived = `UPDATE lensgate_subject SET head_received_ns = $1 WHERE subject_key = $2 AND head_received_ns < $3`
+	sqlForgetDelivery  = `DELETE FROM lensgate_delivery WHERE delivery_id = $1`
 	sqlCurrentJob      = `SELECT job_id, head_sha FROM lensgate_subject WHERE subject_key = $1`
 	sqlCountWaiting    = `SELECT count(*) FROM river_job WHERE state IN ('available', 'pending', 'retryable', 'scheduled')`
 	sqlCountByState    = `SELECT state, count(*) FROM river_job GROUP BY state`

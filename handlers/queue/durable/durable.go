@@ -33,7 +33,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/rs/zerolog"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite"
 
 	"github.com/lensgate/lensgate/handlers/queue"
 )
@@ -223,10 +223,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (queue.Queue, er
 	v.Add("_pragma", "foreign_keys(ON)")
 	// "file:" + path, not url.URL.String, which would read a relative path as an authority.
 	uri := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode()
-	sqldb, err := sql.Open("sqlite", uri)
-	if err != nil {
-		return nil, fmt.Errorf("durable queue: open SQLite %s: %w", path, err)
-	}
+	sqldb := sql.OpenDB(cachingConnector{dsn: uri, drv: &sqlite.Driver{}})
 	// SQLite runs one writer at a time; one connection avoids SQLITE_BUSY between River's
 	// goroutines and makes each transaction exclusive.
 	sqldb.SetMaxOpenConns(1)
@@ -288,6 +285,9 @@ type riverQueue[TTx any] struct {
 	lq      leaseQueries
 	metrics *metrics
 	fair    *installationCap
+
+	writer *enqueueWriter
+	after  sync.WaitGroup // work that follows a commit (cancelSuperseded)
 
 	handler atomic.Pointer[queue.Handler]
 	closed  atomic.Bool // set by Stop; Enqueue then refuses work like a full queue
@@ -377,6 +377,7 @@ func newQueue[TTx any](ctx context.Context, backend string, driver riverdriver.D
 	}
 	q.client = client
 	q.metrics = newMetrics(opts.Registerer, q.countByState)
+	q.writer = newEnqueueWriter(writerCount(backend, opts), q.enqueueBatch)
 	return q, nil
 }
 
@@ -454,6 +455,8 @@ func (q *riverQueue[TTx]) Stop(ctx context.Context) error {
 			}
 		}
 	}
+	q.writer.close()
+	q.after.Wait()
 	q.metrics.unregister()
 	q.db.close()
 	return stopErr

@@ -26,9 +26,8 @@ const (
 // Enqueue records the delivery id, then inserts a job for the subject's head unless an equal one
 // is queued, running or (for a pull request head) already done, or the job's event was received
 // before the one that named the subject's newest head (see olderNews), and cancels the subject's
-// older job. It all happens in one transaction, under a lock on the subject's row, except that on
-// PostgreSQL an older job that is already running is cancelled right after the commit (see
-// cancelSuperseded).
+// older job. It returns once that is committed (see enqueueWriter), except that on PostgreSQL an
+// older job that is already running is cancelled right after the commit (see cancelSuperseded).
 func (q *riverQueue[TTx]) Enqueue(ctx context.Context, job queue.Job) error {
 	if job.Key == "" {
 		return errors.New("durable queue: job without key")
@@ -41,7 +40,7 @@ func (q *riverQueue[TTx]) Enqueue(ctx context.Context, job queue.Job) error {
 		return fmt.Errorf("%w: %w", queue.ErrFull, queue.ErrStopped)
 	}
 	start := time.Now()
-	res, err := q.enqueue(ctx, job)
+	res, err := q.writer.submit(ctx, job)
 	q.metrics.observeEnqueue(res, time.Since(start))
 	switch res {
 	case resultDuplicate:
@@ -49,113 +48,153 @@ func (q *riverQueue[TTx]) Enqueue(ctx context.Context, job queue.Job) error {
 	case resultFull:
 		return queue.ErrFull
 	}
+	if errors.Is(err, queue.ErrStopped) {
+		return fmt.Errorf("%w: %w", queue.ErrFull, err)
+	}
 	if err != nil {
 		return fmt.Errorf("durable queue: enqueue %s: %w", job.Key, err)
 	}
 	return nil
 }
 
-func (q *riverQueue[TTx]) enqueue(ctx context.Context, job queue.Job) (enqueueResult, error) {
+// batchState is what the jobs of one enqueue transaction share.
+type batchState struct {
+	waiting     int64   // River jobs waiting to run; -1 until counted
+	cancelAfter []int64 // superseded running jobs to cancel once the transaction is committed
+}
+
+// enqueueTx does one job's part of an enqueue transaction. ErrDuplicate and ErrFull are results,
+// not errors: they leave tx as it was, so the transaction's other jobs still commit. An error
+// means tx must be rolled back.
+func (q *riverQueue[TTx]) enqueueTx(ctx context.Context, tx TTx, job queue.Job, st *batchState) (enqueueResult, error) {
+	now := time.Now().Unix()
+	adm, err := q.db.admit(ctx, tx, job.DeliveryID, job.Key, now, false)
+	if err != nil {
+		return resultError, err
+	}
+	if adm.duplicate {
+		return resultDuplicate, nil
+	}
+	head, current := adm.head, adm.current
+	if job.FollowUp && head != "" && head != job.HeadSHA {
+		// The subject moved on to another head; its own jobs do this work.
+		return resultCoalesced, nil
+	}
+	received := job.EnqueuedAt.UnixNano()
+	if olderNews(job, head, adm.received) {
+		// Concurrent deliveries reach the queue in any order: an event received before the one
+		// that named the subject's newest head is older news, and its head is not the pull
+		// request's newest.
+		return resultCoalesced, nil
+	}
+	if head == job.HeadSHA {
+		received = max(received, adm.received)
+	}
+	rerun := ""
+	if ForcesRerun(job.Reason) {
+		rerun = job.DeliveryID
+		if rerun == "" {
+			rerun = strconv.FormatInt(time.Now().UnixNano(), 36)
+		}
+	}
+	if rerun == "" && current != 0 && head == job.HeadSHA {
+		row, err := q.client.JobGetTx(ctx, tx, current)
+		switch {
+		case err == nil && coalesces(row.State, job.HeadSHA != ""):
+			if _, err := q.db.exec(ctx, tx, sqlSubjectReceived, received, job.Key, received); err != nil {
+				return resultError, fmt.Errorf("update subject: %w", err)
+			}
+			return resultCoalesced, nil
+		case err != nil && !errors.Is(err, river.ErrNotFound):
+			return resultError, fmt.Errorf("current job: %w", err)
+		}
+	}
+	if q.opts.MaxQueued > 0 {
+		if st.waiting < 0 {
+			if err := q.db.queryRow(ctx, tx, sqlCountWaiting, nil, &st.waiting); err != nil {
+				return resultError, fmt.Errorf("count waiting jobs: %w", err)
+			}
+		}
+		if st.waiting >= int64(q.opts.MaxQueued) {
+			// Forget the delivery id, so that GitHub's redelivery is not taken for a duplicate.
+			if job.DeliveryID != "" {
+				if _, err := q.db.exec(ctx, tx, sqlForgetDelivery, job.DeliveryID); err != nil {
+					return resultError, fmt.Errorf("forget delivery: %w", err)
+				}
+			}
+			return resultFull, nil
+		}
+	}
 	res := resultQueued
-	var cancelAfter int64 // superseded running job to cancel once the enqueue is committed
-	err := withTx(ctx, q.db, func(tx TTx) error {
-		now := time.Now().Unix()
-		adm, err := q.db.admit(ctx, tx, job.DeliveryID, job.Key, now, q.opts.MaxQueued > 0)
-		if err != nil {
-			return err
+	args := reviewArgs{Key: job.Key, Head: job.HeadSHA, Rerun: rerun, Job: job}
+	insertOpts := &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: activeStates}}
+	if !job.NotBefore.IsZero() {
+		insertOpts.ScheduledAt = job.NotBefore
+	}
+	ins, err := q.client.InsertTx(ctx, tx, args, insertOpts)
+	if err != nil {
+		return resultError, fmt.Errorf("insert job: %w", err)
+	}
+	if ins.UniqueSkippedAsDuplicate && ins.Job.ID != current {
+		// An older job for this head is still active but was superseded (its cancellation
+		// may not have reached its worker yet): it will not publish, so insert a fresh one.
+		args.Rerun = "after-" + strconv.FormatInt(ins.Job.ID, 10)
+		if ins, err = q.client.InsertTx(ctx, tx, args, insertOpts); err != nil {
+			return resultError, fmt.Errorf("insert job: %w", err)
 		}
-		if adm.duplicate {
-			res = resultDuplicate
-			return queue.ErrDuplicate
-		}
-		head, current := adm.head, adm.current
-		if job.FollowUp && head != "" && head != job.HeadSHA {
-			// The subject moved on to another head; its own jobs do this work.
-			res = resultCoalesced
-			return nil
-		}
-		received := job.EnqueuedAt.UnixNano()
-		if olderNews(job, head, adm.received) {
-			// Concurrent deliveries commit in any order (SQLite hands its one connection to a
-			// random waiter): an event received before the one that named the subject's newest
-			// head is older news, and its head is not the pull request's newest.
-			res = resultCoalesced
-			return nil
-		}
-		if head == job.HeadSHA {
-			received = max(received, adm.received)
-		}
-		rerun := ""
-		if ForcesRerun(job.Reason) {
-			rerun = job.DeliveryID
-			if rerun == "" {
-				rerun = strconv.FormatInt(time.Now().UnixNano(), 36)
-			}
-		}
-		if rerun == "" && current != 0 && head == job.HeadSHA {
-			row, err := q.client.JobGetTx(ctx, tx, current)
+	}
+	if ins.UniqueSkippedAsDuplicate {
+		res = resultCoalesced
+	} else {
+		st.waiting++
+	}
+	if current != 0 && current != ins.Job.ID {
+		cancelled, err := q.db.cancelWaiting(ctx, tx, current)
+		switch {
+		case err != nil:
+			return resultError, fmt.Errorf("cancel superseded job: %w", err)
+		case cancelled:
+			st.waiting--
+		case q.db.cancelAfterCommit():
+			st.cancelAfter = append(st.cancelAfter, current)
+		default:
+			row, err := q.client.JobCancelTx(ctx, tx, current)
 			switch {
-			case err == nil && coalesces(row.State, job.HeadSHA != ""):
-				res = resultCoalesced
-				if _, err := q.db.exec(ctx, tx, sqlSubjectReceived, received, job.Key, received); err != nil {
-					return fmt.Errorf("update subject: %w", err)
-				}
-				return nil
+			case err == nil && row.State == rivertype.JobStateCancelled:
+				st.waiting-- // it had not started; a running one still counts until it stops
 			case err != nil && !errors.Is(err, river.ErrNotFound):
-				return fmt.Errorf("current job: %w", err)
+				return resultError, fmt.Errorf("cancel superseded job: %w", err)
 			}
 		}
-		if q.opts.MaxQueued > 0 && adm.waiting >= int64(q.opts.MaxQueued) {
-			res = resultFull
-			return queue.ErrFull
-		}
-		args := reviewArgs{Key: job.Key, Head: job.HeadSHA, Rerun: rerun, Job: job}
-		insertOpts := &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: activeStates}}
-		if !job.NotBefore.IsZero() {
-			insertOpts.ScheduledAt = job.NotBefore
-		}
-		ins, err := q.client.InsertTx(ctx, tx, args, insertOpts)
-		if err != nil {
-			return fmt.Errorf("insert job: %w", err)
-		}
-		if ins.UniqueSkippedAsDuplicate && ins.Job.ID != current {
-			// An older job for this head is still active but was superseded (its cancellation
-			// may not have reached its worker yet): it will not publish, so insert a fresh one.
-			args.Rerun = "after-" + strconv.FormatInt(ins.Job.ID, 10)
-			if ins, err = q.client.InsertTx(ctx, tx, args, insertOpts); err != nil {
-				return fmt.Errorf("insert job: %w", err)
+		q.metrics.superseded.Inc()
+	}
+	if _, err := q.db.exec(ctx, tx, sqlUpdateSubjectReceived, job.HeadSHA, ins.Job.ID, now, received, job.Key); err != nil {
+		return resultError, fmt.Errorf("update subject: %w", err)
+	}
+	return res, nil
+}
+
+// enqueueBatch enqueues jobs in one transaction (see enqueueWriter).
+func (q *riverQueue[TTx]) enqueueBatch(ctx context.Context, jobs []queue.Job) ([]enqueueReply, error) {
+	replies := make([]enqueueReply, len(jobs))
+	st := batchState{waiting: -1}
+	err := withTx(ctx, q.db, func(tx TTx) error {
+		for i, job := range jobs {
+			res, err := q.enqueueTx(ctx, tx, job, &st)
+			if err != nil {
+				return fmt.Errorf("enqueue %s: %w", job.Key, err)
 			}
-		}
-		if ins.UniqueSkippedAsDuplicate {
-			res = resultCoalesced
-		}
-		if current != 0 && current != ins.Job.ID {
-			cancelled, err := q.db.cancelWaiting(ctx, tx, current)
-			switch {
-			case err != nil:
-				return fmt.Errorf("cancel superseded job: %w", err)
-			case cancelled:
-			case q.db.cancelAfterCommit():
-				cancelAfter = current
-			default:
-				if err := q.cancel(ctx, tx, current); err != nil {
-					return err
-				}
-			}
-			q.metrics.superseded.Inc()
-		}
-		if _, err := q.db.exec(ctx, tx, sqlUpdateSubjectReceived, job.HeadSHA, ins.Job.ID, now, received, job.Key); err != nil {
-			return fmt.Errorf("update subject: %w", err)
+			replies[i] = enqueueReply{res: res}
 		}
 		return nil
 	})
-	if err != nil && res != resultDuplicate && res != resultFull {
-		res = resultError
+	if err != nil {
+		return nil, err
 	}
-	if err == nil && cancelAfter != 0 {
-		q.cancelSuperseded(ctx, cancelAfter)
+	if ids := st.cancelAfter; len(ids) > 0 {
+		q.after.Go(func() { q.cancelSuperseded(ids) })
 	}
-	return res, err
+	return replies, nil
 }
 
 // cancel cancels a superseded job in tx with River, which also notifies the replica running it
@@ -167,19 +206,25 @@ func (q *riverQueue[TTx]) cancel(ctx context.Context, tx TTx, jobID int64) error
 	return nil
 }
 
-// cancelSuperseded cancels a superseded running job after the enqueue committed. On PostgreSQL a
-// committing transaction that notifies holds one database-wide lock until its commit is flushed
-// to disk, so notifying from the enqueue's transaction would make concurrent webhooks wait for
-// one another's flush. This transaction does not wait for its flush: losing it in a crash loses
-// nothing, since the subject row already names the newer job and a worker checks it before
-// starting and before publishing.
-func (q *riverQueue[TTx]) cancelSuperseded(ctx context.Context, jobID int64) {
-	// The enqueue is committed: finish even if the webhook's request goes away.
-	ctx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+// cancelSuperseded cancels superseded running jobs after their enqueue committed, while the
+// webhooks are answered. On PostgreSQL a committing transaction that notifies holds one
+// database-wide lock until its commit is flushed to disk, so notifying from the enqueue's
+// transaction would make concurrent webhooks wait for one another's flush. This transaction does
+// not wait for its flush: losing it in a crash loses nothing, since the subject row already names
+// the newer job and a worker checks it before starting and before publishing.
+func (q *riverQueue[TTx]) cancelSuperseded(jobIDs []int64) {
+	ctx, done := context.WithTimeout(context.Background(), 5*time.Second)
 	defer done()
-	err := withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error { return q.cancel(ctx, tx, jobID) })
+	err := withTxOpts(ctx, q.db, txNoFlush, func(tx TTx) error {
+		for _, id := range jobIDs {
+			if err := q.cancel(ctx, tx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		q.log.Warn().Err(err).Int64("job_id", jobID).Msg("superseded job not cancelled; its worker will skip it")
+		q.log.Warn().Err(err).Ints64("job_ids", jobIDs).Msg("superseded jobs not cancelled; their workers will skip them")
 	}
 }
 
