@@ -33,11 +33,12 @@ type MemoryOptions struct {
 	Capacity int
 	// Workers is the number of concurrent jobs. Default 2.
 	Workers int
-	// MaxRunningPerInstallation bounds the jobs of one installation that run at once, so that a
-	// burst of one installation (whose reviews wait for its content-write slot) leaves workers
-	// to the others: a job of an installation at the bound waits, and later jobs of other
-	// installations go first. Zero takes DefaultMaxRunningPerInstallation(Workers); a negative
-	// value sets no bound.
+	// MaxRunningPerInstallation bounds the jobs of one installation that run at once while
+	// other installations have jobs queued, so that a burst of one installation (whose reviews
+	// wait for its content-write slot) leaves workers to the others: a job of an installation
+	// at the bound lets a later job of an installation below its bound go first, and starts
+	// when no such job is queued, so no worker idles while jobs wait. Zero takes
+	// DefaultMaxRunningPerInstallation(Workers); a negative value sets no bound.
 	MaxRunningPerInstallation int
 	// SeenDeliveries is how many delivery ids are remembered for idempotency. Default 10000.
 	SeenDeliveries int
@@ -330,13 +331,8 @@ func (q *Memory) next() (Job, context.Context, bool) {
 		if q.baseCtx.Err() != nil {
 			return Job{}, nil, false
 		}
-		for i, key := range q.order {
-			if _, busy := q.running[key]; busy {
-				continue
-			}
-			if q.installationFull(q.pending[key].InstallationID) {
-				continue // a later job of another installation goes first
-			}
+		if i := q.pickLocked(); i >= 0 {
+			key := q.order[i]
 			job := *q.pending[key]
 			q.perInst[job.InstallationID]++
 			delete(q.pending, key)
