@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,10 +49,11 @@ type Options struct {
 	InsertOnly bool
 	// Workers is how many jobs this process runs at once (default 4).
 	Workers int
-	// MaxRunningPerInstallation bounds the jobs of one installation this process runs at once,
-	// so a burst of one installation leaves workers to the others: a job of an installation at
-	// the bound is snoozed without taking a worker (see fair.go). Zero takes
-	// queue.DefaultMaxRunningPerInstallation(Workers); a negative value sets no bound.
+	// MaxRunningPerInstallation bounds the jobs of one installation this process runs at once
+	// while other installations have jobs waiting, so a burst of one installation leaves workers
+	// to the others: a job of an installation at the bound is snoozed without taking a worker
+	// when a job of another installation waits, and runs when none does (see fair.go). Zero
+	// takes queue.DefaultMaxRunningPerInstallation(Workers); a negative value sets no bound.
 	MaxRunningPerInstallation int
 	// JobTimeout cancels a job's context after this long; the attempt then counts as an
 	// operational failure and is retried (default 15m).
@@ -317,7 +319,7 @@ func newQueue[TTx any](ctx context.Context, backend string, driver riverdriver.D
 			return fmt.Errorf("river migrations: %w", err)
 		}
 		return withTx(ctx, db, func(tx TTx) error {
-			for _, stmt := range schemaStatements {
+			for _, stmt := range append(slices.Clip(schemaStatements), waitingIndex(backend)) {
 				if _, err := db.exec(ctx, tx, stmt); err != nil {
 					return fmt.Errorf("queue schema: %w", err)
 				}

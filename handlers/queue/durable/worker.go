@@ -39,16 +39,14 @@ func (w *reviewWorker[TTx]) Work(ctx context.Context, job *river.Job[reviewArgs]
 		log.Info().Msg("job superseded before it started")
 		return river.JobCancel(err)
 	}
-	leave, ok := q.fair.enter(job.Args.Job.InstallationID)
-	if !ok {
+	if snooze := q.yieldToOthers(ctx, log, job.Args.Job.InstallationID); snooze {
 		// A job that is no longer current ends here rather than coming back.
 		if err := check(ctx); errors.Is(err, queue.ErrNotCurrent) {
 			return superseded(err)
 		}
-		log.Debug().Int64("installation_id", job.Args.Job.InstallationID).Msg("installation at its running bound; job snoozed")
 		return river.JobSnooze(snoozeFor(job.JobRow))
 	}
-	defer leave()
+	defer q.fair.enter(job.Args.Job.InstallationID)()
 
 	// The lease is taken only by the subject's current job, in one step with that check.
 	ctx, open, release, err := q.holdLease(ctx, job.ID, job.Args.Key, job.Args.Head)
