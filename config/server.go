@@ -210,8 +210,10 @@ type ServerQueue struct {
 	// Workers is the number of concurrent reviews. Env LENSGATE_QUEUE_WORKERS. Default 2.
 	Workers int `yaml:"workers"`
 	// MaxRunningPerInstallation bounds the reviews of one installation that a process runs at
-	// once, so a burst of one installation leaves workers to the others. 0 means workers - 1
-	// (at least 1); workers or more sets no bound. Env LENSGATE_QUEUE_MAX_RUNNING_PER_INSTALLATION.
+	// once while other installations have reviews waiting, so a burst of one installation
+	// leaves workers to the others; with none waiting, one installation uses every worker. 0
+	// means workers - 1 (at least 1); workers or more sets no bound.
+	// Env LENSGATE_QUEUE_MAX_RUNNING_PER_INSTALLATION.
 	MaxRunningPerInstallation int `yaml:"max_running_per_installation"`
 	// EventQueueSize and EventWorkers size the webhook stage for events that need a GitHub call
 	// before they become a job (comment commands, check re-runs, installations).
