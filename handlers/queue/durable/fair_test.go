@@ -300,3 +300,33 @@ func TestInstallationBoundYieldsOnlyToWaitingJobs(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkWaitingElsewhere measures the look-up of a job at its installation's bound, the
+// common case of a lone installation's burst (nothing of another installation waits), against
+// a backlog of that installation's available jobs: its cost does not grow with the backlog.
+//
+//	go test -run '^$' -bench WaitingElsewhere ./handlers/queue/durable/
+func BenchmarkWaitingElsewhere(b *testing.B) {
+	for _, be := range backends(b) {
+		for _, backlog := range []int{100, 2000} {
+			b.Run(fmt.Sprintf("%s/backlog=%d", be.name, backlog), func(b *testing.B) {
+				ctx := context.Background()
+				opts := testOptions()
+				opts.InsertOnly = true
+				q := open(b, be.dsn(b), opts)
+				for i := range backlog {
+					if err := q.Enqueue(ctx, jobOf(fmt.Sprintf("a#%d", i), 1)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				fi := q.(fairInternals)
+				b.ResetTimer()
+				for range b.N {
+					if waiting, err := fi.waitingElsewhere(ctx, []int64{1}); err != nil || waiting {
+						b.Fatalf("waiting elsewhere = %v, %v", waiting, err)
+					}
+				}
+			})
+		}
+	}
+}
