@@ -68,9 +68,12 @@ func newLeaseQueries(nowMS, nowTS, attemptedMS string) leaseQueries {
 	}
 }
 
+// pgNowMS is PostgreSQL's clock in milliseconds.
+const pgNowMS = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`
+
 var (
-	postgresLease = withCombinedAttempt(newLeaseQueries(`(extract(epoch FROM clock_timestamp()) * 1000)::bigint`, `now()`,
-		`(extract(epoch FROM j.attempted_at) * 1000)::bigint`), `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`)
+	postgresLease = withCombinedAttempt(newLeaseQueries(pgNowMS, `now()`,
+		`(extract(epoch FROM j.attempted_at) * 1000)::bigint`), pgNowMS)
 	sqliteLease = newLeaseQueries(`CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`, `datetime('now', 'subsec')`,
 		`CAST((julianday(j.attempted_at) - 2440587.5) * 86400000 AS INTEGER)`)
 )
