@@ -122,8 +122,10 @@ func waitingElsewhereQuery(backend string, full []int64) (string, []any) {
 		if i > 0 {
 			b.WriteString(" OR ")
 		}
-		fmt.Fprintf(&b, "EXISTS (SELECT 1 FROM %s WHERE state = 'available' AND kind = '%s' AND %s AND scheduled_at <= %s)",
-			from, reviewArgs{}.Kind(), strings.Join(cond, " AND "), now)
+		// In installation order, so that PostgreSQL reads the index rather than scanning the
+		// table in the hope of an early match.
+		fmt.Fprintf(&b, "(SELECT 1 FROM %s WHERE state = 'available' AND kind = '%s' AND %s AND scheduled_at <= %s ORDER BY %s LIMIT 1) IS NOT NULL",
+			from, reviewArgs{}.Kind(), strings.Join(cond, " AND "), now, inst)
 	}
 	return b.String(), args
 }
