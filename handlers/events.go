@@ -80,7 +80,13 @@ type hooks struct {
 // enqueue offers a job and maps the queue's answers to the webhook's: a duplicate delivery is a
 // success that does nothing, a full queue is an error the dispatcher turns into 503.
 func (h *hooks) enqueue(ctx context.Context, job queue.Job) error {
-	job.EnqueuedAt = h.now()
+	// The request's arrival, not this moment: concurrent deliveries reach this line in any order,
+	// and the queue lets a delivery received later supersede one received earlier.
+	if t, ok := receivedAt(ctx); ok {
+		job.EnqueuedAt = t
+	} else {
+		job.EnqueuedAt = h.now()
+	}
 	err := h.queue.Enqueue(ctx, job)
 	log := zerolog.Ctx(ctx)
 	switch {

@@ -228,7 +228,9 @@ func New(opts Options) (*Server, error) {
 
 	mux := http.NewServeMux()
 	if opts.Role != RoleWorker {
-		mux.Handle(RouteHook, recoverer(newHookHandler(dispatcher, em, opts.Logger, cfg.GitHub.App.WebhookSecret, opts.MaxUnverifiedBytes), opts.Logger))
+		hh := newHookHandler(dispatcher, em, opts.Logger, cfg.GitHub.App.WebhookSecret, opts.MaxUnverifiedBytes)
+		hh.now = now
+		mux.Handle(RouteHook, recoverer(hh, opts.Logger))
 	}
 	mux.HandleFunc("GET "+RouteHealth, s.health)
 	mux.HandleFunc("GET "+RouteReady, s.readiness)

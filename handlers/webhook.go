@@ -256,6 +256,17 @@ type hookHandler struct {
 	log    zerolog.Logger
 	secret []byte
 	budget *bodyBudget
+	now    func() time.Time // nil: time.Now
+}
+
+// receivedAtKey holds when the webhook's request reached the handler.
+type receivedAtKey struct{}
+
+// receivedAt is when the webhook of ctx was received, before its body was read and checked, so
+// that deliveries handled concurrently keep the order they arrived in (see queue.Job.EnqueuedAt).
+func receivedAt(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(receivedAtKey{}).(time.Time)
+	return t, ok
 }
 
 func newHookHandler(d http.Handler, m *eventMetrics, logger zerolog.Logger, secret string, maxUnverified int64) *hookHandler {
@@ -270,6 +281,11 @@ func newHookHandler(d http.Handler, m *eventMetrics, logger zerolog.Logger, secr
 }
 
 func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := time.Now
+	if h.now != nil {
+		now = h.now
+	}
+	received := now()
 	if r.Method != http.MethodPost {
 		h.m.reject("method")
 		w.Header().Set("Allow", http.MethodPost)
@@ -297,7 +313,8 @@ func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	h.next.ServeHTTP(w, r.WithContext(h.log.WithContext(r.Context())))
+	ctx := context.WithValue(h.log.WithContext(r.Context()), receivedAtKey{}, received)
+	h.next.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // readVerified reads the body within the unverified budget and checks its HMAC as it goes.

@@ -288,7 +288,7 @@ type riverQueue[TTx any] struct {
 	metrics *metrics
 	fair    *installationCap
 
-	writer *enqueueWriter
+	writer *enqueueWriter // nil: each Enqueue runs its own transaction
 	after  sync.WaitGroup // work that follows a commit (cancelSuperseded)
 
 	handler atomic.Pointer[queue.Handler]
@@ -379,7 +379,9 @@ func newQueue[TTx any](ctx context.Context, backend string, driver riverdriver.D
 	}
 	q.client = client
 	q.metrics = newMetrics(opts.Registerer, q.countByState)
-	q.writer = newEnqueueWriter(writerCount(backend, opts), q.enqueueBatch)
+	if usesWriter(backend) {
+		q.writer = newEnqueueWriter(1, q.enqueueBatch)
+	}
 	return q, nil
 }
 
@@ -457,7 +459,9 @@ func (q *riverQueue[TTx]) Stop(ctx context.Context) error {
 			}
 		}
 	}
-	q.writer.close()
+	if q.writer != nil {
+		q.writer.close()
+	}
 	q.after.Wait()
 	q.metrics.unregister()
 	q.db.close()

@@ -40,7 +40,7 @@ func (q *riverQueue[TTx]) Enqueue(ctx context.Context, job queue.Job) error {
 		return fmt.Errorf("%w: %w", queue.ErrFull, queue.ErrStopped)
 	}
 	start := time.Now()
-	res, err := q.writer.submit(ctx, job)
+	res, err := q.submit(ctx, job)
 	q.metrics.observeEnqueue(res, time.Since(start))
 	switch res {
 	case resultDuplicate:
@@ -57,6 +57,18 @@ func (q *riverQueue[TTx]) Enqueue(ctx context.Context, job queue.Job) error {
 	return nil
 }
 
+// submit enqueues job through the writer or, without one, in a transaction of its own.
+func (q *riverQueue[TTx]) submit(ctx context.Context, job queue.Job) (enqueueResult, error) {
+	if q.writer != nil {
+		return q.writer.submit(ctx, job)
+	}
+	replies, err := q.enqueueBatch(ctx, []queue.Job{job})
+	if err != nil {
+		return resultError, err
+	}
+	return replies[0].res, replies[0].err
+}
+
 // batchState is what the jobs of one enqueue transaction share.
 type batchState struct {
 	waiting     int64   // River jobs waiting to run; -1 until counted
@@ -68,12 +80,16 @@ type batchState struct {
 // means tx must be rolled back.
 func (q *riverQueue[TTx]) enqueueTx(ctx context.Context, tx TTx, job queue.Job, st *batchState) (enqueueResult, error) {
 	now := time.Now().Unix()
-	adm, err := q.db.admit(ctx, tx, job.DeliveryID, job.Key, now, false)
+	count := q.opts.MaxQueued > 0 && st.waiting < 0 // once per transaction, in admit's round trip
+	adm, err := q.db.admit(ctx, tx, job.DeliveryID, job.Key, now, count)
 	if err != nil {
 		return resultError, err
 	}
 	if adm.duplicate {
 		return resultDuplicate, nil
+	}
+	if count {
+		st.waiting = adm.waiting
 	}
 	head, current := adm.head, adm.current
 	if job.FollowUp && head != "" && head != job.HeadSHA {

@@ -17,9 +17,8 @@ import (
 // PostgreSQL waits for its log to reach the disk). So Enqueue hands its job to a writer, which
 // takes every job waiting at that moment, enqueues them all in one transaction and answers each
 // caller after the commit: under a burst each commit carries many webhooks, and a lone webhook
-// waits for nobody. SQLite has one writer, which also serves the jobs in the order they arrived
-// (the database/sql pool hands its one connection to a random waiter); PostgreSQL has a few, so
-// one commit's flush overlaps the next batch's statements.
+// waits for nobody. The writer also serves the jobs in the order they arrived (the database/sql
+// pool hands SQLite's one connection to a random waiter). See usesWriter for PostgreSQL.
 
 const (
 	// maxBatch bounds the jobs of one transaction, so that one commit never holds the writer long.
@@ -28,14 +27,12 @@ const (
 	batchTimeout = 30 * time.Second
 )
 
-// writerCount is how many writers a queue runs: one on SQLite, which writes one transaction at a
-// time anyway; on PostgreSQL a few, at most half the pool.
-func writerCount(backend string, opts Options) int {
-	if backend == "sqlite" {
-		return 1
-	}
-	return int(max(1, min(4, opts.MaxConns/2)))
-}
+// usesWriter reports whether a backend's enqueues go through a writer. SQLite writes one
+// transaction at a time anyway, so one writer loses nothing and saves a commit per job. On
+// PostgreSQL a job costs four round trips, which a writer would run one after another; there
+// each webhook runs its own transaction on the pool, and the server itself shares the log
+// flushes of concurrent commits.
+func usesWriter(backend string) bool { return backend == "sqlite" }
 
 type enqueueReply struct {
 	res enqueueResult
