@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
@@ -78,9 +79,11 @@ func (r *run) gateKey() queue.CheckKey {
 
 // knownGate returns the head's gate check run as the App last wrote it, from the record that
 // outlives each job: a push, a re-run or a repeated review of the head lists no check runs,
-// and no record means the App never wrote one. The head's check runs are listed instead when
-// the record store fails, and for a resumed job, whose first attempt may have begun on a
-// replica that kept no record.
+// and no record means the App never began to create one (a create is recorded before it is
+// sent). The head's check runs are listed instead when the record store fails, when the
+// record says a create or write was left with an unknown outcome (its answer was lost, or its
+// job ended first), and for a resumed job, whose first attempt may have begun on a replica
+// that kept no record.
 func (r *run) knownGate(ctx context.Context, resumed bool) (*github.CheckRun, error) {
 	name := r.p.checkName
 	if !resumed {
@@ -93,6 +96,8 @@ func (r *run) knownGate(ctx context.Context, resumed bool) (*github.CheckRun, er
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("gate check record unreadable; listing the head's check runs")
 		case !found:
 			return nil, nil
+		case rec.Status == queue.CheckStatusUnknown:
+			zerolog.Ctx(ctx).Info().Int64("check_run_id", rec.ID).Msg("gate check write of unknown outcome; listing the head's check runs")
 		default:
 			return &github.CheckRun{
 				ID: github.Int64(rec.ID), Name: github.String(name), HeadSHA: github.String(r.info.headSHA), Status: github.String(rec.Status),
@@ -107,19 +112,37 @@ func (r *run) knownGate(ctx context.Context, resumed bool) (*github.CheckRun, er
 	return cr, err
 }
 
-// recordGate keeps what a write (or a lookup) says of the gate check run; a failed write
-// forgets the record, since the run's state is then unknown.
+// recordGate keeps what a write (or a lookup) says of the gate check run.
 func (r *run) recordGate(ctx context.Context, cr *github.CheckRun, annotations int) {
-	var err error
-	if cr == nil {
-		err = r.p.records.ForgetCheck(ctx, r.gateKey())
-	} else {
-		err = r.p.records.PutCheck(ctx, r.gateKey(), queue.CheckRecord{
-			ID: cr.GetID(), Status: cr.GetStatus(), Title: cr.GetOutput().GetTitle(), Annotations: annotations, At: r.p.now(),
-		})
+	r.putGateRecord(ctx, queue.CheckRecord{
+		ID: cr.GetID(), Status: cr.GetStatus(), Title: cr.GetOutput().GetTitle(), Annotations: annotations, At: r.p.now(),
+	})
+}
+
+// unsureGate records that GitHub may hold a gate check run, or a state of run known, that no
+// record names: a create is about to be sent, or a write failed or lost its answer. The next
+// review of the head lists its check runs rather than create a second one.
+func (r *run) unsureGate(ctx context.Context, known int64) {
+	r.putGateRecord(ctx, queue.CheckRecord{ID: known, Status: queue.CheckStatusUnknown, At: r.p.now()})
+}
+
+// putGateRecord writes rec even when the job's context has ended: what GitHub was sent by
+// then is what the next review of the head must know.
+func (r *run) putGateRecord(ctx context.Context, rec queue.CheckRecord) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gateRecordTimeout)
+	defer cancel()
+	if err := r.p.records.PutCheck(ctx, r.gateKey(), rec); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("status", rec.Status).Msg("gate check record not written")
 	}
-	if err != nil {
-		zerolog.Ctx(ctx).Warn().Err(err).Msg("gate check record not written; the next review of the head lists its check runs")
+}
+
+// gateRecordTimeout bounds a gate check record's write.
+const gateRecordTimeout = 10 * time.Second
+
+// forgetGate drops the record of a run GitHub no longer has.
+func (r *run) forgetGate(ctx context.Context) {
+	if err := r.p.records.ForgetCheck(ctx, r.gateKey()); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("gate check record not forgotten")
 	}
 }
 
@@ -132,7 +155,7 @@ func (r *run) putCheck(ctx context.Context, existing *github.CheckRun, name stri
 	}
 	// The recorded run is gone (the repository was recreated, or the record is stale): the
 	// head's check runs say which one to write, if any.
-	r.recordGate(ctx, nil, 0)
+	r.forgetGate(ctx)
 	r.p.takeCheck(r.checkKey(name))
 	found, lerr := r.findCheck(ctx, name)
 	if lerr != nil || found.GetID() == existing.GetID() {
@@ -163,6 +186,13 @@ func (r *run) writeCheck(ctx context.Context, existing *github.CheckRun, name st
 			opts.Conclusion = github.String(conclusion)
 		}
 		opts.DetailsURL = github.String(r.p.checkDetailsURL(r.info))
+		var replaces int64
+		if gate {
+			// Recorded before it is sent: a create whose answer is lost, or whose job ends
+			// before its record is written, leaves the next review to list, not create again.
+			replaces = r.replaces
+			r.unsureGate(ctx, replaces)
+		}
 		var written *github.CheckRun
 		err := r.p.call(ctx, "create check run "+name, func(ctx context.Context) (*github.Response, error) {
 			cr, resp, err := r.gh.Checks.CreateCheckRun(ctx, r.info.owner, r.info.repo, opts)
@@ -173,13 +203,14 @@ func (r *run) writeCheck(ctx context.Context, existing *github.CheckRun, name st
 			return resp, err
 		}, func(ctx context.Context) (bool, error) {
 			c, err := r.findCheck(ctx, name)
-			if c != nil {
-				r.p.rememberCheck(r.checkKey(name), c)
-				written = c
+			if c == nil || c.GetID() <= replaces {
+				return false, err // only the run a re-run follows: the create did not land
 			}
-			return c != nil, err
+			r.p.rememberCheck(r.checkKey(name), c)
+			written = c
+			return true, err
 		})
-		if gate {
+		if gate && written != nil {
 			r.recordGate(ctx, written, written.GetOutput().GetAnnotationsCount())
 		}
 		if err != nil {
@@ -198,6 +229,7 @@ func (r *run) writeCheck(ctx context.Context, existing *github.CheckRun, name st
 	// GitHub appends the annotations of every update: a batch whose answer was lost must not
 	// be sent again if it landed.
 	var recheck func(context.Context) (bool, error)
+	var written *github.CheckRun
 	if n := len(out.Annotations); n > 0 {
 		want := r.annotationCount(existing) + n
 		recheck = func(ctx context.Context) (bool, error) {
@@ -206,10 +238,15 @@ func (r *run) writeCheck(ctx context.Context, existing *github.CheckRun, name st
 				return false, err
 			}
 			r.annotated[existing.GetID()] = cr.GetOutput().GetAnnotationsCount()
-			return cr.GetOutput().GetAnnotationsCount() >= want, nil
+			if cr.GetOutput().GetAnnotationsCount() < want {
+				return false, nil
+			}
+			// The update landed: the run as GitHub now has it is what this write recorded.
+			r.p.rememberCheck(r.checkKey(name), cr)
+			written = cr
+			return true, nil
 		}
 	}
-	var written *github.CheckRun
 	err := r.p.call(ctx, "update check run "+name, func(ctx context.Context) (*github.Response, error) {
 		cr, resp, err := r.gh.Checks.UpdateCheckRun(ctx, r.info.owner, r.info.repo, existing.GetID(), opts)
 		if err == nil {
@@ -220,10 +257,12 @@ func (r *run) writeCheck(ctx context.Context, existing *github.CheckRun, name st
 		return resp, err
 	}, recheck)
 	if gate {
-		if err != nil {
-			written = nil
+		if err != nil || written == nil {
+			// The write may have landed in part (annotations are appended) or not at all.
+			r.unsureGate(ctx, existing.GetID())
+		} else {
+			r.recordGate(ctx, written, written.GetOutput().GetAnnotationsCount())
 		}
-		r.recordGate(ctx, written, written.GetOutput().GetAnnotationsCount())
 	}
 	if err != nil {
 		r.fail(err)

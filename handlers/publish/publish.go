@@ -186,6 +186,9 @@ type run struct {
 	memoText string
 	// inline indexes the App's inline comments and thread replies, read by planInline.
 	inline inlineIndex
+	// replaces is the completed gate check run a re-run's new run follows (0: none): a list
+	// that shows only it does not show the new run.
+	replaces int64
 }
 
 func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers.Publication, phase string) *run {
@@ -285,7 +288,7 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *handlers.
 			p.rememberCheck(r.checkKey(p.checkName), cr)
 			return nil
 		}
-		cr = nil
+		r.replaces, cr = cr.GetID(), nil
 	}
 	return r.putCheck(ctx, cr, p.checkName, nil, "in_progress", "", out)
 }

@@ -22,22 +22,31 @@ type CheckKey struct {
 // finds the run without listing the head's check runs.
 type CheckRecord struct {
 	ID          int64
-	Status      string // queued, in_progress or completed
+	Status      string // queued, in_progress, completed or CheckStatusUnknown
 	Title       string // the output's title
 	Annotations int    // annotations the run holds
 	At          time.Time
 }
 
+// CheckStatusUnknown is the status of a record written before a create, and after a write
+// whose outcome is not known (its answer was lost, its job ended, it failed): GitHub may hold
+// a run, or a state of one, that no record names. ID is then the newest run the writer knew of
+// (0: none). Such a record is never trusted: the head's check runs are listed first.
+const CheckStatusUnknown = "unknown"
+
 // CheckRecords keeps a CheckRecord per check run the App writes. It outlives the job that
 // wrote it, so a push, a re-run or a repeated review of a head costs no check-run lookup:
-// the record says which run the head has, and no record says the App never wrote one (since
-// the store began, within its retention). A store that cannot answer makes the caller list.
+// the record says which run the head has, and no record says the App never began to write one
+// (since the store began, within its retention): a create is recorded as begun before it is
+// sent. A store that cannot answer, and a record of status CheckStatusUnknown, make the caller
+// list.
 type CheckRecords interface {
 	// Check returns the record of key; found is false when there is none (or only one older
 	// than CheckRecordsKept, which a store may also leave out).
 	Check(ctx context.Context, key CheckKey) (rec CheckRecord, found bool, err error)
-	// PutCheck records a write. A record of an older run of the key (a smaller id), or an
-	// in-progress write to a run already recorded completed, does not replace a newer one.
+	// PutCheck records a write as Supersedes orders them: a record of an older run of the key
+	// (a smaller id), or an in-progress write to a run already recorded completed, does not
+	// replace a newer one; a record of status CheckStatusUnknown replaces any.
 	PutCheck(ctx context.Context, key CheckKey, rec CheckRecord) error
 	// ForgetCheck drops the record of key: its write failed, or the run is gone.
 	ForgetCheck(ctx context.Context, key CheckKey) error
@@ -121,9 +130,13 @@ func (m *MemoryChecks) ForgetCheck(_ context.Context, key CheckKey) error {
 
 // Supersedes reports whether rec may replace old: a newer run, or a later write to the same
 // run that does not take a completed run back to in progress (GitHub does not reopen one,
-// so such a write is an older one arriving late).
+// so such a write is an older one arriving late). A record of unknown status replaces any
+// record, and is replaced only by one of the run it names or a newer run: a write of an older
+// run says nothing of the create or write that was left unknown.
 func Supersedes(rec, old CheckRecord) bool {
 	switch {
+	case rec.Status == CheckStatusUnknown:
+		return true
 	case rec.ID != old.ID:
 		return rec.ID > old.ID
 	case old.Status == "completed" && rec.Status != "completed":

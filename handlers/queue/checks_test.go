@@ -7,8 +7,9 @@ import (
 )
 
 // The in-memory records keep the newest write of each check run, never an older run's or a
-// late in-progress write over a completed run, and hold at most their bound, forgetting the
-// least recently written first.
+// late in-progress write over a completed run; a write of unknown outcome replaces any record
+// until the run it names or a newer one is recorded. They hold at most their bound,
+// forgetting the least recently written first.
 func TestMemoryChecks(t *testing.T) {
 	ctx := context.Background()
 	m := NewMemoryChecks(3)
@@ -37,6 +38,11 @@ func TestMemoryChecks(t *testing.T) {
 		{"late in-progress write", CheckRecord{ID: 5, Status: "completed"}, CheckRecord{ID: 5, Status: "in_progress"}, 5, "completed"},
 		{"older run", CheckRecord{ID: 6, Status: "in_progress"}, CheckRecord{ID: 5, Status: "completed"}, 6, "in_progress"},
 		{"newer run", CheckRecord{ID: 5, Status: "completed"}, CheckRecord{ID: 6, Status: "in_progress"}, 6, "in_progress"},
+		{"create begun over a completed run", CheckRecord{ID: 5, Status: "completed"}, CheckRecord{ID: 5, Status: CheckStatusUnknown}, 5, CheckStatusUnknown},
+		{"write lost over a newer record", CheckRecord{ID: 6, Status: "completed"}, CheckRecord{ID: 0, Status: CheckStatusUnknown}, 0, CheckStatusUnknown},
+		{"created run over its create", CheckRecord{ID: 0, Status: CheckStatusUnknown}, CheckRecord{ID: 7, Status: "in_progress"}, 7, "in_progress"},
+		{"listed run over a lost write to it", CheckRecord{ID: 5, Status: CheckStatusUnknown}, CheckRecord{ID: 5, Status: "in_progress"}, 5, "in_progress"},
+		{"older run over an unknown create", CheckRecord{ID: 5, Status: CheckStatusUnknown}, CheckRecord{ID: 4, Status: "completed"}, 5, CheckStatusUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := CheckKey{App: 1, Repo: "R", Head: tc.name, Name: "lensgate"}

@@ -38,14 +38,15 @@ var checkSchema = []string{
 
 const (
 	// sqlPutCheck records a write unless the row holds a newer run, or the same run completed
-	// and this is an in-progress write arriving late (queue.Supersedes, in one statement, so
-	// two replicas writing at once keep the newer).
+	// and this is an in-progress write arriving late; a record of unknown status replaces any
+	// (queue.Supersedes, in one statement, so two replicas writing at once keep the newer).
 	sqlPutCheck = `INSERT INTO lensgate_check (app_id, repo, head_sha, name, check_id, status, title, annotations, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (app_id, repo, head_sha, name) DO UPDATE
 			SET check_id = excluded.check_id, status = excluded.status, title = excluded.title,
 				annotations = excluded.annotations, updated_at = excluded.updated_at
-			WHERE excluded.check_id > lensgate_check.check_id
+			WHERE excluded.status = '` + queue.CheckStatusUnknown + `'
+				OR excluded.check_id > lensgate_check.check_id
 				OR (excluded.check_id = lensgate_check.check_id
 					AND (lensgate_check.status <> 'completed' OR excluded.status = 'completed'))`
 	sqlGetCheck = `SELECT check_id, status, title, annotations, updated_at FROM lensgate_check

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -99,6 +100,37 @@ func TestCheckRecordsAcrossReplicas(t *testing.T) {
 			}
 			if rows != 1 {
 				t.Fatalf("rows after the prune = %d, want 1", rows)
+			}
+		})
+	}
+}
+
+// The database orders the writes of one key as queue.Supersedes does, for every pair of run
+// ids and statuses, a write of unknown outcome included.
+func TestCheckRecordsOrderAsSupersedes(t *testing.T) {
+	statuses := []string{"in_progress", "completed", queue.CheckStatusUnknown}
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			opts := testOptions()
+			opts.InsertOnly = true
+			c := checkRecordsOn(t, open(t, be.dsn(t), opts), nil)
+			for _, oldStatus := range statuses {
+				for _, id := range []int64{4, 5, 6} {
+					for _, newStatus := range statuses {
+						old := queue.CheckRecord{ID: 5, Status: oldStatus, Title: "old", At: time.Now()}
+						rec := queue.CheckRecord{ID: id, Status: newStatus, Title: "new", At: time.Now()}
+						key := queue.CheckKey{App: 1, Repo: "R", Head: fmt.Sprintf("%s-%d-%s", oldStatus, id, newStatus), Name: "lensgate"}
+						mustPut(t, c, key, old)
+						mustPut(t, c, key, rec)
+						want := old
+						if queue.Supersedes(rec, old) {
+							want = rec
+						}
+						if got, _ := mustCheck(t, c, key); got.ID != want.ID || got.Status != want.Status || got.Title != want.Title {
+							t.Errorf("run 5 %s, then run %d %s: record %+v, want %+v", oldStatus, id, newStatus, got, want)
+						}
+					}
+				}
 			}
 		})
 	}
