@@ -77,6 +77,20 @@ func (r *run) gateKey() queue.CheckKey {
 	return queue.CheckKey{App: r.info.appID, Repo: repo, Head: r.info.headSHA, Name: r.p.checkName}
 }
 
+// gateRecord reads the record of this head's gate check run. Without a record under the
+// repository's node id, it reads the one under owner/name: a publication that could not read
+// the pull request (a review reported not possible) knew only the job's owner and name, and
+// wrote there.
+func (r *run) gateRecord(ctx context.Context) (queue.CheckRecord, bool, error) {
+	key := r.gateKey()
+	rec, found, err := r.p.records.Check(ctx, key)
+	if err != nil || found || r.info.repoNodeID == "" {
+		return rec, found, err
+	}
+	key.Repo = strings.ToLower(r.info.fullName)
+	return r.p.records.Check(ctx, key)
+}
+
 // knownGate returns the head's gate check run as the App last wrote it, from the record that
 // outlives each job: a push, a re-run or a repeated review of the head lists no check runs,
 // and no record means the App never began to create one (a create is recorded before it is
@@ -87,7 +101,7 @@ func (r *run) gateKey() queue.CheckKey {
 func (r *run) knownGate(ctx context.Context, resumed bool) (*github.CheckRun, error) {
 	name := r.p.checkName
 	if !resumed {
-		rec, found, err := r.p.records.Check(ctx, r.gateKey())
+		rec, found, err := r.gateRecord(ctx)
 		if found && r.p.now().Sub(rec.At) > queue.CheckRecordsKept {
 			found = false // the run may have gone stale since; a new one is written
 		}

@@ -13,7 +13,10 @@ import (
 	"github.com/lensgate/lensgate/handlers/queue/durable"
 )
 
-const routeCreateCheck = "POST /repos/{owner}/{repo}/check-runs"
+const (
+	routeCreateCheck = "POST /repos/{owner}/{repo}/check-runs"
+	routeGetPull     = "GET /repos/{owner}/{repo}/pulls/{number}"
+)
 
 // waitAny waits for the next publication and returns its outcome, failed or not.
 func (st *stack) waitAny(what string) error {
@@ -86,6 +89,14 @@ func TestGateCheckRunSurvivesLostAnswers(t *testing.T) {
 			},
 			firstFails: true,
 			lists:      1,
+		},
+		{
+			// The first job cannot read the pull request and reports a pending gate from what
+			// the job alone says (no repository node id); the next review, which reads it,
+			// finds that run.
+			name:   "first review could not read the pull request",
+			faults: map[string]githubfake.Fault{routeGetPull: {Status: http.StatusBadGateway, Times: 4}},
+			lists:  0,
 		},
 	} {
 		for store, newRecords := range recordStores(t) {
