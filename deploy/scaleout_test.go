@@ -75,6 +75,8 @@ type scaleOut struct {
 	spacing string // LENSGATE_GITHUB_CONTENT_SPACING of the processes started; "" keeps the default
 	// env overrides the serve processes' environment.
 	env map[string]string
+	// procs are every process started, for the logs of a failure.
+	procs []*server
 }
 
 const scaleRepo = "Codertocat/Hello-World"
@@ -108,7 +110,9 @@ func (s *scaleOut) start(role string) *server {
 	for k, v := range s.env {
 		vars[k] = v
 	}
-	return startServe(s.t, vars, "--role", role)
+	p := startServe(s.t, vars, "--role", role)
+	s.procs = append(s.procs, p)
+	return p
 }
 
 func (s *scaleOut) nextHead(pr int) string {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,7 +60,9 @@ func soakInt(name string, def int) int {
 // a hard restart of a worker on the way, and then checks every pull request: one concluded gate
 // run for the final head, no gate run of any head left open, one sticky comment, one disclosure
 // block with the author's text intact and no inline comment twice. LENSGATE_SOAK_PRS (default
-// 12, at most 50) and LENSGATE_SOAK_ROUNDS (default 4) make it longer.
+// 12, at most 50) and LENSGATE_SOAK_ROUNDS (default 4) make it longer; LENSGATE_SOAK_LOG_LEVEL
+// sets the processes' log level, and LENSGATE_SOAK_LOGS names a directory that a failed run
+// leaves its processes' logs, check runs and review jobs in.
 func TestSoak(t *testing.T) {
 	dsn := freshDatabase(t)
 	lensgateBinary(t)
@@ -67,6 +70,9 @@ func TestSoak(t *testing.T) {
 	// Reviews that wait long behind the spaced writes of every other review time out and are
 	// retried: the soak settles through its retries (the scale-out test counts attempts instead).
 	s.env = map[string]string{"LENSGATE_JOB_TIMEOUT": "10s"}
+	if l := os.Getenv("LENSGATE_SOAK_LOG_LEVEL"); l != "" {
+		s.env["LENSGATE_LOG_LEVEL"] = l
+	}
 	prs := all[:min(soakInt("LENSGATE_SOAK_PRS", 12), len(all))]
 	rounds := soakInt("LENSGATE_SOAK_ROUNDS", 4)
 	rng := rand.New(rand.NewPCG(18, uint64(len(prs))))
@@ -75,12 +81,19 @@ func TestSoak(t *testing.T) {
 		authors[pr] = fmt.Sprintf("Pull request %d: what it changes and why.\n\nWritten by its author, kept byte for byte: `<!-- -->` ✓\r\n", pr)
 		s.fe.gh.SetPullBody(s.repo, pr, authors[pr])
 	}
+	allHeads := map[int][]string{}
+	if dir := os.Getenv("LENSGATE_SOAK_LOGS"); dir != "" {
+		t.Cleanup(func() {
+			if t.Failed() {
+				s.saveFailure(dir, allHeads)
+			}
+		})
+	}
 	web := s.start("web")
 	w1, w2 := s.start("worker"), s.start("worker")
 	started := time.Now()
 	s.fe.gh.ResetCalls()
 
-	allHeads := map[int][]string{}
 	var sentIDs []string
 	bodies := map[string][]byte{}
 	deliveries, redeliveries, injected := 0, 0, 0
@@ -215,4 +228,29 @@ func TestSoak(t *testing.T) {
 	calls := s.fe.gh.TotalCalls()
 	t.Logf("soak: %d pull requests, %d rounds, %d pushes, %d redeliveries, %d injected GitHub faults in %d calls (%.1f%%), 1 graceful and 1 hard worker restart; sent in %s, settled in %s; jobs by state %v, %d taken over from the killed worker",
 		len(prs), rounds, deliveries, redeliveries, injected, calls, 100*float64(injected)/float64(max(calls, 1)), sent.Round(time.Second), settled.Round(time.Second), states, takenOver)
+}
+
+// saveFailure writes into dir what a failed soak leaves to read: every process's log, the check
+// runs of every head and the review jobs of every head.
+func (s *scaleOut) saveFailure(dir string, allHeads map[int][]string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.t.Logf("soak logs: %v", err)
+		return
+	}
+	for i, p := range s.procs {
+		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("proc-%d.log", i)), []byte(p.logs.String()), 0o644)
+	}
+	var b strings.Builder
+	var heads []string
+	for pr, hs := range allHeads {
+		for _, h := range hs {
+			heads = append(heads, h)
+			for _, cr := range s.fe.gh.CheckRuns(s.repo, h) {
+				fmt.Fprintf(&b, "pr %d head %s final %v: %+v\n", pr, h, h == s.heads[pr], cr)
+			}
+		}
+	}
+	_ = os.WriteFile(filepath.Join(dir, "checks.txt"), []byte(b.String()), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "jobs.txt"), []byte(s.jobsOf(heads)), 0o644)
+	s.t.Logf("soak logs in %s", dir)
 }

@@ -11,8 +11,9 @@ import (
 type CheckKey struct {
 	// App is the GitHub App's id: only that App writes its check runs.
 	App int64
-	// Repo is the repository's node id (or owner/name when GitHub gave none): a renamed
-	// repository keeps its records, and a new one under an old name does not inherit them.
+	// Repo is the repository's node id (or owner/name, lower case, when the publication did
+	// not know it): a renamed repository keeps its records, and a new one under an old name
+	// does not inherit them. A reader without a record under the node id reads owner/name.
 	Repo string
 	Head string
 	Name string
