@@ -227,6 +227,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 			RescueStuckJobsAfter:      cfg.Queue.RescueAfter,
 			LeaseTTL:                  cfg.Queue.Lease,
 			MaxQueued:                 cfg.Queue.Size,
+			FetchCooldown:             fetchCooldown(role),
 			Logger:                    &log,
 			Registerer:                promReg,
 		})
@@ -426,4 +427,16 @@ func newLogger(w io.Writer, level, format string) zerolog.Logger {
 		lvl = zerolog.InfoLevel
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Str("service", "lensgate").Logger()
+}
+
+// fetchCooldown is how soon a free worker of this process fetches its next job. Where the same
+// process answers webhooks (role all, the SQLite default) its workers fetch at River's pace: a
+// worker that takes the next job the moment it is free competes with the webhook handlers for
+// the CPU and the database, which tripled the webhook acknowledgement's median on two cores.
+// Worker replicas take the queue's default, a fetch as soon as a worker is free.
+func fetchCooldown(role string) time.Duration {
+	if role == handlers.RoleAll {
+		return durable.SharedFetchCooldown
+	}
+	return 0
 }

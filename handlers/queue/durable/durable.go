@@ -39,6 +39,10 @@ import (
 	"github.com/lensgate/lensgate/handlers/queue"
 )
 
+// SharedFetchCooldown is River's own fetch cooldown, for a process whose workers share it with
+// webhook handlers (see Options.FetchCooldown).
+const SharedFetchCooldown = river.FetchCooldownDefault
+
 // ErrInsertOnly is returned by Start on a queue opened with Options.InsertOnly.
 var ErrInsertOnly = errors.New("durable queue: opened insert-only (web role), cannot start workers")
 
@@ -81,7 +85,9 @@ type Options struct {
 	// 1ms). A worker that finishes a job fetches the next one at once unless the previous fetch
 	// is more recent; River's own default of 100ms would hold one worker to about 10 jobs a
 	// second. Fetches only happen while a worker is free, so a short cooldown costs nothing when
-	// the queue is idle or every worker is busy.
+	// the queue is idle or every worker is busy. A process that also answers webhooks may use
+	// SharedFetchCooldown instead, so that its workers leave the webhooks the CPU and the
+	// database.
 	FetchCooldown time.Duration
 	// ClientID names this replica in River's tables (default host-pid).
 	ClientID string
