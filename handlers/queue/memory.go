@@ -71,11 +71,35 @@ type Memory struct {
 	// scheduled holds jobs waiting for their NotBefore, by key: a newer job of the key replaces
 	// the waiting one.
 	scheduled map[string]*waiting
-	started   bool
-	stopping  bool
-	baseCtx   context.Context
-	cancel    context.CancelCauseFunc
-	wg        sync.WaitGroup
+	// newest is, while a key has a job, the head of its newest webhook and when the newest event
+	// naming that head was received: a delivery for another head received earlier is older news.
+	newest   map[string]newestEvent
+	started  bool
+	stopping bool
+	baseCtx  context.Context
+	cancel   context.CancelCauseFunc
+	wg       sync.WaitGroup
+}
+
+type newestEvent struct {
+	head string
+	at   time.Time
+}
+
+// olderNews reports whether job is a webhook delivery for another head than the key's newest,
+// received before the event that named that head, and otherwise records it as the newest; q.mu
+// is held. Concurrent deliveries reach Enqueue in any order; a job without a delivery id is
+// lensgate's own, queued from what GitHub shows, and never older news.
+func (q *Memory) olderNews(job Job) bool {
+	n, ok := q.newest[job.Key]
+	if ok && job.DeliveryID != "" && job.HeadSHA != "" && n.head != "" && n.head != job.HeadSHA && job.EnqueuedAt.Before(n.at) {
+		return true
+	}
+	if ok && n.head == job.HeadSHA && n.at.After(job.EnqueuedAt) {
+		return false
+	}
+	q.newest[job.Key] = newestEvent{head: job.HeadSHA, at: job.EnqueuedAt}
+	return false
 }
 
 // waiting is a scheduled job's timer; its identity tells a replaced job from the current one.
@@ -134,6 +158,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 		seen:      make(map[string]struct{}),
 		seenRing:  make([]string, opts.SeenDeliveries),
 		scheduled: make(map[string]*waiting),
+		newest:    make(map[string]newestEvent),
 	}
 	q.cond = sync.NewCond(&q.mu)
 	return q
@@ -163,6 +188,12 @@ func (q *Memory) Enqueue(ctx context.Context, job Job) error {
 	}
 	if job.FollowUp && q.otherHead(job) {
 		// The subject moved on; the newer head's own jobs do this work for it.
+		q.remember(job.DeliveryID)
+		q.m.Coalesced.Inc()
+		return nil
+	}
+	if !job.FollowUp && q.olderNews(job) {
+		// Its head is not the pull request's newest; the newer delivery's job does the work.
 		q.remember(job.DeliveryID)
 		q.m.Coalesced.Inc()
 		return nil
@@ -381,6 +412,11 @@ func (q *Memory) finish(ctx context.Context, job Job, err error) {
 		delete(q.running, job.Key)
 		if q.perInst[job.InstallationID]--; q.perInst[job.InstallationID] <= 0 {
 			delete(q.perInst, job.InstallationID)
+		}
+	}
+	if _, queued := q.pending[job.Key]; !queued {
+		if _, waits := q.scheduled[job.Key]; !waits {
+			delete(q.newest, job.Key) // bounded by the keys with work
 		}
 	}
 	q.m.Running.Set(float64(len(q.running)))

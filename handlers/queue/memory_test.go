@@ -448,3 +448,34 @@ func within[T any](t *testing.T, what string, ch <-chan T) T {
 		return zero
 	}
 }
+
+// TestMemoryOlderNewsNeverSupersedes: a delivery that reaches Enqueue after a newer one (they
+// were handled concurrently) neither replaces it nor runs; a later one does.
+func TestMemoryOlderNewsNeverSupersedes(t *testing.T) {
+	q := NewMemory(MemoryOptions{Workers: 1})
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		id, head string
+		at       int
+	}{{"d2", "new", 2}, {"d1", "old", 1}, {"d3", "older", 0}} {
+		j := job("o/r#1", c.id, c.head)
+		j.EnqueuedAt = t0.Add(time.Duration(c.at) * time.Millisecond)
+		if err := q.Enqueue(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The older delivery was accepted all the same: its redelivery is a duplicate.
+	if err := q.Enqueue(ctx, job("o/r#1", "d1", "old")); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("redelivery: %v, want ErrDuplicate", err)
+	}
+	rec := newRecorder()
+	close(rec.gate)
+	if err := q.Start(ctx, rec.handle); err != nil {
+		t.Fatal(err)
+	}
+	stop(t, q)
+	if got := rec.finished(); len(got) != 1 || got[0].HeadSHA != "new" {
+		t.Fatalf("ran %+v, want one job for head new", got)
+	}
+}
