@@ -95,6 +95,8 @@ func serve(ctx context.Context, cfg *config.Server, app *handlers.Server, log ze
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
+	var fresh newConns
+	fresh.watch(srv)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str("listen", ln.Addr().String()).Msg("listening")

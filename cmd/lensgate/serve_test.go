@@ -343,3 +343,50 @@ func TestServeRefusesOneKeyForBothRoles(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestServeStopsWithNewConnections: connections that have not sent a whole request (a client's
+// spare connection, one with part of a request) do not hold a graceful stop past
+// shutdown_timeout, as net/http would until they are 5 s old; the stop closes them
+// (TestShutdownAnswersNoRequestBegunBefore shows that loses nothing).
+func TestServeStopsWithNewConnections(t *testing.T) {
+	gh := githubfake.New(t)
+	serveEnv(t, gh)
+	addr := freeAddr(t)
+	t.Setenv("LENSGATE_LISTEN", addr)
+	t.Setenv("LENSGATE_SHUTDOWN_TIMEOUT", "3s") // below net/http's 5 s
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() { done <- run(ctx, []string{"serve"}, io.Discard, &stderr) }()
+	if err := waitReady("http://"+addr, 20*time.Second); err != nil {
+		cancel()
+		<-done
+		t.Fatalf("server not ready: %v; stderr %s", err, stderr.String())
+	}
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		// Bounds a hang, not a speed: the server's own read header timeout is 10 s.
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		return c
+	}
+	quiet, partial := dial(), dial()
+	if _, err := io.WriteString(partial, "GET "+handlers.RouteHealth+" HTTP/1.1\r\nHost: lensgate\r\n"); err != nil {
+		t.Fatal(err)
+	}
+
+	cancel()
+	if n, err := quiet.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("connection without a request: read %d bytes, %v; want it closed by the stop", n, err)
+	}
+	if n, err := partial.Read(make([]byte, 1)); !closedConn(n, err) {
+		t.Errorf("connection with part of a request: read %d bytes, %v; want it closed by the stop", n, err)
+	}
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d after the stop with new connections open: %s", code, stderr.String())
+	}
+}
