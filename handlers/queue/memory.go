@@ -312,6 +312,9 @@ func (q *Memory) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 		q.cancel(ErrStopped)
+		q.mu.Lock()
+		q.dropScheduledLocked()
+		q.mu.Unlock()
 		return nil
 	case <-ctx.Done():
 	}
@@ -326,10 +329,7 @@ func (q *Memory) Stop(ctx context.Context) error {
 		q.mu.Unlock()
 	}
 	q.mu.Lock()
-	for k, w := range q.scheduled {
-		w.timer.Stop()
-		delete(q.scheduled, k)
-	}
+	q.dropScheduledLocked()
 	left := len(q.pending)
 	for k := range q.pending {
 		delete(q.pending, k)
@@ -342,6 +342,17 @@ func (q *Memory) Stop(ctx context.Context) error {
 		return fmt.Errorf("queue: stopped with %d queued jobs abandoned and %d running jobs not stopping: %w", left, stuck, ctx.Err())
 	}
 	return nil
+}
+
+// dropScheduledLocked drops the jobs still waiting for their time (a look scheduled minutes
+// ahead cannot run before the stop ends), counting and logging them as abandoned; q.mu is held.
+func (q *Memory) dropScheduledLocked() {
+	for k, w := range q.scheduled {
+		w.timer.Stop()
+		delete(q.scheduled, k)
+		q.m.Dropped.WithLabelValues("abandoned").Inc()
+		q.opts.Logger.Warn().Str("job_key", k).Str("head_sha", w.head).Msg("scheduled job dropped at stop")
+	}
 }
 
 // stopGrace is how long Stop waits, after its deadline, for cancelled jobs to return.

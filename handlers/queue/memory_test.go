@@ -269,6 +269,31 @@ func TestMemoryStop(t *testing.T) {
 			t.Fatalf("Enqueue after Stop = %v, want ErrFull and ErrStopped", err)
 		}
 	})
+	t.Run("scheduled jobs are counted as abandoned", func(t *testing.T) {
+		q := NewMemory(MemoryOptions{Workers: 1})
+		ctx := context.Background()
+		rec := newRecorder()
+		close(rec.gate)
+		if err := q.Start(ctx, rec.handle); err != nil {
+			t.Fatal(err)
+		}
+		later := Job{Key: "o/r#1/delegate", DeliveryID: "look-1", HeadSHA: "h", NotBefore: time.Now().Add(time.Hour)}
+		if err := q.Enqueue(ctx, later); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Enqueue(ctx, job("o/r#2", "d2", "h")); err != nil {
+			t.Fatal(err)
+		}
+		// The queued job runs before the stop ends; the look an hour ahead cannot, and is
+		// reported, not lost silently.
+		stop(t, q)
+		if n := len(rec.finished()); n != 1 {
+			t.Fatalf("finished %d jobs, want 1", n)
+		}
+		if v := testutil.ToFloat64(q.m.Dropped.WithLabelValues("abandoned")); v != 1 {
+			t.Fatalf("abandoned = %v, want the scheduled job", v)
+		}
+	})
 	t.Run("deadline cancels running jobs", func(t *testing.T) {
 		q := NewMemory(MemoryOptions{Workers: 1})
 		ctx := context.Background()
