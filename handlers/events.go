@@ -87,8 +87,13 @@ func (h *hooks) enqueue(ctx context.Context, job queue.Job) error {
 	} else {
 		job.EnqueuedAt = h.now()
 	}
+	wb := webhookBodyOf(ctx)
+	if wb != nil {
+		job.Body = wb.body
+	}
 	err := h.queue.Enqueue(ctx, job)
 	log := zerolog.Ctx(ctx)
+	var replay *queue.ReplayError
 	switch {
 	case err == nil:
 		log.Debug().Str("job_key", job.Key).Str("head_sha", job.HeadSHA).Msg("review job queued")
@@ -99,6 +104,12 @@ func (h *hooks) enqueue(ctx context.Context, job queue.Job) error {
 		log.Info().Str("job_key", job.Key).Msg("delivery already accepted; nothing to do")
 		respond(ctx, http.StatusOK, "duplicate delivery")
 		h.events.outcome(job.Reason, "duplicate")
+		return nil
+	case errors.As(err, &replay) && wb != nil:
+		// Answered as this process's replay store answers (see hookScheduler.Schedule).
+		first := replay.First
+		wb.replayOf.Store(&first)
+		replayIgnored(ctx, h.events, wb.event, first)
 		return nil
 	default:
 		h.events.outcome(job.Reason, "refused")

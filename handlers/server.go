@@ -211,6 +211,7 @@ func New(opts Options) (*Server, error) {
 		command: cfg.Review.Command, now: now, events: em, appID: cfg.GitHub.App.IntegrationID, delegates: opts.Delegation.Runtime, configs: configs}
 	async := githubapp.QueueAsyncScheduler(cfg.Queue.EventQueueSize, cfg.Queue.EventWorkers,
 		githubapp.WithSchedulingMetrics(gm),
+		githubapp.WithContextDeriver(asyncContext),
 		githubapp.WithAsyncErrorCallback(func(ctx context.Context, d githubapp.Dispatch, err error) {
 			var pe githubapp.HandlerPanicError
 			if errors.As(err, &pe) {

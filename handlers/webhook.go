@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-github/v62/github"
@@ -49,18 +50,56 @@ func (s hookScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) error
 	// A signature has no timestamp: a captured delivery replayed under a new delivery id would
 	// pass it. GitHub never sends the same body twice under two ids (its redeliveries keep the
 	// id), so the body decides.
+	// This process's store answers at once; a durable queue also checks the jobs' body against
+	// every replica's (see queue.Job.Body), for deliveries that enqueue a job.
 	digest := bodyDigest(d.EventType, d.Payload)
 	if first, seen := s.replays.firstID(digest, d.DeliveryID); seen {
-		zerolog.Ctx(ctx).Warn().Str("first_delivery", first).Msg("body already accepted under another delivery id; replay ignored")
-		respond(ctx, http.StatusOK, "duplicate delivery")
-		s.events.outcome(d.EventType, "replay")
+		replayIgnored(ctx, s.events, d.EventType, first)
 		return nil
 	}
-	err := s.schedule(ctx, d)
-	if err == nil {
+	wb := &webhookBody{event: d.EventType, body: queue.Body{Digest: hex.EncodeToString(digest[:]), Delivery: d.DeliveryID}}
+	err := s.schedule(context.WithValue(ctx, webhookBodyKey{}, wb), d)
+	switch f := wb.replayOf.Load(); {
+	case err != nil:
+	case f == nil:
 		s.replays.remember(digest, d.DeliveryID)
+	case *f != "": // a replay the queue found; its first delivery is worth remembering here too
+		s.replays.remember(digest, *f)
 	}
 	return err
+}
+
+// replayIgnored answers a replayed body as a duplicate delivery.
+func replayIgnored(ctx context.Context, m *eventMetrics, event, first string) {
+	zerolog.Ctx(ctx).Warn().Str("first_delivery", first).Msg("body already accepted under another delivery id; replay ignored")
+	respond(ctx, http.StatusOK, "duplicate delivery")
+	m.outcome(event, "replay")
+}
+
+// webhookBodyKey holds the *webhookBody of the delivery being handled.
+type webhookBodyKey struct{}
+
+// webhookBody is what the jobs of a delivery carry for the queue's replay check, and what the
+// queue answered (the first delivery id of a replayed body).
+type webhookBody struct {
+	event    string
+	body     queue.Body
+	replayOf atomic.Pointer[string]
+}
+
+func webhookBodyOf(ctx context.Context) *webhookBody {
+	wb, _ := ctx.Value(webhookBodyKey{}).(*webhookBody)
+	return wb
+}
+
+// asyncContext is go-githubapp's context for asynchronous events, which also carries the
+// delivery's body for the queue's replay check.
+func asyncContext(ctx context.Context) context.Context {
+	out := githubapp.DefaultContextDeriver(ctx)
+	if wb := webhookBodyOf(ctx); wb != nil {
+		out = context.WithValue(out, webhookBodyKey{}, wb)
+	}
+	return out
 }
 
 func (s hookScheduler) schedule(ctx context.Context, d githubapp.Dispatch) error {

@@ -52,7 +52,28 @@ type Job struct {
 	// after a bot answered) rather than news of the subject: it never supersedes a job of
 	// another head, and is dropped when the subject's newest job is for another head.
 	FollowUp bool `json:"follow_up,omitempty"`
+	// Body names the webhook body that caused the job, for the durable queues' shared replay
+	// check; zero for jobs that come from no webhook. It is not stored with the job.
+	Body Body `json:"-"`
 }
+
+// Body identifies a webhook body: its digest (hex SHA-256 of event and payload) and the delivery
+// id GitHub sent it under. A durable queue refuses a job whose body was already accepted under
+// another delivery id with a ReplayError; the jobs of one delivery share its Body.
+type Body struct {
+	Digest   string
+	Delivery string
+}
+
+// ReplayError is ErrReplay naming the delivery id the body was first accepted under (empty when
+// that is not known yet, as when both arrived at once).
+type ReplayError struct{ First string }
+
+func (e *ReplayError) Error() string {
+	return "queue: body already accepted under delivery " + e.First
+}
+
+func (e *ReplayError) Is(target error) bool { return target == ErrReplay }
 
 // Handler runs one job. It must honour ctx: cancellation means a newer job superseded this one or
 // the process is shutting down. A returned error marked with Permanent is not retried.
@@ -76,6 +97,9 @@ var (
 	ErrFull = errors.New("queue: full")
 	// ErrDuplicate means the delivery id was already accepted; the webhook answers 2xx and does nothing.
 	ErrDuplicate = errors.New("queue: duplicate delivery")
+	// ErrReplay means the job's body was already accepted under another delivery id (see Job.Body):
+	// a captured delivery sent again; the webhook answers 2xx and does nothing.
+	ErrReplay = errors.New("queue: replayed body")
 )
 
 // permanentError marks a failure that retrying cannot fix (invalid config, 404, validation).

@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lensgate/lensgate/handlers/queue"
 )
 
 // errNoRows is the driver-neutral "no row" error of database.queryRow.
@@ -32,8 +34,9 @@ type database[TTx any] interface {
 	cancelAfterCommit() bool
 	commit(ctx context.Context, tx TTx) error
 	rollback(ctx context.Context, tx TTx)
-	// admit records a delivery id (unless empty) and locks the subject's row; see admission.
-	admit(ctx context.Context, tx TTx, deliveryID, key string, now int64, countWaiting bool) (admission, error)
+	// admit records a delivery id (unless empty) and the body's digest (unless empty) and locks
+	// the subject's row; see admission.
+	admit(ctx context.Context, tx TTx, deliveryID string, body queue.Body, key string, now int64, countWaiting bool) (admission, error)
 	exec(ctx context.Context, tx TTx, query string, args ...any) (int64, error)
 	// queryRow scans the first row into dest and returns errNoRows when there is none.
 	queryRow(ctx context.Context, tx TTx, query string, args []any, dest ...any) error
@@ -78,11 +81,15 @@ func withTxOpts[TTx any](ctx context.Context, db database[TTx], mode txMode, fn 
 }
 
 // admission is what Enqueue learns before it inserts: whether the delivery id was seen before
-// (then nothing else is set), the subject's newest head and job (its row now locked until the
+// or the body was accepted under another delivery id (then nothing else is set, and the delivery
+// id is not recorded), whether this job recorded the body's digest, the subject's newest head and job (its row now locked until the
 // transaction ends), when the newest event naming that head was received (UnixNano) and, if
 // asked, how many River jobs wait.
 type admission struct {
 	duplicate bool
+	replay    bool
+	first     string // a replay's first delivery id, when known
+	claimed   bool   // the body's digest was recorded by this job, not an earlier one of its delivery
 	head      string
 	current   int64
 	received  int64
@@ -90,7 +97,7 @@ type admission struct {
 }
 
 // admitSteps is admit as one statement per step, for databases without data-modifying CTEs.
-func admitSteps[TTx any](ctx context.Context, db database[TTx], tx TTx, deliveryID, key string, now int64, countWaiting bool) (admission, error) {
+func admitSteps[TTx any](ctx context.Context, db database[TTx], tx TTx, deliveryID string, body queue.Body, key string, now int64, countWaiting bool) (admission, error) {
 	var a admission
 	if deliveryID != "" {
 		n, err := db.exec(ctx, tx, sqlInsertDelivery, deliveryID, key, now)
@@ -100,6 +107,22 @@ func admitSteps[TTx any](ctx context.Context, db database[TTx], tx TTx, delivery
 		if n == 0 {
 			a.duplicate = true
 			return a, nil
+		}
+	}
+	if body.Digest != "" {
+		n, err := db.exec(ctx, tx, sqlInsertBody, body.Digest, body.Delivery, now)
+		if err != nil {
+			return a, fmt.Errorf("record body: %w", err)
+		}
+		a.claimed = n > 0
+		if !a.claimed {
+			var first string
+			if err := db.queryRow(ctx, tx, sqlBodyDelivery, []any{body.Digest}, &first); err != nil {
+				return a, fmt.Errorf("read body: %w", err)
+			}
+			if first != body.Delivery {
+				return replayed(ctx, db, tx, deliveryID, first)
+			}
 		}
 	}
 	if err := db.queryRow(ctx, tx, sqlAdmitSubject, []any{key, now}, &a.head, &a.current, &a.received); err != nil {
@@ -113,6 +136,17 @@ func admitSteps[TTx any](ctx context.Context, db database[TTx], tx TTx, delivery
 	return a, nil
 }
 
+// replayed forgets the delivery id a replay recorded, so that its answer stays the same if it is
+// sent again, and returns its admission.
+func replayed[TTx any](ctx context.Context, db database[TTx], tx TTx, deliveryID, first string) (admission, error) {
+	if deliveryID != "" {
+		if _, err := db.exec(ctx, tx, sqlForgetDelivery, deliveryID); err != nil {
+			return admission{}, fmt.Errorf("forget delivery: %w", err)
+		}
+	}
+	return admission{replay: true, first: first}, nil
+}
+
 // pgxDB serves PostgreSQL through a pgx pool.
 type pgxDB struct{ pool *pgxpool.Pool }
 
@@ -121,17 +155,27 @@ func (d pgxDB) beginNoFlush(ctx context.Context) (pgx.Tx, error) {
 	// One round trip: without arguments pgx sends the query as a simple-protocol batch.
 	return d.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"})
 }
-func (d pgxDB) admit(ctx context.Context, tx pgx.Tx, deliveryID, key string, now int64, countWaiting bool) (admission, error) {
+func (d pgxDB) admit(ctx context.Context, tx pgx.Tx, deliveryID string, body queue.Body, key string, now int64, countWaiting bool) (admission, error) {
 	var a admission
-	err := tx.QueryRow(ctx, sqlAdmitPostgres, deliveryID, key, now, countWaiting).Scan(&a.head, &a.current, &a.received, &a.waiting)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// No subject row: the delivery id was already recorded.
-		return admission{duplicate: true}, nil
-	}
+	var admitted, newDelivery bool
+	err := tx.QueryRow(ctx, sqlAdmitPostgres, deliveryID, key, now, countWaiting, body.Digest, body.Delivery).
+		Scan(&admitted, &newDelivery, &a.claimed, &a.first, &a.head, &a.current, &a.received, &a.waiting)
 	if err != nil {
 		return a, fmt.Errorf("record delivery and lock subject: %w", err)
 	}
-	return a, nil
+	switch {
+	case admitted:
+		a.first = ""
+		return a, nil
+	case deliveryID != "" && !newDelivery:
+		return admission{duplicate: true}, nil
+	default:
+		// The delivery id is new but the body was accepted under another one.
+		if !newDelivery {
+			deliveryID = ""
+		}
+		return replayed[pgx.Tx](ctx, d, tx, deliveryID, a.first)
+	}
 }
 func (d pgxDB) cancelWaiting(ctx context.Context, tx pgx.Tx, jobID int64) (bool, error) {
 	n, err := d.exec(ctx, tx, sqlCancelWaitingJob, jobID)
@@ -188,8 +232,8 @@ func sqliteQuery(q string) string { return dollarParam.ReplaceAllString(q, "?") 
 
 func (d sqliteDB) begin(ctx context.Context) (*sql.Tx, error)        { return d.db.BeginTx(ctx, nil) }
 func (d sqliteDB) beginNoFlush(ctx context.Context) (*sql.Tx, error) { return d.begin(ctx) }
-func (d sqliteDB) admit(ctx context.Context, tx *sql.Tx, deliveryID, key string, now int64, countWaiting bool) (admission, error) {
-	return admitSteps[*sql.Tx](ctx, d, tx, deliveryID, key, now, countWaiting)
+func (d sqliteDB) admit(ctx context.Context, tx *sql.Tx, deliveryID string, body queue.Body, key string, now int64, countWaiting bool) (admission, error) {
+	return admitSteps[*sql.Tx](ctx, d, tx, deliveryID, body, key, now, countWaiting)
 }
 func (d sqliteDB) cancelWaiting(ctx context.Context, tx *sql.Tx, jobID int64) (bool, error) {
 	n, err := d.exec(ctx, tx, sqlCancelWaitingJobSQLite, time.Now().UTC().Format(time.RFC3339Nano), jobID)
@@ -244,6 +288,14 @@ var schemaStatements = []string{
 		received_at BIGINT NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS lensgate_delivery_received_at ON lensgate_delivery (received_at)`,
+	// Digests of accepted webhook bodies (hex SHA-256 of event and payload) with the delivery id
+	// they came under: the same body under another id is a replay (replica-wide).
+	`CREATE TABLE IF NOT EXISTS lensgate_body (
+		digest TEXT PRIMARY KEY,
+		delivery_id TEXT NOT NULL,
+		received_at BIGINT NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS lensgate_body_received_at ON lensgate_body (received_at)`,
 	`CREATE TABLE IF NOT EXISTS lensgate_subject (
 		subject_key TEXT PRIMARY KEY,
 		head_sha TEXT NOT NULL,
@@ -297,23 +349,41 @@ const (
 	sqlAdmitSubject = `INSERT INTO lensgate_subject (subject_key, head_sha, job_id, updated_at)
 		VALUES ($1, '', 0, $2) ON CONFLICT (subject_key) DO UPDATE SET updated_at = lensgate_subject.updated_at
 		RETURNING head_sha, job_id, head_received_ns`
-	// sqlAdmitPostgres is sqlInsertDelivery, sqlLockSubject and sqlCountWaiting in one round
-	// trip. It returns no row when the delivery id ($1, unless empty) was already recorded.
+	sqlInsertBody = `INSERT INTO lensgate_body (digest, delivery_id, received_at)
+		VALUES ($1, $2, $3) ON CONFLICT (digest) DO NOTHING`
+	sqlBodyDelivery = `SELECT delivery_id FROM lensgate_body WHERE digest = $1`
+	sqlForgetBody   = `DELETE FROM lensgate_body WHERE digest = $1`
+	// sqlAdmitPostgres is admitSteps (sqlInsertDelivery, sqlInsertBody, sqlBodyDelivery,
+	// sqlLockSubject and sqlCountWaiting) in one round trip. Its one row says whether the job
+	// is admitted (the subject's row is then locked), whether the delivery id ($1, unless empty)
+	// was new, whether the body's digest ($5, unless empty) was recorded by this statement and
+	// the delivery id the body was first accepted under ($6 for an earlier job of the same
+	// delivery; a body committed by a concurrent transaction is not seen: empty).
 	sqlAdmitPostgres = `WITH delivery AS (
 			INSERT INTO lensgate_delivery (delivery_id, subject_key, received_at)
 			SELECT $1, $2, $3 WHERE $1 <> ''
 			ON CONFLICT (delivery_id) DO NOTHING
 			RETURNING 1
+		), body AS (
+			INSERT INTO lensgate_body (digest, delivery_id, received_at)
+			SELECT $5, $6, $3 WHERE $5 <> '' AND ($1 = '' OR EXISTS (SELECT 1 FROM delivery))
+			ON CONFLICT (digest) DO NOTHING
+			RETURNING 1
+		), earlier AS (
+			SELECT delivery_id FROM lensgate_body WHERE $5 <> '' AND digest = $5
 		), subject AS (
 			INSERT INTO lensgate_subject (subject_key, head_sha, job_id, updated_at)
-			SELECT $2, '', 0, $3 WHERE $1 = '' OR EXISTS (SELECT 1 FROM delivery)
+			SELECT $2, '', 0, $3 WHERE ($1 = '' OR EXISTS (SELECT 1 FROM delivery))
+				AND ($5 = '' OR EXISTS (SELECT 1 FROM body) OR EXISTS (SELECT 1 FROM earlier WHERE delivery_id = $6))
 			ON CONFLICT (subject_key) DO UPDATE SET updated_at = lensgate_subject.updated_at
 			RETURNING head_sha, job_id, head_received_ns
 		)
-		SELECT head_sha, job_id, head_received_ns,
-			CASE WHEN $4::boolean THEN (SELECT count(*) FROM river_job
+		SELECT s.job_id IS NOT NULL, EXISTS (SELECT 1 FROM delivery), EXISTS (SELECT 1 FROM body),
+			coalesce((SELECT delivery_id FROM earlier), ''),
+			coalesce(s.head_sha, ''), coalesce(s.job_id, 0), coalesce(s.head_received_ns, 0),
+			CASE WHEN $4::boolean AND s.job_id IS NOT NULL THEN (SELECT count(*) FROM river_job
 				WHERE state IN ('available', 'pending', 'retryable', 'scheduled')) ELSE 0 END
-		FROM subject`
+		FROM (SELECT 1) AS one LEFT JOIN subject s ON true`
 	// sqlCancelWaitingJob is River's cancellation of a job that is not running yet (final state,
 	// finalized_at and the cancel_attempted_at mark) without its notification, which only
 	// matters to a replica running the job.
@@ -338,6 +408,10 @@ const (
 	sqlCountWaiting    = `SELECT count(*) FROM river_job WHERE state IN ('available', 'pending', 'retryable', 'scheduled')`
 	sqlCountByState    = `SELECT state, count(*) FROM river_job GROUP BY state`
 	sqlPruneDeliveries = `DELETE FROM lensgate_delivery WHERE received_at < $1`
+	sqlPruneBodies     = `DELETE FROM lensgate_body WHERE received_at < $1`
+	// sqlCapBodies keeps the newest $1 body digests; older ones go before their retention ends.
+	sqlCapBodies = `DELETE FROM lensgate_body WHERE received_at < (
+		SELECT received_at FROM lensgate_body ORDER BY received_at DESC LIMIT 1 OFFSET $1)`
 	sqlPruneSubjects   = `DELETE FROM lensgate_subject WHERE updated_at < $1`
 	// Leases of finished attempts (empty client id) go after an hour, others after retention.
 	sqlPruneLeases = `DELETE FROM lensgate_lease WHERE renewed_at < $1 OR (client_id = '' AND renewed_at < $2)`

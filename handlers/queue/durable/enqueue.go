@@ -19,6 +19,7 @@ const (
 	resultQueued    enqueueResult = "queued"
 	resultCoalesced enqueueResult = "coalesced"
 	resultDuplicate enqueueResult = "duplicate"
+	resultReplay    enqueueResult = "replay"
 	resultFull      enqueueResult = "full"
 	resultError     enqueueResult = "error"
 )
@@ -45,6 +46,12 @@ func (q *riverQueue[TTx]) Enqueue(ctx context.Context, job queue.Job) error {
 	switch res {
 	case resultDuplicate:
 		return queue.ErrDuplicate
+	case resultReplay:
+		var re *queue.ReplayError
+		if errors.As(err, &re) {
+			return re
+		}
+		return &queue.ReplayError{}
 	case resultFull:
 		return queue.ErrFull
 	}
@@ -75,18 +82,21 @@ type batchState struct {
 	cancelAfter []int64 // superseded running jobs to cancel once the transaction is committed
 }
 
-// enqueueTx does one job's part of an enqueue transaction. ErrDuplicate and ErrFull are results,
-// not errors: they leave tx as it was, so the transaction's other jobs still commit. An error
-// means tx must be rolled back.
+// enqueueTx does one job's part of an enqueue transaction. ErrDuplicate, ErrFull and a replay
+// (returned with its ReplayError) are results, not errors: they leave tx as it was, so the
+// transaction's other jobs still commit. Any other error means tx must be rolled back.
 func (q *riverQueue[TTx]) enqueueTx(ctx context.Context, tx TTx, job queue.Job, st *batchState) (enqueueResult, error) {
 	now := time.Now().Unix()
 	count := q.opts.MaxQueued > 0 && st.waiting < 0 // once per transaction, in admit's round trip
-	adm, err := q.db.admit(ctx, tx, job.DeliveryID, job.Key, now, count)
+	adm, err := q.db.admit(ctx, tx, job.DeliveryID, job.Body, job.Key, now, count)
 	if err != nil {
 		return resultError, err
 	}
 	if adm.duplicate {
 		return resultDuplicate, nil
+	}
+	if adm.replay {
+		return resultReplay, &queue.ReplayError{First: adm.first}
 	}
 	if count {
 		st.waiting = adm.waiting
@@ -132,10 +142,16 @@ func (q *riverQueue[TTx]) enqueueTx(ctx context.Context, tx TTx, job queue.Job, 
 			}
 		}
 		if st.waiting >= int64(q.opts.MaxQueued) {
-			// Forget the delivery id, so that GitHub's redelivery is not taken for a duplicate.
+			// Forget the delivery id and the body, so that GitHub's redelivery is not taken for a
+			// duplicate or a replay.
 			if job.DeliveryID != "" {
 				if _, err := q.db.exec(ctx, tx, sqlForgetDelivery, job.DeliveryID); err != nil {
 					return resultError, fmt.Errorf("forget delivery: %w", err)
+				}
+			}
+			if adm.claimed {
+				if _, err := q.db.exec(ctx, tx, sqlForgetBody, job.Body.Digest); err != nil {
+					return resultError, fmt.Errorf("forget body: %w", err)
 				}
 			}
 			return resultFull, nil
@@ -197,10 +213,10 @@ func (q *riverQueue[TTx]) enqueueBatch(ctx context.Context, jobs []queue.Job) ([
 	err := withTx(ctx, q.db, func(tx TTx) error {
 		for i, job := range jobs {
 			res, err := q.enqueueTx(ctx, tx, job, &st)
-			if err != nil {
+			if err != nil && res != resultReplay {
 				return fmt.Errorf("enqueue %s: %w", job.Key, err)
 			}
-			replies[i] = enqueueReply{res: res}
+			replies[i] = enqueueReply{res: res, err: err}
 		}
 		return nil
 	})

@@ -25,7 +25,7 @@ func newMetrics(reg prometheus.Registerer, byState func(context.Context) (map[st
 		reg: reg,
 		enqueued: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lensgate_durable_queue_enqueued_total",
-			Help: "Enqueue calls by result: queued, coalesced, duplicate, full, error.",
+			Help: "Enqueue calls by result: queued, coalesced, duplicate, replay, full, error.",
 		}, []string{"result"}),
 		enqueueTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "lensgate_durable_queue_enqueue_seconds",
@@ -68,7 +68,7 @@ func newMetrics(reg prometheus.Registerer, byState func(context.Context) (map[st
 
 func (m *metrics) observeEnqueue(res enqueueResult, took time.Duration) {
 	m.enqueued.WithLabelValues(string(res)).Inc()
-	if res == resultQueued || res == resultCoalesced || res == resultDuplicate {
+	if res == resultQueued || res == resultCoalesced || res == resultDuplicate || res == resultReplay {
 		m.enqueueTime.Observe(took.Seconds())
 	}
 }

@@ -93,7 +93,12 @@ func (w *reviewWorker[TTx]) Work(ctx context.Context, job *river.Job[reviewArgs]
 	return err
 }
 
-// pruneWorker forgets delivery ids and subject heads older than the retention period.
+// maxBodies bounds the body digests kept for the replay check (about 150 MB on disk); beyond it
+// the oldest go before the retention period ends.
+const maxBodies = 1_000_000
+
+// pruneWorker forgets delivery ids, body digests and subject heads older than the retention
+// period, and body digests beyond maxBodies.
 type pruneWorker[TTx any] struct {
 	river.WorkerDefaults[pruneArgs]
 	q *riverQueue[TTx]
@@ -104,6 +109,12 @@ func (w *pruneWorker[TTx]) Work(ctx context.Context, _ *river.Job[pruneArgs]) er
 	return withTx(ctx, w.q.db, func(tx TTx) error {
 		if _, err := w.q.db.exec(ctx, tx, sqlPruneDeliveries, cutoff); err != nil {
 			return fmt.Errorf("prune deliveries: %w", err)
+		}
+		if _, err := w.q.db.exec(ctx, tx, sqlPruneBodies, cutoff); err != nil {
+			return fmt.Errorf("prune bodies: %w", err)
+		}
+		if _, err := w.q.db.exec(ctx, tx, sqlCapBodies, maxBodies); err != nil {
+			return fmt.Errorf("cap bodies: %w", err)
 		}
 		if _, err := w.q.db.exec(ctx, tx, sqlPruneSubjects, cutoff); err != nil {
 			return fmt.Errorf("prune subjects: %w", err)
