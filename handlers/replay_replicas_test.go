@@ -1,0 +1,133 @@
+package handlers_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/queue/durable"
+)
+
+// replicaDSNs returns a SQLite database and, when the test cluster is set, a fresh PostgreSQL
+// database, each for the replicas of one case.
+func replicaDSNs(t *testing.T) map[string]string {
+	out := map[string]string{"sqlite": "sqlite://" + filepath.Join(t.TempDir(), "queue.db")}
+	admin := os.Getenv("LENSGATE_TEST_POSTGRES_DSN")
+	if admin == "" {
+		t.Log("LENSGATE_TEST_POSTGRES_DSN not set: PostgreSQL case not run (.ci/run sets it)")
+		return out
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	name := "lensgate_replay_" + strings.ToLower(strings.NewReplacer("/", "_").Replace(t.Name()))
+	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), admin)
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(context.Background())
+		}
+	})
+	i := strings.LastIndex(admin, "/")
+	q := ""
+	if j := strings.Index(admin, "?"); j > i {
+		q = admin[j:]
+	}
+	out["postgres"] = admin[:i+1] + name + q
+	return out
+}
+
+// onDurableQueue runs the App on the durable queue at dsn.
+func onDurableQueue(t *testing.T, dsn string) envOption {
+	return func(_ *config.Server, o *handlers.Options) {
+		q, err := durable.Open(context.Background(), dsn, durable.Options{Workers: 2, JobTimeout: 30 * time.Second,
+			FetchPollInterval: 20 * time.Millisecond, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Queue = q
+	}
+}
+
+// Two web replicas on one durable queue: a body replica 1 accepted is a duplicate on replica 2
+// under a new delivery id, answered as replica 1 would answer it; a new body is a new job.
+func TestReplayAcrossReplicasIsDuplicate(t *testing.T) {
+	for backend, dsn := range replicaDSNs(t) {
+		t.Run(backend, func(t *testing.T) {
+			gh := githubfake.New(t)
+			r1, r2 := newEnvOn(t, gh, onDurableQueue(t, dsn)), newEnvOn(t, gh, onDurableQueue(t, dsn))
+			r1.addFixturePR(readmeDiff)
+			opened := fixture(t, "pull_request.opened.payload.json")
+			if code, body := r1.send("pull_request", "d-A", opened); code != http.StatusAccepted {
+				t.Fatalf("replica 1 answered %d %q", code, body)
+			}
+			code, body := r2.send("pull_request", "d-B", opened)
+			if code != http.StatusOK || body != "duplicate delivery" {
+				t.Fatalf("replay on replica 2 answered %d %q, want 200 duplicate delivery", code, body)
+			}
+			if got := r2.metric("lensgate_webhook_events_total", map[string]string{"event": "pull_request", "outcome": "replay"}); got != 1 {
+				t.Fatalf("replica 2 counted %v replays, want 1", got)
+			}
+			if !strings.Contains(r2.logs.String(), `"first_delivery":"d-A"`) {
+				t.Fatalf("replica 2 did not log the first delivery:\n%s", r2.logs.String())
+			}
+			// Sent again to replica 2, the replay is still one (its own store answers now).
+			if code, body := r2.send("pull_request", "d-C", opened); code != http.StatusOK || body != "duplicate delivery" {
+				t.Fatalf("second replay answered %d %q", code, body)
+			}
+			// A genuine new delivery with another body is a job (once the first is reviewed, so
+			// that it does not supersede it).
+			waitReviews(t, 1, r1, r2)
+			head := strings.Repeat("c", 40)
+			gh.Push(fixtureRepo, 2, head, []byte(readmeDiff), nil)
+			pushed := setJSON(t, opened, func(m map[string]any) {
+				m["action"], m["after"] = "synchronize", head
+				m["pull_request"].(map[string]any)["head"].(map[string]any)["sha"] = head
+			})
+			if code, body := r2.send("pull_request", "d-D", pushed); code != http.StatusAccepted {
+				t.Fatalf("new body answered %d %q", code, body)
+			}
+			// Both jobs run on either replica's workers; no third one appears.
+			waitReviews(t, 2, r1, r2)
+			r1.drain()
+			r2.drain()
+			if n := r1.reviewer.calls() + r2.reviewer.calls(); n != 2 {
+				t.Fatalf("%d reviews, want 2 (the first body and the new one)", n)
+			}
+		})
+	}
+}
+
+// waitReviews waits until the replicas ran n reviews in all; the deadline only guards against a
+// hung test.
+func waitReviews(t *testing.T, n int, replicas ...*env) {
+	t.Helper()
+	total := func() int {
+		sum := 0
+		for _, r := range replicas {
+			sum += r.reviewer.calls()
+		}
+		return sum
+	}
+	for deadline := time.Now().Add(60 * time.Second); total() < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reviews after a minute, want %d", total(), n)
+		}
+	}
+}
