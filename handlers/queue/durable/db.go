@@ -412,7 +412,7 @@ const (
 	// sqlCapBodies keeps the newest $1 body digests; older ones go before their retention ends.
 	sqlCapBodies = `DELETE FROM lensgate_body WHERE received_at < (
 		SELECT received_at FROM lensgate_body ORDER BY received_at DESC LIMIT 1 OFFSET $1)`
-	sqlPruneSubjects   = `DELETE FROM lensgate_subject WHERE updated_at < $1`
+	sqlPruneSubjects = `DELETE FROM lensgate_subject WHERE updated_at < $1`
 	// Leases of finished attempts (empty client id) go after an hour, others after retention.
 	sqlPruneLeases = `DELETE FROM lensgate_lease WHERE renewed_at < $1 OR (client_id = '' AND renewed_at < $2)`
 	sqlPruneBegun  = `DELETE FROM lensgate_begun WHERE begun_at < $1`
