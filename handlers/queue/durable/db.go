@@ -409,8 +409,9 @@ const (
 	sqlCountByState    = `SELECT state, count(*) FROM river_job GROUP BY state`
 	sqlPruneDeliveries = `DELETE FROM lensgate_delivery WHERE received_at < $1`
 	sqlPruneBodies     = `DELETE FROM lensgate_body WHERE received_at < $1`
-	// sqlCapBodies keeps the newest $1 body digests; older ones go before their retention ends.
-	sqlCapBodies = `DELETE FROM lensgate_body WHERE received_at < (
+	// sqlCapBodies keeps at most the newest $1 body digests (fewer when several share the
+	// second of the first one beyond); older ones go before their retention ends.
+	sqlCapBodies = `DELETE FROM lensgate_body WHERE received_at <= (
 		SELECT received_at FROM lensgate_body ORDER BY received_at DESC LIMIT 1 OFFSET $1)`
 	sqlPruneSubjects = `DELETE FROM lensgate_subject WHERE updated_at < $1`
 	// Leases of finished attempts (empty client id) go after an hour, others after retention.

@@ -3,7 +3,9 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/lensgate/lensgate/handlers/queue"
 )
@@ -76,4 +78,70 @@ func TestSharedReplayCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pruner runs the periodic clean-up with a bound on body digests and counts those left.
+type pruner interface {
+	pruneBodies(ctx context.Context, limit int) (int, error)
+}
+
+func (q *riverQueue[TTx]) pruneBodies(ctx context.Context, limit int) (int, error) {
+	w := &pruneWorker[TTx]{q: q, maxBodies: limit}
+	if err := w.Work(ctx, nil); err != nil {
+		return 0, err
+	}
+	var n int
+	err := q.db.queryOne(ctx, `SELECT count(*) FROM lensgate_body`, nil, &n)
+	return n, err
+}
+
+// Body digests go with the retention period and beyond the bound, oldest first.
+func TestBodyDigestsPruned(t *testing.T) {
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			ctx := context.Background()
+			opts := testOptions()
+			opts.InsertOnly = true
+			q := open(t, be.dsn(t), opts)
+			rq := q.(interface {
+				pruner
+				inspector
+			})
+			for i, d := range []string{"old", "newer", "newest"} {
+				if err := q.Enqueue(ctx, bodyJob(fmt.Sprintf("o/r#%d", i), "h", "d-"+d, d)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Make "old" older than the retention period and "newer" older than "newest".
+			db := q.(interface{ bodyAges(context.Context) error })
+			if err := db.bodyAges(ctx); err != nil {
+				t.Fatal(err)
+			}
+			n, err := rq.pruneBodies(ctx, 10)
+			if err != nil || n != 2 {
+				t.Fatalf("after retention: %d bodies (%v), want 2", n, err)
+			}
+			if n, err = rq.pruneBodies(ctx, 1); err != nil || n != 1 {
+				t.Fatalf("after the bound: %d bodies (%v), want 1", n, err)
+			}
+			// The newest is kept: its replay is still one.
+			if err := q.Enqueue(ctx, bodyJob("o/r#9", "h", "d-again", "newest")); !errors.Is(err, queue.ErrReplay) {
+				t.Fatalf("replay of the newest: %v, want ErrReplay", err)
+			}
+			if err := q.Enqueue(ctx, bodyJob("o/r#8", "h", "d-again2", "newer")); err != nil {
+				t.Fatalf("a pruned body under a new id: %v", err)
+			}
+		})
+	}
+}
+
+func (q *riverQueue[TTx]) bodyAges(ctx context.Context) error {
+	now := time.Now().Unix()
+	return withTx(ctx, q.db, func(tx TTx) error {
+		if _, err := q.db.exec(ctx, tx, `UPDATE lensgate_body SET received_at = $1 WHERE digest = 'old'`, now-int64(q.opts.Retention.Seconds())-10); err != nil {
+			return err
+		}
+		_, err := q.db.exec(ctx, tx, `UPDATE lensgate_body SET received_at = $1 WHERE digest = 'newer'`, now-60)
+		return err
+	})
 }

@@ -101,7 +101,8 @@ const maxBodies = 1_000_000
 // period, and body digests beyond maxBodies.
 type pruneWorker[TTx any] struct {
 	river.WorkerDefaults[pruneArgs]
-	q *riverQueue[TTx]
+	q         *riverQueue[TTx]
+	maxBodies int // 0: maxBodies
 }
 
 func (w *pruneWorker[TTx]) Work(ctx context.Context, _ *river.Job[pruneArgs]) error {
@@ -113,7 +114,11 @@ func (w *pruneWorker[TTx]) Work(ctx context.Context, _ *river.Job[pruneArgs]) er
 		if _, err := w.q.db.exec(ctx, tx, sqlPruneBodies, cutoff); err != nil {
 			return fmt.Errorf("prune bodies: %w", err)
 		}
-		if _, err := w.q.db.exec(ctx, tx, sqlCapBodies, maxBodies); err != nil {
+		limit := w.maxBodies
+		if limit <= 0 {
+			limit = maxBodies
+		}
+		if _, err := w.q.db.exec(ctx, tx, sqlCapBodies, limit); err != nil {
 			return fmt.Errorf("cap bodies: %w", err)
 		}
 		if _, err := w.q.db.exec(ctx, tx, sqlPruneSubjects, cutoff); err != nil {
