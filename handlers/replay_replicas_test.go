@@ -131,3 +131,33 @@ func waitReviews(t *testing.T, n int, replicas ...*env) {
 		}
 	}
 }
+
+// An event handled after its answer (a re-run request) is checked the same way: its replay on
+// another replica queues no second run.
+func TestAsyncReplayAcrossReplicasQueuesNothing(t *testing.T) {
+	for backend, dsn := range replicaDSNs(t) {
+		t.Run(backend, func(t *testing.T) {
+			gh := githubfake.New(t)
+			r1, r2 := newEnvOn(t, gh, onDurableQueue(t, dsn)), newEnvOn(t, gh, onDurableQueue(t, dsn))
+			const head = "d6fde92930d4715a2b49857d24b940956b26d2d3"
+			gh.AddRepo(githubfake.Repo{Owner: "github", Name: "hello-world", ID: 526, DefaultBranch: "master"})
+			gh.AddPullRequest("github/hello-world", githubfake.PullRequest{Number: 7, HeadSHA: head, BaseRef: "master", Diff: []byte(readmeDiff)})
+			rerun := ownApp(t, "check_run", fixture(t, "check_run.rerequested.rfc3339.payload.json"))
+			if code, body := r1.send("check_run", "d-A", rerun); code != http.StatusOK {
+				t.Fatalf("replica 1 answered %d %q", code, body)
+			}
+			waitReviews(t, 1, r1, r2)
+			if code, body := r2.send("check_run", "d-B", rerun); code != http.StatusOK {
+				t.Fatalf("replica 2 answered %d %q", code, body)
+			}
+			r2.waitFor("the replay counted", func() bool {
+				return r2.metric("lensgate_webhook_events_total", map[string]string{"event": "check_run", "outcome": "replay"}) == 1
+			})
+			r1.drain()
+			r2.drain()
+			if n := r1.reviewer.calls() + r2.reviewer.calls(); n != 1 {
+				t.Fatalf("%d reviews, want 1", n)
+			}
+		})
+	}
+}
