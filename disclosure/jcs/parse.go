@@ -465,22 +465,14 @@ func (p *parser) str() (string, error) {
 		}
 		e := p.data[p.pos]
 		p.pos++
+		if v := shortEscape[e]; v != 0 {
+			buf = append(buf, v)
+			continue
+		}
 		switch e {
-		case '"', '\\':
-			buf = append(buf, e)
 		case '/':
 			buf = append(buf, e)
 			p.nonCanonical = true
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
 		case 'u':
 			hexAt := p.pos
 			r, err := p.hex4()
@@ -488,7 +480,7 @@ func (p *parser) str() (string, error) {
 				return "", err
 			}
 			// Only control characters without a short escape are written as \u00xx.
-			if r >= 0x20 || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t' ||
+			if r >= 0x20 || hasShortEscape[r] ||
 				p.data[hexAt+2] >= 'A' && p.data[hexAt+2] <= 'F' || p.data[hexAt+3] >= 'A' && p.data[hexAt+3] <= 'F' {
 				p.nonCanonical = true
 			}
@@ -512,6 +504,14 @@ func (p *parser) str() (string, error) {
 		}
 	}
 }
+
+// shortEscape maps the letter of a two-character escape to the byte it stands for (0: not a
+// short escape). \/ is left out: valid JSON but never canonical, so each reader handles it.
+var shortEscape = [256]byte{'"': '"', '\\': '\\', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// hasShortEscape marks the control characters that canonical JSON writes with a short escape,
+// never as \u00xx.
+var hasShortEscape = [0x20]bool{'\b': true, '\f': true, '\n': true, '\r': true, '\t': true}
 
 // stringSpecial marks the bytes that end the plain run of a string: quote, backslash and
 // control characters (a read-only table).

@@ -203,19 +203,13 @@ func (r *Reader) escaped(start, i int) (string, bool) {
 		if i+1 >= len(d) {
 			break
 		}
-		switch e := d[i+1]; e {
-		case '"', '\\':
-			buf = append(buf, e)
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'n':
-			buf = append(buf, '\n')
-		case 'r':
-			buf = append(buf, '\r')
-		case 't':
-			buf = append(buf, '\t')
+		e := d[i+1]
+		if v := shortEscape[e]; v != 0 {
+			buf = append(buf, v)
+			i += 2
+			continue
+		}
+		switch e {
 		case 'u':
 			// Only a control character without a short escape is written \u00xx, in
 			// lowercase hex.
@@ -235,8 +229,7 @@ func (r *Reader) escaped(start, i int) (string, bool) {
 				return "", false
 			}
 			v += (d[i+4] - '0') << 4
-			switch v {
-			case '\b', '\f', '\n', '\r', '\t':
+			if hasShortEscape[v] {
 				r.failed = true
 				return "", false
 			}
@@ -247,7 +240,6 @@ func (r *Reader) escaped(start, i int) (string, bool) {
 			r.failed = true
 			return "", false
 		}
-		i += 2
 	}
 	r.failed = true
 	return "", false
