@@ -118,20 +118,15 @@ type Runner struct {
 func RunnerEnvVars() []string {
 	out := []string{}
 	for _, ev := range runnerEnv() {
-		out = append(out, ev.name)
+		out = append(out, ev.Name)
 	}
 	return out
 }
 
-type runnerEnvVar struct {
-	name, key string
-	set       func(r *Runner, v string) error
-}
+type runnerEnvVar = envVar[Runner]
 
 func runnerEnv() []runnerEnvVar {
-	str := func(p func(*Runner) *string) func(*Runner, string) error {
-		return func(r *Runner, v string) error { *p(r) = v; return nil }
-	}
+	str, dur, num := envString[Runner], envDuration[Runner], envInt[Runner]
 	vars := []runnerEnvVar{
 		{"LENSGATE_RUNNER_LISTEN", "listen", str(func(r *Runner) *string { return &r.Listen })},
 		{"LENSGATE_RUNNER_TOKEN_FILE", "token_file", str(func(r *Runner) *string { return &r.TokenFile })},
@@ -143,37 +138,21 @@ func runnerEnv() []runnerEnvVar {
 		{"LENSGATE_LOG_LEVEL", "log_level", str(func(r *Runner) *string { return &r.LogLevel })},
 		{"LENSGATE_LOG_FORMAT", "log_format", str(func(r *Runner) *string { return &r.LogFormat })},
 		{"LENSGATE_RUNNER_WORK_ROOT", "work_root", str(func(r *Runner) *string { return &r.WorkRoot })},
-		{"LENSGATE_RUNNER_MAX_RUNS", "max_runs", func(r *Runner, v string) error {
-			n, err := strconv.Atoi(v)
-			r.MaxRuns = n
-			return err
-		}},
-		{"LENSGATE_RUNNER_RUN_TTL", "run_ttl", func(r *Runner, v string) error {
-			d, err := time.ParseDuration(v)
-			r.RunTTL = d
-			return err
-		}},
+		{"LENSGATE_RUNNER_MAX_RUNS", "max_runs", num(func(r *Runner) *int { return &r.MaxRuns })},
+		{"LENSGATE_RUNNER_RUN_TTL", "run_ttl", dur(func(r *Runner) *time.Duration { return &r.RunTTL })},
 		{"LENSGATE_RUNNER_MAX_REQUEST_BYTES", "max_request_bytes", func(r *Runner, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
 			r.MaxRequestBytes = n
 			return err
 		}},
-		{"LENSGATE_RUNNER_MAX_CONCURRENT", "max_concurrent", func(r *Runner, v string) error {
-			n, err := strconv.Atoi(v)
-			r.MaxConcurrent = n
-			return err
-		}},
-		{"LENSGATE_SHUTDOWN_TIMEOUT", "shutdown_timeout", func(r *Runner, v string) error {
-			d, err := time.ParseDuration(v)
-			r.ShutdownTimeout = d
-			return err
-		}},
+		{"LENSGATE_RUNNER_MAX_CONCURRENT", "max_concurrent", num(func(r *Runner) *int { return &r.MaxConcurrent })},
+		{"LENSGATE_SHUTDOWN_TIMEOUT", "shutdown_timeout", dur(func(r *Runner) *time.Duration { return &r.ShutdownTimeout })},
 	}
 	// The runtimes section reads the server's variables.
 	for _, ev := range ServerEnvVars() {
 		if strings.HasPrefix(ev.Key, "runtimes.") && ev.Key != "runtimes.max_tokens_per_installation_per_day" {
 			set := ev.set
-			vars = append(vars, runnerEnvVar{ev.Name, ev.Key, func(r *Runner, v string) error {
+			vars = append(vars, runnerEnvVar{Name: ev.Name, Key: ev.Key, set: func(r *Runner, v string) error {
 				s := &Server{Runtime: r.Runtime}
 				err := set(s, v)
 				r.Runtime = s.Runtime
@@ -212,18 +191,8 @@ func LoadRunner(path string, lookup func(string) (string, bool)) (*Runner, error
 			}
 		}
 	}
-	var problems []string
-	for _, ev := range runnerEnv() {
-		v, ok := lookup(ev.name)
-		if !ok {
-			continue
-		}
-		if err := ev.set(r, v); err != nil {
-			problems = append(problems, fmt.Sprintf("%s (%s): invalid value", ev.key, ev.name))
-		}
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("runner config: %s", strings.Join(problems, "; "))
+	if err := applyEnv(r, runnerEnv(), lookup, "runner config"); err != nil {
+		return nil, err
 	}
 	if err := r.Validate(); err != nil {
 		return nil, err
@@ -234,8 +203,8 @@ func LoadRunner(path string, lookup func(string) (string, bool)) (*Runner, error
 // RunnerKeyName renders a runner configuration key with its environment variable.
 func RunnerKeyName(key string) string {
 	for _, ev := range runnerEnv() {
-		if ev.key == key {
-			return key + " (" + ev.name + ")"
+		if ev.Key == key {
+			return key + " (" + ev.Name + ")"
 		}
 	}
 	return key

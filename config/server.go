@@ -238,37 +238,11 @@ type ServerQueue struct {
 }
 
 // ServerEnvVar documents one environment variable of the server configuration.
-type ServerEnvVar struct {
-	Name string
-	Key  string // the YAML key it overrides
-	set  func(s *Server, v string) error
-}
+type ServerEnvVar = envVar[Server]
 
 // ServerEnvVars lists every environment variable `lensgate serve` reads, in documentation order.
 func ServerEnvVars() []ServerEnvVar {
-	str := func(p func(*Server) *string) func(*Server, string) error {
-		return func(s *Server, v string) error { *p(s) = v; return nil }
-	}
-	dur := func(p func(*Server) *time.Duration) func(*Server, string) error {
-		return func(s *Server, v string) error {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return err
-			}
-			*p(s) = d
-			return nil
-		}
-	}
-	num := func(p func(*Server) *int) func(*Server, string) error {
-		return func(s *Server, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return err
-			}
-			*p(s) = n
-			return nil
-		}
-	}
+	str, dur, num := envString[Server], envDuration[Server], envInt[Server]
 	return []ServerEnvVar{
 		{"LENSGATE_LISTEN", "listen", str(func(s *Server) *string { return &s.Listen })},
 		{"LENSGATE_LOG_LEVEL", "log_level", str(func(s *Server) *string { return &s.LogLevel })},
@@ -431,19 +405,8 @@ func LoadServer(path string, lookup func(string) (string, bool)) (*Server, error
 			return nil, err
 		}
 	}
-	var problems []string
-	for _, ev := range ServerEnvVars() {
-		v, ok := lookup(ev.Name)
-		if !ok {
-			continue
-		}
-		if err := ev.set(s, v); err != nil {
-			// Never echo the value: it may be a secret.
-			problems = append(problems, fmt.Sprintf("%s (%s): invalid value", ev.Key, ev.Name))
-		}
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("server config: %s", strings.Join(problems, "; "))
+	if err := applyEnv(s, ServerEnvVars(), lookup, "server config"); err != nil {
+		return nil, err
 	}
 	if err := s.resolveState(lookup); err != nil {
 		return nil, err
