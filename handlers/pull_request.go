@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/google/go-github/v62/github"
@@ -18,85 +17,77 @@ var _ githubapp.EventHandler = pullRequestHandler{}
 
 func (pullRequestHandler) Handles() []string { return []string{"pull_request"} }
 
-// pullRequestEvent is the part of a pull_request payload the handler reads. Decoding only this
+// pullRequestFields is the part of a pull_request payload the handler reads. Reading only this
 // (payloads are often 20-30 KB) keeps the webhook answer cheap; the worker reads the pull request
 // fresh from GitHub anyway.
-type pullRequestEvent struct {
-	Action      string `json:"action"`
-	PullRequest *struct {
-		Number int    `json:"number"`
-		Draft  bool   `json:"draft"`
-		State  string `json:"state"`
-		Head   struct {
-			SHA string `json:"sha"`
-		} `json:"head"`
-	} `json:"pull_request"`
-	Repository *struct {
-		Name  string `json:"name"`
-		Owner struct {
-			Login string `json:"login"`
-		} `json:"owner"`
-	} `json:"repository"`
-	Installation *struct {
-		ID int64 `json:"id"`
-	} `json:"installation"`
-	Sender  *github.User `json:"sender"`
-	Changes *struct {
-		Title json.RawMessage `json:"title"`
-		Body  json.RawMessage `json:"body"`
-		Base  json.RawMessage `json:"base"`
-	} `json:"changes"`
-}
+var pullRequestFields = newFieldSet(
+	"action",
+	"pull_request", "pull_request.number", "pull_request.draft", "pull_request.state",
+	"pull_request.head", "pull_request.head.sha",
+	"repository", "repository.name", "repository.owner", "repository.owner.login",
+	"installation", "installation.id",
+	"sender", "sender.login", "sender.type",
+	"changes", "changes.title", "changes.body", "changes.base",
+)
 
 func (h pullRequestHandler) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev pullRequestEvent
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return badPayload(err)
+	f, err := pullRequestFields.read(payload)
+	if err != nil {
+		return err
 	}
-	pr := ev.PullRequest
-	if pr == nil || ev.Repository == nil {
+	hasPR, hasRepo := f.object("pull_request"), f.object("repository")
+	f.objects("pull_request.head", "repository.owner", "installation", "changes")
+	action := f.str("action")
+	number := int(f.int64("pull_request.number"))
+	draft := f.bool("pull_request.draft")
+	state := f.str("pull_request.state")
+	head := f.str("pull_request.head.sha")
+	owner, name := f.str("repository.owner.login"), f.str("repository.name")
+	inst := f.int64("installation.id")
+	sender := f.user("sender")
+	// A new title, body or base, even null, is present as for a json.RawMessage.
+	changed := f.present("changes.title") || f.present("changes.body") || f.present("changes.base")
+	if f.err != nil {
+		return badPayload(f.err)
+	}
+	if !hasPR || !hasRepo {
 		return badPayload(errors.New("pull_request event without pull_request or repository"))
 	}
-	owner, name := ev.Repository.Owner.Login, ev.Repository.Name
-	var inst int64
-	if ev.Installation != nil {
-		inst = ev.Installation.ID
-	}
 	repo := &github.Repository{Name: &name, Owner: &github.User{Login: &owner}}
-	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, pr.Number)
-	reason := eventType + "." + ev.Action
-	switch ev.Action {
+	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, number)
+	reason := eventType + "." + action
+	switch action {
 	case "opened", "reopened", "ready_for_review", "synchronize":
 	case "edited":
 		// Only a new title, body or base changes what is reviewed; lensgate's own body edits
 		// (the disclosure block) must not trigger another review.
-		if isBot(ev.Sender) {
+		if isBot(sender) {
 			return h.skip(ctx, reason, "edited by a bot")
 		}
-		if ch := ev.Changes; ch == nil || (ch.Title == nil && ch.Body == nil && ch.Base == nil) {
+		if !changed {
 			return h.skip(ctx, reason, "edit does not change title, body or base")
 		}
 	default:
-		return h.skip(ctx, reason, "action "+ev.Action+" is not reviewed")
+		return h.skip(ctx, reason, "action "+action+" is not reviewed")
 	}
-	if pr.State == "closed" {
+	if state == "closed" {
 		return h.skip(ctx, reason, "pull request is closed")
 	}
-	if pr.Draft && !h.reviewDrafts {
+	if draft && !h.reviewDrafts {
 		return h.skip(ctx, reason, "draft pull request")
 	}
-	if inst == 0 || owner == "" || name == "" || pr.Number <= 0 {
+	if inst == 0 || owner == "" || name == "" || number <= 0 {
 		return h.skip(ctx, reason, "no installation, repository or number in payload")
 	}
 	return h.enqueue(ctx, queue.Job{
-		Key:            JobKey(owner, name, pr.Number),
+		Key:            JobKey(owner, name, number),
 		DeliveryID:     deliveryID,
 		Kind:           queue.KindPullRequest,
 		InstallationID: inst,
 		Owner:          owner,
 		Repo:           name,
-		Number:         pr.Number,
-		HeadSHA:        pr.Head.SHA,
+		Number:         number,
+		HeadSHA:        head,
 		Reason:         reason,
 	})
 }
