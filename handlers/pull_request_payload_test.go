@@ -119,3 +119,26 @@ func TestPullRequestPayloadShapes(t *testing.T) {
 		}
 	}
 }
+
+func TestPushPayloadShapes(t *testing.T) {
+	e := newEnv(t)
+	valid := `{"ref":"refs/heads/main","repository":{"name":".github","default_branch":"main","owner":{"login":"Codertocat"}},"installation":{"id":1}}`
+	for name, tt := range map[string]struct {
+		body string
+		code int
+	}{
+		"valid":                 {valid, http.StatusOK},
+		"owner by name only":    {strings.Replace(valid, `"login"`, `"name"`, 1), http.StatusOK},
+		"escaped and spaced":    {strings.ReplaceAll(strings.Replace(valid, `"main"`, `"m\u0061in"`, 1), ":", " :\n\t"), http.StatusOK},
+		"ref is a number":       {strings.Replace(valid, `"refs/heads/main"`, `7`, 1), http.StatusBadRequest},
+		"repository is a text":  {`{"ref":"x","repository":"x"}`, http.StatusBadRequest},
+		"no repository":         {`{"ref":"x","repository":null}`, http.StatusBadRequest},
+		"owner is an array":     {strings.Replace(valid, `{"login":"Codertocat"}`, `[]`, 1), http.StatusBadRequest},
+		"installation id float": {strings.Replace(valid, `"id":1`, `"id":1.5`, 1), http.StatusBadRequest},
+		"not JSON":              {valid[:len(valid)-1], http.StatusBadRequest},
+	} {
+		if code, msg := e.send("push", "push-"+name, []byte(tt.body)); code != tt.code {
+			t.Errorf("%s: %d %q, want %d", name, code, msg, tt.code)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -21,46 +20,44 @@ var _ githubapp.EventHandler = pushHandler{}
 
 func (pushHandler) Handles() []string { return []string{"push"} }
 
+// pushFields is the part of a push payload the handler reads.
+var pushFields = newFieldSet(
+	"ref",
+	"repository", "repository.name", "repository.default_branch",
+	"repository.owner", "repository.owner.login", "repository.owner.name",
+	"installation", "installation.id",
+)
+
 func (h pushHandler) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev struct {
-		Ref        string `json:"ref"`
-		Repository *struct {
-			Name          string `json:"name"`
-			DefaultBranch string `json:"default_branch"`
-			Owner         struct {
-				Login string `json:"login"`
-				Name  string `json:"name"`
-			} `json:"owner"`
-		} `json:"repository"`
-		Installation *struct {
-			ID int64 `json:"id"`
-		} `json:"installation"`
+	f, err := pushFields.read(payload)
+	if err != nil {
+		return err
 	}
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return badPayload(err)
+	hasRepo := f.object("repository")
+	f.objects("repository.owner", "installation")
+	ref, name, defaultBranch := f.str("ref"), f.str("repository.name"), f.str("repository.default_branch")
+	// A push payload names the owner by login, or (in its older form) by name only.
+	owner, ownerName := f.str("repository.owner.login"), f.str("repository.owner.name")
+	inst := f.int64("installation.id")
+	if f.err != nil {
+		return badPayload(f.err)
 	}
-	if ev.Repository == nil {
+	if !hasRepo {
 		return badPayload(errors.New("push event without repository"))
 	}
-	// A push payload names the owner by login, or (in its older form) by name only.
-	owner := ev.Repository.Owner.Login
 	if owner == "" {
-		owner = ev.Repository.Owner.Name
+		owner = ownerName
 	}
-	if h.configs == nil || owner == "" || !h.configs.IsOrgConfigRepo(ev.Repository.Name) ||
-		ev.Repository.DefaultBranch == "" || ev.Ref != "refs/heads/"+ev.Repository.DefaultBranch {
+	if h.configs == nil || owner == "" || !h.configs.IsOrgConfigRepo(name) ||
+		defaultBranch == "" || ref != "refs/heads/"+defaultBranch {
 		h.events.outcome(eventType, "ignored")
 		return nil
-	}
-	var inst int64
-	if ev.Installation != nil {
-		inst = ev.Installation.ID
 	}
 	if err := h.configs.OrgConfigChanged(ctx, inst, owner); err != nil {
 		// GitHub redelivers a failed delivery; within the TTL the file applies anyway.
 		return err
 	}
-	zerolog.Ctx(ctx).Info().Str(githubapp.LogKeyRepositoryOwner, owner).Str(githubapp.LogKeyRepositoryName, ev.Repository.Name).
+	zerolog.Ctx(ctx).Info().Str(githubapp.LogKeyRepositoryOwner, owner).Str(githubapp.LogKeyRepositoryName, name).
 		Msg("organisation configuration repository pushed; its configuration is read again")
 	h.events.outcome(eventType, "logged")
 	return nil
