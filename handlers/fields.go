@@ -103,3 +103,20 @@ func (f *fieldValues) user(prefix string) *github.User {
 	login, typ := f.str(prefix+".login"), f.str(prefix+".type")
 	return &github.User{Login: &login, Type: &typ}
 }
+
+// repository reads the repository's name and owner login, enough for the log context and a
+// job; nil when the payload has none.
+func (f *fieldValues) repository() *github.Repository {
+	if !f.object("repository") {
+		return nil
+	}
+	f.objects("repository.owner")
+	name, owner := f.str("repository.name"), f.str("repository.owner.login")
+	return &github.Repository{Name: &name, Owner: &github.User{Login: &owner}}
+}
+
+// installationID reads installation.id, 0 when the payload has none.
+func (f *fieldValues) installationID() int64 {
+	f.objects("installation")
+	return f.int64("installation.id")
+}

@@ -2,10 +2,8 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
-	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/lensgate/lensgate/handlers/queue"
@@ -18,42 +16,61 @@ var _ githubapp.EventHandler = issuesHandler{}
 
 func (issuesHandler) Handles() []string { return []string{"issues"} }
 
+// issuesFields is the part of an issues payload the handler reads.
+var issuesFields = newFieldSet(
+	"action",
+	"issue", "issue.number", "issue.pull_request",
+	"repository", "repository.name", "repository.owner", "repository.owner.login",
+	"repository.default_branch", "repository.node_id",
+	"installation", "installation.id",
+	"sender", "sender.login", "sender.type",
+)
+
 func (h issuesHandler) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev github.IssuesEvent
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return badPayload(err)
+	f, err := issuesFields.read(payload)
+	if err != nil {
+		return err
 	}
-	is, repo := ev.GetIssue(), ev.GetRepo()
-	if is == nil || repo == nil {
+	hasIssue, repo := f.object("issue"), f.repository()
+	action := f.str("action")
+	number := int(f.int64("issue.number"))
+	// An issue that is a pull request carries pull_request links.
+	isPR := f.object("issue.pull_request")
+	defaultBranch, nodeID := f.str("repository.default_branch"), f.str("repository.node_id")
+	inst := f.installationID()
+	sender := f.user("sender")
+	if f.err != nil {
+		return badPayload(f.err)
+	}
+	if !hasIssue || repo == nil {
 		return badPayload(errors.New("issues event without issue or repository"))
 	}
-	inst := githubapp.GetInstallationIDFromEvent(&ev)
 	ctx, _ = githubapp.PrepareRepoContext(ctx, inst, repo)
-	reason := eventType + "." + ev.GetAction()
-	switch ev.GetAction() {
+	reason := eventType + "." + action
+	switch action {
 	case "opened":
 	case "edited":
-		if isBot(ev.GetSender()) {
+		if isBot(sender) {
 			return h.skip(ctx, reason, "edited by a bot")
 		}
 	default:
-		return h.skip(ctx, reason, "action "+ev.GetAction()+" is not triaged")
+		return h.skip(ctx, reason, "action "+action+" is not triaged")
 	}
-	if is.IsPullRequest() {
+	if isPR {
 		return h.skip(ctx, reason, "issue is a pull request")
 	}
 	if inst == 0 {
 		return h.skip(ctx, reason, "no installation in payload")
 	}
 	return h.enqueue(ctx, queue.Job{
-		Key:            JobKey(repo.GetOwner().GetLogin(), repo.GetName(), is.GetNumber()),
+		Key:            JobKey(repo.GetOwner().GetLogin(), repo.GetName(), number),
 		DeliveryID:     deliveryID,
 		Kind:           queue.KindIssue,
 		InstallationID: inst,
 		Owner:          repo.GetOwner().GetLogin(),
 		Repo:           repo.GetName(),
-		Number:         is.GetNumber(),
+		Number:         number,
 		Reason:         reason,
-		Extra:          JobExtra{DefaultBranch: repo.GetDefaultBranch(), RepositoryNodeID: repo.GetNodeID()}.raw(),
+		Extra:          JobExtra{DefaultBranch: defaultBranch, RepositoryNodeID: nodeID}.raw(),
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/lensgate/lensgate/handlers/queue"
@@ -35,25 +34,24 @@ func (h pullRequestHandler) Handle(ctx context.Context, eventType, deliveryID st
 	if err != nil {
 		return err
 	}
-	hasPR, hasRepo := f.object("pull_request"), f.object("repository")
-	f.objects("pull_request.head", "repository.owner", "installation", "changes")
+	hasPR, repo := f.object("pull_request"), f.repository()
+	f.objects("pull_request.head", "changes")
 	action := f.str("action")
 	number := int(f.int64("pull_request.number"))
 	draft := f.bool("pull_request.draft")
 	state := f.str("pull_request.state")
 	head := f.str("pull_request.head.sha")
-	owner, name := f.str("repository.owner.login"), f.str("repository.name")
-	inst := f.int64("installation.id")
+	inst := f.installationID()
 	sender := f.user("sender")
 	// A new title, body or base, even null, is present as for a json.RawMessage.
 	changed := f.present("changes.title") || f.present("changes.body") || f.present("changes.base")
 	if f.err != nil {
 		return badPayload(f.err)
 	}
-	if !hasPR || !hasRepo {
+	if !hasPR || repo == nil {
 		return badPayload(errors.New("pull_request event without pull_request or repository"))
 	}
-	repo := &github.Repository{Name: &name, Owner: &github.User{Login: &owner}}
+	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
 	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, number)
 	reason := eventType + "." + action
 	switch action {

@@ -2,10 +2,8 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
-	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -17,26 +15,42 @@ var _ githubapp.EventHandler = reviewCommentHandler{}
 
 func (reviewCommentHandler) Handles() []string { return []string{"pull_request_review_comment"} }
 
+// reviewCommentFields is the part of a pull_request_review_comment payload the handler reads.
+var reviewCommentFields = newFieldSet(
+	"action",
+	"pull_request", "pull_request.number",
+	"repository", "repository.name", "repository.owner", "repository.owner.login",
+	"comment", "comment.body", "comment.user", "comment.user.login",
+	"installation", "installation.id",
+)
+
 func (h reviewCommentHandler) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev github.PullRequestReviewCommentEvent
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return badPayload(err)
+	f, err := reviewCommentFields.read(payload)
+	if err != nil {
+		return err
 	}
-	pr, repo, c := ev.GetPullRequest(), ev.GetRepo(), ev.GetComment()
-	if pr == nil || repo == nil || c == nil {
+	hasPR, repo, hasComment := f.object("pull_request"), f.repository(), f.object("comment")
+	f.objects("comment.user")
+	action := f.str("action")
+	number := int(f.int64("pull_request.number"))
+	body, login := f.str("comment.body"), f.str("comment.user.login")
+	inst := f.installationID()
+	if f.err != nil {
+		return badPayload(f.err)
+	}
+	if !hasPR || repo == nil || !hasComment {
 		return badPayload(errors.New("pull_request_review_comment event without pull request, repository or comment"))
 	}
-	inst := githubapp.GetInstallationIDFromEvent(&ev)
-	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, pr.GetNumber())
-	reason := eventType + "." + ev.GetAction()
+	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, number)
+	reason := eventType + "." + action
 	switch {
-	case ev.GetAction() != "created":
+	case action != "created":
 		return h.skip(ctx, reason, "only new comments are commands")
 	case inst == 0:
 		return h.skip(ctx, reason, "no installation in payload")
 	}
-	if _, ok := ParseDismiss(c.GetBody(), DismissCommand(h.command)); !ok {
+	if _, ok := ParseDismiss(body, DismissCommand(h.command)); !ok {
 		return h.skip(ctx, reason, "not a command")
 	}
-	return enqueueCommand(ctx, h.hooks, inst, repo, pr.GetNumber(), deliveryID, eventType+".dismiss", c.GetUser().GetLogin(), 0)
+	return enqueueCommand(ctx, h.hooks, inst, repo, number, deliveryID, eventType+".dismiss", login, 0)
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/lensgate/lensgate/handlers/githubfake"
 )
 
 // oldPullRequestEvent is how the pull_request handler once decoded its payload, kept as the
@@ -138,6 +140,84 @@ func TestPushPayloadShapes(t *testing.T) {
 		"not JSON":              {valid[:len(valid)-1], http.StatusBadRequest},
 	} {
 		if code, msg := e.send("push", "push-"+name, []byte(tt.body)); code != tt.code {
+			t.Errorf("%s: %d %q, want %d", name, code, msg, tt.code)
+		}
+	}
+}
+
+func TestIssuesPayloadShapes(t *testing.T) {
+	e := newEnv(t)
+	e.gh.AddRepo(githubfake.Repo{Owner: "Codertocat", Name: "Hello-World", DefaultBranch: "master"})
+	e.gh.AddIssue(fixtureRepo, githubfake.Issue{Number: 1, Title: "Spelling error in the README file", Body: "It looks like you accidently spelled 'commit' with two 't's.", User: "Codertocat"})
+	e.gh.SetFile(fixtureRepo, "master", ".asdd.yml", "triage_labels: [bug]\n")
+	opened := fixture(t, "issues.opened.with-installation.payload.json")
+	set := func(edit func(m map[string]any)) []byte { return setJSON(t, opened, edit) }
+	issue := func(m map[string]any) map[string]any { return m["issue"].(map[string]any) }
+	for name, body := range map[string][]byte{
+		"number is a string":       set(func(m map[string]any) { issue(m)["number"] = "1" }),
+		"pull_request is a string": set(func(m map[string]any) { issue(m)["pull_request"] = "x" }),
+		"issue is null":            set(func(m map[string]any) { m["issue"] = nil }),
+		"repository is a number":   set(func(m map[string]any) { m["repository"] = 1 }),
+		"default branch is a bool": set(func(m map[string]any) { m["repository"].(map[string]any)["default_branch"] = true }),
+		"installation is a string": set(func(m map[string]any) { m["installation"] = "x" }),
+		"sender type is a number":  set(func(m map[string]any) { m["sender"].(map[string]any)["type"] = 1 }),
+		"truncated":                opened[:100],
+	} {
+		if code, msg := e.send("issues", "bad-"+name, body); code != http.StatusBadRequest || msg != "malformed payload" {
+			t.Errorf("%s: %d %q, want 400 malformed payload", name, code, msg)
+		}
+	}
+	for name, body := range map[string][]byte{
+		"a pull request": set(func(m map[string]any) { issue(m)["pull_request"] = map[string]any{"url": "x"} }),
+		"edited by a bot": set(func(m map[string]any) {
+			m["action"] = "edited"
+			m["sender"] = map[string]any{"login": "someone[bot]"}
+		}),
+	} {
+		if code, msg := e.send("issues", "skip-"+name, body); code != http.StatusOK || !strings.HasPrefix(msg, "ignored") {
+			t.Errorf("%s: %d %q, want ignored", name, code, msg)
+		}
+	}
+	// Other whitespace and escapes in the fields read: triaged as before, on the default branch.
+	odd := bytes.Replace(opened, []byte(`"default_branch": "master"`), []byte(`"default_branch": "m\u0061ster"`), 1)
+	odd = bytes.Replace(odd, []byte(`"action": "opened"`), []byte(`"action":"\u006fpened"`), 1)
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, odd, "", "\t"); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(indented.Bytes(), opened) || !bytes.Contains(indented.Bytes(), []byte(`m\u0061ster`)) {
+		t.Fatal("payload not rewritten")
+	}
+	if code, msg := e.send("issues", "odd", indented.Bytes()); code != http.StatusAccepted {
+		t.Fatalf("%d %q", code, msg)
+	}
+	e.drain()
+	pubs := e.pub.all()
+	if len(pubs) != 1 || pubs[0].Triage == nil || pubs[0].Job.Number != 1 || pubs[0].Config.Source != fixtureRepo+"@master" {
+		t.Fatalf("publications %+v", pubs)
+	}
+}
+
+func TestReviewCommentPayloadShapes(t *testing.T) {
+	e := newEnv(t)
+	valid := `{"action":"created","pull_request":{"number":2},"repository":{"name":"Hello-World","owner":{"login":"Codertocat"}},"comment":{"body":"thanks","user":{"login":"someone"}},"installation":{"id":1}}`
+	for name, tt := range map[string]struct {
+		body string
+		code int
+	}{
+		"not a command":          {valid, http.StatusOK},
+		"escaped and spaced":     {strings.ReplaceAll(strings.Replace(valid, `"created"`, `"cr\u0065ated"`, 1), ",", " ,\r\n "), http.StatusOK},
+		"not created":            {strings.Replace(valid, `"created"`, `"edited"`, 1), http.StatusOK},
+		"number is a string":     {strings.Replace(valid, `"number":2`, `"number":"2"`, 1), http.StatusBadRequest},
+		"body is a number":       {strings.Replace(valid, `"body":"thanks"`, `"body":5`, 1), http.StatusBadRequest},
+		"user is a string":       {strings.Replace(valid, `{"login":"someone"}`, `"someone"`, 1), http.StatusBadRequest},
+		"comment is null":        {strings.Replace(valid, `{"body":"thanks","user":{"login":"someone"}}`, `null`, 1), http.StatusBadRequest},
+		"no pull request":        {strings.Replace(valid, `"pull_request"`, `"pull_requests"`, 1), http.StatusBadRequest},
+		"owner login is a bool":  {strings.Replace(valid, `"login":"Codertocat"`, `"login":false`, 1), http.StatusBadRequest},
+		"invalid escape in body": {strings.Replace(valid, `"thanks"`, `"th\anks"`, 1), http.StatusBadRequest},
+	} {
+		code, msg := e.send("pull_request_review_comment", "rc-"+name, []byte(tt.body))
+		if code != tt.code || tt.code == http.StatusOK && !strings.HasPrefix(msg, "ignored") {
 			t.Errorf("%s: %d %q, want %d", name, code, msg, tt.code)
 		}
 	}
