@@ -120,3 +120,15 @@ func (f *fieldValues) installationID() int64 {
 	f.objects("installation")
 	return f.int64("installation.id")
 }
+
+// timestamp reads a time as go-github's Timestamp decodes it (Unix seconds or RFC 3339); nil
+// when absent or null.
+func (f *fieldValues) timestamp(path string) *github.Timestamp {
+	v := f.get(path)
+	if v.Kind == payload.Missing || v.Kind == payload.Null {
+		return nil
+	}
+	var ts github.Timestamp
+	f.fail(path, ts.UnmarshalJSON(v.Raw))
+	return &ts
+}

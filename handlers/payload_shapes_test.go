@@ -143,6 +143,11 @@ func TestPushPayloadShapes(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d", name, code, msg, tt.code)
 		}
 	}
+	// The three valid pushes to the default branch of the organisation configuration repository
+	// all reached the configuration loader.
+	if got := e.metric("lensgate_webhook_events_total", map[string]string{"event": "push", "outcome": "logged"}); got != 3 {
+		t.Fatalf("%v pushes logged, want 3", got)
+	}
 }
 
 func TestIssuesPayloadShapes(t *testing.T) {
@@ -217,7 +222,43 @@ func TestReviewCommentPayloadShapes(t *testing.T) {
 		"invalid escape in body": {strings.Replace(valid, `"thanks"`, `"th\anks"`, 1), http.StatusBadRequest},
 	} {
 		code, msg := e.send("pull_request_review_comment", "rc-"+name, []byte(tt.body))
-		if code != tt.code || tt.code == http.StatusOK && !strings.HasPrefix(msg, "ignored") {
+		why := "ignored: not a command"
+		if name == "not created" {
+			why = "ignored: only new comments are commands"
+		}
+		if code != tt.code || tt.code == http.StatusOK && msg != why {
+			t.Errorf("%s: %d %q, want %d", name, code, msg, tt.code)
+		}
+	}
+}
+
+func TestPullRequestReviewPayloadShapes(t *testing.T) {
+	e := newEnv(t)
+	valid := `{"action":"submitted","pull_request":{"number":2,"state":"open","head":{"sha":"` + fixtureHead + `"}},` +
+		`"repository":{"name":"Hello-World","owner":{"login":"Codertocat"}},` +
+		`"review":{"id":9,"user":{"login":"someone","id":3},"state":"commented","commit_id":"` + fixtureHead + `","body":"ok","submitted_at":"2026-01-02T03:04:05Z"},` +
+		`"installation":{"id":1}}`
+	for name, tt := range map[string]struct {
+		body string
+		code int
+	}{
+		"not a delegated bot":     {valid, http.StatusOK},
+		"unix time, no user":      {strings.Replace(strings.Replace(valid, `"2026-01-02T03:04:05Z"`, `1767322800`, 1), `{"login":"someone","id":3}`, `null`, 1), http.StatusOK},
+		"escaped and spaced":      {strings.ReplaceAll(strings.Replace(valid, `"submitted"`, `"subm\u0069tted"`, 1), `":`, "\"\t: "), http.StatusOK},
+		"not submitted":           {strings.Replace(valid, `"submitted"`, `"edited"`, 1), http.StatusOK},
+		"review id is a string":   {strings.Replace(valid, `"id":9`, `"id":"9"`, 1), http.StatusBadRequest},
+		"user id is a fraction":   {strings.Replace(valid, `"id":3`, `"id":3.5`, 1), http.StatusBadRequest},
+		"submitted_at is no time": {strings.Replace(valid, `"2026-01-02T03:04:05Z"`, `"yesterday"`, 1), http.StatusBadRequest},
+		"head is a string":        {strings.Replace(valid, `{"sha":"`+fixtureHead+`"}`, `"x"`, 1), http.StatusBadRequest},
+		"no review":               {strings.Replace(valid, `"review":`, `"reviews":`, 1), http.StatusBadRequest},
+		"trailing comma":          {strings.Replace(valid, `"body":"ok",`, `"body":"ok",,`, 1), http.StatusBadRequest},
+	} {
+		code, msg := e.send("pull_request_review", "rv-"+name, []byte(tt.body))
+		why := "ignored: review is not from a bot a lens is delegated to"
+		if name == "not submitted" {
+			why = "ignored: only submitted reviews can answer a delegated lens"
+		}
+		if code != tt.code || tt.code == http.StatusOK && msg != why {
 			t.Errorf("%s: %d %q, want %d", name, code, msg, tt.code)
 		}
 	}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/google/go-github/v62/github"
@@ -20,26 +19,53 @@ var _ githubapp.EventHandler = pullRequestReviewHandler{}
 
 func (pullRequestReviewHandler) Handles() []string { return []string{"pull_request_review"} }
 
+// pullRequestReviewFields is the part of a pull_request_review payload the handler reads.
+var pullRequestReviewFields = newFieldSet(
+	"action",
+	"pull_request", "pull_request.number", "pull_request.state", "pull_request.head", "pull_request.head.sha",
+	"repository", "repository.name", "repository.owner", "repository.owner.login",
+	"review", "review.id", "review.user", "review.user.login", "review.user.id",
+	"review.state", "review.commit_id", "review.body", "review.submitted_at",
+	"installation", "installation.id",
+)
+
 func (h pullRequestReviewHandler) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var ev github.PullRequestReviewEvent
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return badPayload(err)
+	f, err := pullRequestReviewFields.read(payload)
+	if err != nil {
+		return err
 	}
-	pr, repo, rv := ev.GetPullRequest(), ev.GetRepo(), ev.GetReview()
-	if pr == nil || repo == nil || rv == nil {
+	hasPR, repo, hasReview := f.object("pull_request"), f.repository(), f.object("review")
+	f.objects("pull_request.head")
+	action := f.str("action")
+	number, state, head := int(f.int64("pull_request.number")), f.str("pull_request.state"), f.str("pull_request.head.sha")
+	pr := &github.PullRequest{Number: &number, State: &state, Head: &github.PullRequestBranch{SHA: &head}}
+	rv := &github.PullRequestReview{
+		ID:          github.Int64(f.int64("review.id")),
+		State:       github.String(f.str("review.state")),
+		CommitID:    github.String(f.str("review.commit_id")),
+		Body:        github.String(f.str("review.body")),
+		SubmittedAt: f.timestamp("review.submitted_at"),
+	}
+	if f.object("review.user") {
+		rv.User = &github.User{Login: github.String(f.str("review.user.login")), ID: github.Int64(f.int64("review.user.id"))}
+	}
+	inst := f.installationID()
+	if f.err != nil {
+		return badPayload(f.err)
+	}
+	if !hasPR || repo == nil || !hasReview {
 		return badPayload(errors.New("pull_request_review event without pull_request, repository or review"))
 	}
-	inst := githubapp.GetInstallationIDFromEvent(&ev)
-	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, pr.GetNumber())
-	reason := eventType + "." + ev.GetAction()
+	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, number)
+	reason := eventType + "." + action
 	switch {
-	case ev.GetAction() != "submitted":
+	case action != "submitted":
 		return h.skip(ctx, reason, "only submitted reviews can answer a delegated lens")
 	case botOfPresets(h.delegates, rv.GetUser()) == "":
 		return h.skip(ctx, reason, "review is not from a bot a lens is delegated to")
-	case !answers(h.delegates, rv, pr.GetHead().GetSHA()):
+	case !answers(h.delegates, rv, head):
 		return h.skip(ctx, reason, "review is no answer for the head")
-	case pr.GetState() == "closed":
+	case state == "closed":
 		return h.skip(ctx, reason, "pull request is closed")
 	case inst == 0:
 		return h.skip(ctx, reason, "no installation in payload")
