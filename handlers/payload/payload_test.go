@@ -3,6 +3,7 @@ package payload
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -285,6 +286,19 @@ func FuzzExtract(f *testing.F) {
 		if err := checkDoc(doc, paths); err != nil {
 			t.Fatal(err)
 		}
+		// Every path the document has, too (keys repeated or escaped included).
+		if !json.Valid(doc) || !topIsObject(doc) {
+			return
+		}
+		root, err := oracleDecode(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all := allPaths(root, "", true, nil); len(all) <= 200 {
+			if err := checkDoc(doc, all); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }
 
@@ -390,5 +404,42 @@ func reportCPU(b *testing.B, run func()) {
 	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 	if n > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/op")
+	}
+}
+
+// TestConcurrentUse shares one compiled set between goroutines (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	doc, err := os.ReadFile("../../deploy/testdata/webhooks/pull_request.opened.payload.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFields(prPaths...)
+	want, err := f.Extract(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for i := 0; i < 50; i++ {
+				got, err := f.Extract(doc)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for j := range got {
+					if got[j].Kind != want[j].Kind || string(got[j].Raw) != string(want[j].Raw) {
+						errs <- fmt.Errorf("%s differs", prPaths[j])
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
