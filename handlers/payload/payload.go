@@ -11,7 +11,8 @@
 //     Missing; arrays cannot be indexed.
 //   - The whole document is validated: it is accepted exactly when encoding/json.Valid accepts it
 //     and its top-level value is an object. Like encoding/json, invalid UTF-8 inside strings is
-//     accepted and nesting deeper than 10000 is refused. Errors name the byte offset.
+//     accepted and nesting deeper than 10000 is refused (counted on an explicit stack, so that no
+//     input can exhaust the goroutine's). Errors name the byte offset.
 //
 // A Value keeps the field's JSON text as a sub-slice of the document; its String, Int64 and Bool
 // methods convert it exactly as encoding/json would decode it into a string, an int64 or a bool.
