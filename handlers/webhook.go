@@ -52,7 +52,10 @@ func (s hookScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) error
 	// id), so the body decides.
 	// This process's store answers at once; a durable queue also checks the jobs' body against
 	// every replica's (see queue.Job.Body), for deliveries that enqueue a job.
-	digest := bodyDigest(d.EventType, d.Payload)
+	digest, ok := verifiedDigest(ctx)
+	if !ok {
+		digest = bodyDigest(d.EventType, d.Payload)
+	}
 	if first, seen := s.replays.firstID(digest, d.DeliveryID); seen {
 		replayIgnored(ctx, s.events, d.EventType, first)
 		return nil
@@ -120,6 +123,7 @@ func (s hookScheduler) schedule(ctx context.Context, d githubapp.Dispatch) error
 // delivery ids, about 1 MB.
 const maxRememberedBodies = 10000
 
+// bodyDigest names an event's body for the replay check when no signature was checked for it.
 func bodyDigest(event string, payload []byte) [sha256.Size]byte {
 	h := sha256.New()
 	h.Write([]byte(event))
@@ -128,6 +132,29 @@ func bodyDigest(event string, payload []byte) [sha256.Size]byte {
 	var d [sha256.Size]byte
 	h.Sum(d[:0])
 	return d
+}
+
+// macDigest names a verified body for the replay check by its signature: under one secret the
+// HMAC-SHA256 of a body is as unique as its SHA-256, and it is already computed, so the body is
+// hashed once per delivery instead of three times. The MAC is hashed again with the event type so
+// that the stored name is neither the signature GitHub sent nor the same for two event types.
+func macDigest(event string, mac []byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte("lensgate webhook body\x00"))
+	h.Write([]byte(event))
+	h.Write([]byte{0})
+	h.Write(mac)
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// verifiedKey holds the replay digest of the delivery whose signature hookHandler checked.
+type verifiedKey struct{}
+
+func verifiedDigest(ctx context.Context) ([sha256.Size]byte, bool) {
+	d, ok := ctx.Value(verifiedKey{}).([sha256.Size]byte)
+	return d, ok
 }
 
 // replayGuard remembers the digests of the last accepted bodies with their delivery ids; the
@@ -347,18 +374,26 @@ func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "malformed X-Hub-Signature-256", http.StatusBadRequest)
 		return
 	}
-	body, ok := h.readVerified(w, r, want)
+	body, mac, ok := h.readVerified(w, r, want)
 	if !ok {
 		return
 	}
-	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	ctx := context.WithValue(h.log.WithContext(r.Context()), receivedAtKey{}, received)
-	h.next.ServeHTTP(w, r.WithContext(ctx))
+	ctx = context.WithValue(ctx, verifiedKey{}, macDigest(r.Header.Get("X-GitHub-Event"), mac))
+	r = r.WithContext(ctx)
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	// The signature is checked; the dispatcher, which has no secret, would otherwise hash the
+	// body again (and fall back to SHA-1 when it is missing).
+	r.Header = r.Header.Clone()
+	r.Header.Del(github.SHA256SignatureHeader)
+	r.Header.Del(github.SHA1SignatureHeader)
+	h.next.ServeHTTP(w, r)
 }
 
-// readVerified reads the body within the unverified budget and checks its HMAC as it goes.
-// The budget is given back once the signature is checked: a verified body is GitHub's.
-func (h *hookHandler) readVerified(w http.ResponseWriter, r *http.Request, want []byte) ([]byte, bool) {
+// readVerified reads the body within the unverified budget and checks its HMAC as it goes, and
+// returns the body with its MAC. The budget is given back once the signature is checked: a
+// verified body is GitHub's.
+func (h *hookHandler) readVerified(w http.ResponseWriter, r *http.Request, want []byte) ([]byte, []byte, bool) {
 	var held int64
 	defer func() { h.budget.give(held) }()
 	grow := func(n int64) bool {
@@ -372,7 +407,7 @@ func (h *hookHandler) readVerified(w http.ResponseWriter, r *http.Request, want 
 	if r.ContentLength > 0 {
 		if !grow(r.ContentLength) {
 			h.busy(w)
-			return nil, false
+			return nil, nil, false
 		}
 		buf = make([]byte, 0, r.ContentLength)
 	}
@@ -383,14 +418,14 @@ func (h *hookHandler) readVerified(w http.ResponseWriter, r *http.Request, want 
 		if n > 0 {
 			if len(buf)+n > MaxWebhookBytes {
 				h.tooLarge(w, r)
-				return nil, false
+				return nil, nil, false
 			}
 			if len(buf)+n > cap(buf) {
 				// A body without a length grows in doubling steps, each taken from the budget first.
 				c := min(max(2*cap(buf), len(buf)+n, 64<<10), MaxWebhookBytes)
 				if !grow(int64(c)) {
 					h.busy(w)
-					return nil, false
+					return nil, nil, false
 				}
 				nb := make([]byte, len(buf), c)
 				copy(nb, buf)
@@ -405,15 +440,16 @@ func (h *hookHandler) readVerified(w http.ResponseWriter, r *http.Request, want 
 		if err != nil {
 			h.m.reject("payload")
 			http.Error(w, "could not read the body", http.StatusBadRequest)
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	if !hmac.Equal(mac.Sum(nil), want) {
+	sum := mac.Sum(nil)
+	if !hmac.Equal(sum, want) {
 		h.m.reject("signature")
 		http.Error(w, "invalid webhook signature", http.StatusBadRequest)
-		return nil, false
+		return nil, nil, false
 	}
-	return buf, true
+	return buf, sum, true
 }
 
 // busy answers 503 with Retry-After without reading the body: the bytes in flight of unverified
