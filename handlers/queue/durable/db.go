@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -224,11 +225,32 @@ func (d pgxDB) close() { d.pool.Close() }
 
 // sqliteDB serves SQLite through database/sql with a single connection, so every transaction
 // has the database to itself.
-type sqliteDB struct{ db *sql.DB }
+type sqliteDB struct {
+	db    *sql.DB
+	ck    *checkpointer // nil: SQLite checkpoints on its own
+	texts *sync.Map     // query with $N placeholders -> SQLite's text; the queries are constants
+}
+
+func newSQLiteDB(db *sql.DB, ck *checkpointer) sqliteDB {
+	return sqliteDB{db: db, ck: ck, texts: &sync.Map{}}
+}
 
 var dollarParam = regexp.MustCompile(`\$\d+`)
 
 func sqliteQuery(q string) string { return dollarParam.ReplaceAllString(q, "?") }
+
+// text is sqliteQuery, rewritten once per query.
+func (d sqliteDB) text(q string) string {
+	if d.texts == nil {
+		return sqliteQuery(q)
+	}
+	if t, ok := d.texts.Load(q); ok {
+		return t.(string)
+	}
+	t := sqliteQuery(q)
+	d.texts.Store(q, t)
+	return t
+}
 
 func (d sqliteDB) begin(ctx context.Context) (*sql.Tx, error)        { return d.db.BeginTx(ctx, nil) }
 func (d sqliteDB) beginNoFlush(ctx context.Context) (*sql.Tx, error) { return d.begin(ctx) }
@@ -243,28 +265,28 @@ func (d sqliteDB) cancelAfterCommit() bool                    { return false }
 func (d sqliteDB) commit(_ context.Context, tx *sql.Tx) error { return tx.Commit() }
 func (d sqliteDB) rollback(_ context.Context, tx *sql.Tx)     { _ = tx.Rollback() }
 func (d sqliteDB) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
-	res, err := tx.ExecContext(ctx, sqliteQuery(query), args...)
+	res, err := tx.ExecContext(ctx, d.text(query), args...)
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
 }
 func (d sqliteDB) queryRow(ctx context.Context, tx *sql.Tx, query string, args []any, dest ...any) error {
-	err := tx.QueryRowContext(ctx, sqliteQuery(query), args...).Scan(dest...)
+	err := tx.QueryRowContext(ctx, d.text(query), args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errNoRows
 	}
 	return err
 }
 func (d sqliteDB) queryOne(ctx context.Context, query string, args []any, dest ...any) error {
-	err := d.db.QueryRowContext(ctx, sqliteQuery(query), args...).Scan(dest...)
+	err := d.db.QueryRowContext(ctx, d.text(query), args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errNoRows
 	}
 	return err
 }
 func (d sqliteDB) queryRows(ctx context.Context, tx *sql.Tx, query string, args []any, each func(scan func(...any) error) error) error {
-	rows, err := tx.QueryContext(ctx, sqliteQuery(query), args...)
+	rows, err := tx.QueryContext(ctx, d.text(query), args...)
 	if err != nil {
 		return err
 	}
@@ -276,7 +298,12 @@ func (d sqliteDB) queryRows(ctx context.Context, tx *sql.Tx, query string, args 
 	}
 	return rows.Err()
 }
-func (d sqliteDB) close() { _ = d.db.Close() }
+func (d sqliteDB) close() {
+	if d.ck != nil {
+		d.ck.close()
+	}
+	_ = d.db.Close()
+}
 
 // schemaStatements create the tables the queue keeps beside River's: accepted delivery ids
 // (redelivery detection), the newest job per subject (supersession) and the leases of running

@@ -229,9 +229,12 @@ func openSQLite(ctx context.Context, path string, opts Options) (queue.Queue, er
 	v.Add("_pragma", "busy_timeout(10000)")
 	v.Add("_pragma", "synchronous(NORMAL)")
 	v.Add("_pragma", "foreign_keys(ON)")
+	v.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walSizeLimit))
 	// "file:" + path, not url.URL.String, which would read a relative path as an authority.
-	uri := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode()
-	sqldb := sql.OpenDB(cachingConnector{dsn: uri, drv: &sqlite.Driver{}})
+	uri := "file:" + (&url.URL{Path: path}).EscapedPath() + "?"
+	// The queue's connection leaves checkpoints to the checkpointer's (see checkpoint.go).
+	queueURI := uri + v.Encode() + "&" + url.Values{"_pragma": {fmt.Sprintf("wal_autocheckpoint(%d)", walFallbackPages)}}.Encode()
+	sqldb := sql.OpenDB(cachingConnector{dsn: queueURI, drv: &sqlite.Driver{}})
 	// SQLite runs one writer at a time; one connection avoids SQLITE_BUSY between River's
 	// goroutines and makes each transaction exclusive.
 	sqldb.SetMaxOpenConns(1)
@@ -239,9 +242,17 @@ func openSQLite(ctx context.Context, path string, opts Options) (queue.Queue, er
 		_ = sqldb.Close()
 		return nil, fmt.Errorf("durable queue: open SQLite %s: %w", path, err)
 	}
-	q, err := newQueue[*sql.Tx](ctx, "sqlite", riversqlite.New(sqldb), sqliteDB{db: sqldb},
+	ckdb := sql.OpenDB(cachingConnector{dsn: uri + v.Encode(), drv: &sqlite.Driver{}})
+	ckdb.SetMaxOpenConns(1)
+	log := zerolog.Nop()
+	if opts.Logger != nil {
+		log = opts.Logger.With().Str("component", "queue").Str("backend", "sqlite").Logger()
+	}
+	ck := startCheckpointer(ckdb, log, checkpointInterval)
+	q, err := newQueue[*sql.Tx](ctx, "sqlite", riversqlite.New(sqldb), newSQLiteDB(sqldb, ck),
 		func(_ context.Context, fn func() error) error { return fn() }, sqliteLease, opts)
 	if err != nil {
+		ck.close()
 		_ = sqldb.Close()
 		return nil, err
 	}
