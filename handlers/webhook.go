@@ -412,27 +412,31 @@ func (h *hookHandler) readVerified(w http.ResponseWriter, r *http.Request, want 
 		buf = make([]byte, 0, r.ContentLength)
 	}
 	mac := hmac.New(sha256.New, h.secret)
-	chunk := make([]byte, 32<<10)
+	// The body is read straight into buf; when buf is full a one-byte probe tells the end of a
+	// body of exactly its declared length from one that needs a larger buffer.
+	var probe [1]byte
 	for {
-		n, err := r.Body.Read(chunk)
-		if n > 0 {
+		var n int
+		var err error
+		if len(buf) < cap(buf) {
+			n, err = r.Body.Read(buf[len(buf):cap(buf)])
+			mac.Write(buf[len(buf) : len(buf)+n])
+			buf = buf[:len(buf)+n]
+		} else if n, err = r.Body.Read(probe[:]); n > 0 {
 			if len(buf)+n > MaxWebhookBytes {
 				h.tooLarge(w, r)
 				return nil, nil, false
 			}
-			if len(buf)+n > cap(buf) {
-				// A body without a length grows in doubling steps, each taken from the budget first.
-				c := min(max(2*cap(buf), len(buf)+n, 64<<10), MaxWebhookBytes)
-				if !grow(int64(c)) {
-					h.busy(w)
-					return nil, nil, false
-				}
-				nb := make([]byte, len(buf), c)
-				copy(nb, buf)
-				buf = nb
+			// A body without a length grows in doubling steps, each taken from the budget first.
+			c := min(max(2*cap(buf), len(buf)+n, 64<<10), MaxWebhookBytes)
+			if !grow(int64(c)) {
+				h.busy(w)
+				return nil, nil, false
 			}
-			buf = append(buf, chunk[:n]...)
-			mac.Write(chunk[:n])
+			nb := make([]byte, len(buf), c)
+			copy(nb, buf)
+			buf = append(nb, probe[:n]...)
+			mac.Write(probe[:n])
 		}
 		if errors.Is(err, io.EOF) {
 			break

@@ -186,6 +186,9 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (queue.Queue, e
 		return nil, errors.New("durable queue: invalid PostgreSQL DSN")
 	}
 	cfg.MaxConns = opts.MaxConns
+	// Connections open before the first webhook needs one: opening one (TCP, authentication, a
+	// new server process) put tens of milliseconds on the first deliveries after a start.
+	cfg.MinConns = min(opts.MaxConns, int32(opts.Workers)+2)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("durable queue: connect to PostgreSQL: %w", err)
