@@ -163,7 +163,7 @@ func (q *riverQueue[TTx]) enqueueTx(ctx context.Context, tx TTx, job queue.Job, 
 	if !job.NotBefore.IsZero() {
 		insertOpts.ScheduledAt = job.NotBefore
 	}
-	ins, err := q.client.InsertTx(ctx, tx, args, insertOpts)
+	ins, err := q.insertReview(ctx, tx, args, insertOpts)
 	if err != nil {
 		return resultError, fmt.Errorf("insert job: %w", err)
 	}
@@ -171,7 +171,7 @@ func (q *riverQueue[TTx]) enqueueTx(ctx context.Context, tx TTx, job queue.Job, 
 		// An older job for this head is still active but was superseded (its cancellation
 		// may not have reached its worker yet): it will not publish, so insert a fresh one.
 		args.Rerun = "after-" + strconv.FormatInt(ins.Job.ID, 10)
-		if ins, err = q.client.InsertTx(ctx, tx, args, insertOpts); err != nil {
+		if ins, err = q.insertReview(ctx, tx, args, insertOpts); err != nil {
 			return resultError, fmt.Errorf("insert job: %w", err)
 		}
 	}
