@@ -235,9 +235,11 @@ func newSQLiteDB(db *sql.DB, ck *checkpointer) sqliteDB {
 	return sqliteDB{db: db, ck: ck, texts: &sync.Map{}}
 }
 
-var dollarParam = regexp.MustCompile(`\$\d+`)
+var dollarParam = regexp.MustCompile(`\$(\d+)`)
 
-func sqliteQuery(q string) string { return dollarParam.ReplaceAllString(q, "?") }
+// sqliteQuery turns PostgreSQL's $N placeholders into SQLite's ?N, which also bind by number, so
+// a query may use one argument twice.
+func sqliteQuery(q string) string { return dollarParam.ReplaceAllString(q, "?$1") }
 
 // text is sqliteQuery, rewritten once per query.
 func (d sqliteDB) text(q string) string {
@@ -422,11 +424,16 @@ const (
 	sqlCancelWaitingJobSQLite = `UPDATE river_job SET state = 'cancelled', finalized_at = datetime('now', 'subsec'),
 			metadata = jsonb_set(metadata, '$.cancel_attempted_at', $1)
 		WHERE id = $2 AND state IN ('available', 'pending', 'retryable', 'scheduled')`
-	sqlUpdateSubject = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2, updated_at = $3
+	// The subject's updated_at only decides when an idle subject is pruned (Retention, days), so it
+	// moves in steps of an hour: a write of the same value leaves its index alone, which on SQLite
+	// is a page less in every enqueue's commit and on PostgreSQL lets the update skip the indexes.
+	sqlUpdateSubject = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2,
+			updated_at = CASE WHEN updated_at < $3 - 3600 THEN $3 ELSE updated_at END
 		WHERE subject_key = $4`
 	// sqlUpdateSubjectReceived is sqlUpdateSubject for Enqueue, which also records when the
 	// head's newest event was received.
-	sqlUpdateSubjectReceived = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2, updated_at = $3, head_received_ns = $4
+	sqlUpdateSubjectReceived = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2,
+			updated_at = CASE WHEN updated_at < $3 - 3600 THEN $3 ELSE updated_at END, head_received_ns = $4
 		WHERE subject_key = $5`
 	// sqlSubjectReceived records a later event for the subject's head that needed no new job.
 	sqlSubjectReceived = `UPDATE lensgate_subject SET head_received_ns = $1 WHERE subject_key = $2 AND head_received_ns < $3`

@@ -88,7 +88,7 @@ func NewTokenLedger(ctx context.Context, q queue.Queue, limit int, now func() ti
 		// The queue's migration lock: replicas starting together create the table one at a time.
 		store = sqlTokens[pgx.Tx]{db: rq.db, lock: "SELECT pg_advisory_xact_lock($1)"}
 	case *riverQueue[*sql.Tx]:
-		store = sqlTokens[*sql.Tx]{db: rq.db, numbered: true}
+		store = sqlTokens[*sql.Tx]{db: rq.db}
 	default:
 		return nil, errors.New("durable queue: the token ledger needs a queue opened by durable.Open")
 	}
@@ -169,16 +169,6 @@ func (l *TokenLedger) pruneOnce(ctx context.Context, now time.Time, day string) 
 type sqlTokens[TTx any] struct {
 	db   database[TTx]
 	lock string // taken before creating the table ("" for none)
-	// numbered writes $N as ?N: the statements use a parameter twice or out of order, which
-	// the SQLite backend's rewrite of $N to ? cannot express.
-	numbered bool
-}
-
-func (s sqlTokens[TTx]) sql(q string) string {
-	if !s.numbered {
-		return q
-	}
-	return dollarParam.ReplaceAllStringFunc(q, func(p string) string { return "?" + p[1:] })
 }
 
 func (s sqlTokens[TTx]) migrate(ctx context.Context) error {
@@ -199,7 +189,7 @@ func (s sqlTokens[TTx]) migrate(ctx context.Context) error {
 
 func (s sqlTokens[TTx]) reserve(ctx context.Context, installation int64, day string, n, limit int, at int64) (int64, bool, error) {
 	var used int64
-	err := s.db.queryOne(ctx, s.sql(sqlReserveTokens), []any{installation, day, int64(n), int64(limit), at}, &used)
+	err := s.db.queryOne(ctx, sqlReserveTokens, []any{installation, day, int64(n), int64(limit), at}, &used)
 	switch {
 	case err == nil:
 		return used, true, nil
@@ -213,7 +203,7 @@ func (s sqlTokens[TTx]) reserve(ctx context.Context, installation int64, day str
 
 func (s sqlTokens[TTx]) settle(ctx context.Context, installation int64, day string, delta int, at int64) error {
 	var used int64
-	err := s.db.queryOne(ctx, s.sql(sqlSettleTokens), []any{installation, day, int64(delta), at}, &used)
+	err := s.db.queryOne(ctx, sqlSettleTokens, []any{installation, day, int64(delta), at}, &used)
 	if errors.Is(err, errNoRows) {
 		return nil
 	}
@@ -222,7 +212,7 @@ func (s sqlTokens[TTx]) settle(ctx context.Context, installation int64, day stri
 
 func (s sqlTokens[TTx]) used(ctx context.Context, installation int64, day string) (int64, error) {
 	var used int64
-	err := s.db.queryOne(ctx, s.sql(sqlTokensUsed), []any{installation, day}, &used)
+	err := s.db.queryOne(ctx, sqlTokensUsed, []any{installation, day}, &used)
 	if errors.Is(err, errNoRows) {
 		return 0, nil
 	}
@@ -231,7 +221,7 @@ func (s sqlTokens[TTx]) used(ctx context.Context, installation int64, day string
 
 func (s sqlTokens[TTx]) prune(ctx context.Context, before string) error {
 	return withTx(ctx, s.db, func(tx TTx) error {
-		_, err := s.db.exec(ctx, tx, s.sql(sqlPruneTokenDays), before)
+		_, err := s.db.exec(ctx, tx, sqlPruneTokenDays, before)
 		return err
 	})
 }
