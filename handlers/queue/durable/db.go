@@ -29,6 +29,9 @@ type database[TTx any] interface {
 	// cancelWaiting cancels a job that is waiting to run, without notifying anyone, and reports
 	// whether it did; false leaves the job to River's cancellation.
 	cancelWaiting(ctx context.Context, tx TTx, jobID int64) (bool, error)
+	// supersede is cancelWaiting of the subject's former job followed by the subject's update
+	// to its new job (sqlUpdateSubjectReceived).
+	supersede(ctx context.Context, tx TTx, former int64, u subjectUpdate) (bool, error)
 	// cancelAfterCommit reports whether Enqueue cancels a superseded job that cancelWaiting left
 	// in a transaction of its own after committing (PostgreSQL, where the cancellation's
 	// notification serialises commits) rather than inside the enqueue's transaction.
@@ -79,6 +82,15 @@ func withTxOpts[TTx any](ctx context.Context, db database[TTx], mode txMode, fn 
 		return fmt.Errorf("commit transaction: %w", err)
 	}
 	return nil
+}
+
+// subjectUpdate names a subject's new newest job (sqlUpdateSubjectReceived's arguments).
+type subjectUpdate struct {
+	key      string
+	head     string
+	job      int64
+	now      int64 // Unix seconds
+	received int64 // UnixNano
 }
 
 // admission is what Enqueue learns before it inserts: whether the delivery id was seen before
@@ -182,6 +194,13 @@ func (d pgxDB) cancelWaiting(ctx context.Context, tx pgx.Tx, jobID int64) (bool,
 	n, err := d.exec(ctx, tx, sqlCancelWaitingJob, jobID)
 	return n > 0, err
 }
+
+// supersede runs both statements in one round trip.
+func (d pgxDB) supersede(ctx context.Context, tx pgx.Tx, former int64, u subjectUpdate) (bool, error) {
+	var cancelled bool
+	err := tx.QueryRow(ctx, sqlSupersedePostgres, u.head, u.job, u.now, u.received, u.key, former).Scan(&cancelled)
+	return cancelled, err
+}
 func (d pgxDB) cancelAfterCommit() bool                     { return true }
 func (d pgxDB) commit(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) }
 func (d pgxDB) rollback(ctx context.Context, tx pgx.Tx) {
@@ -262,6 +281,16 @@ func (d sqliteDB) admit(ctx context.Context, tx *sql.Tx, deliveryID string, body
 func (d sqliteDB) cancelWaiting(ctx context.Context, tx *sql.Tx, jobID int64) (bool, error) {
 	n, err := d.exec(ctx, tx, sqlCancelWaitingJobSQLite, time.Now().UTC().Format(time.RFC3339Nano), jobID)
 	return n > 0, err
+}
+func (d sqliteDB) supersede(ctx context.Context, tx *sql.Tx, former int64, u subjectUpdate) (bool, error) {
+	cancelled, err := d.cancelWaiting(ctx, tx, former)
+	if err != nil {
+		return false, fmt.Errorf("cancel: %w", err)
+	}
+	if _, err := d.exec(ctx, tx, sqlUpdateSubjectReceived, u.head, u.job, u.now, u.received, u.key); err != nil {
+		return false, fmt.Errorf("update subject: %w", err)
+	}
+	return cancelled, nil
 }
 func (d sqliteDB) cancelAfterCommit() bool                    { return false }
 func (d sqliteDB) commit(_ context.Context, tx *sql.Tx) error { return tx.Commit() }
@@ -435,6 +464,20 @@ const (
 	sqlUpdateSubjectReceived = `UPDATE lensgate_subject SET head_sha = $1, job_id = $2,
 			updated_at = CASE WHEN updated_at < $3 - 3600 THEN $3 ELSE updated_at END, head_received_ns = $4
 		WHERE subject_key = $5`
+	// sqlSupersedePostgres is sqlCancelWaitingJob of job $6 and sqlUpdateSubjectReceived in one
+	// statement (PostgreSQL runs a data-modifying WITH whether or not it is read); its row says
+	// whether the job was cancelled.
+	sqlSupersedePostgres = `WITH cancelled AS (
+			UPDATE river_job SET state = 'cancelled', finalized_at = now(),
+				metadata = jsonb_set(metadata, '{cancel_attempted_at}', to_jsonb(now()), true)
+			WHERE id = $6 AND state IN ('available', 'pending', 'retryable', 'scheduled')
+			RETURNING 1
+		), subject AS (
+			UPDATE lensgate_subject SET head_sha = $1, job_id = $2,
+				updated_at = CASE WHEN updated_at < $3 - 3600 THEN $3 ELSE updated_at END, head_received_ns = $4
+			WHERE subject_key = $5
+		)
+		SELECT EXISTS (SELECT 1 FROM cancelled)`
 	// sqlSubjectReceived records a later event for the subject's head that needed no new job.
 	sqlSubjectReceived = `UPDATE lensgate_subject SET head_received_ns = $1 WHERE subject_key = $2 AND head_received_ns < $3`
 	sqlForgetDelivery  = `DELETE FROM lensgate_delivery WHERE delivery_id = $1`

@@ -180,29 +180,30 @@ func (q *riverQueue[TTx]) enqueueTx(ctx context.Context, tx TTx, job queue.Job, 
 	} else {
 		st.waiting++
 	}
-	if current != 0 && current != ins.Job.ID {
-		cancelled, err := q.db.cancelWaiting(ctx, tx, current)
-		switch {
-		case err != nil:
-			return resultError, fmt.Errorf("cancel superseded job: %w", err)
-		case cancelled:
-			st.waiting--
-		case q.db.cancelAfterCommit():
-			st.cancelAfter = append(st.cancelAfter, current)
-		default:
-			row, err := q.client.JobCancelTx(ctx, tx, current)
-			switch {
-			case err == nil && row.State == rivertype.JobStateCancelled:
-				st.waiting-- // it had not started; a running one still counts until it stops
-			case err != nil && !errors.Is(err, river.ErrNotFound):
-				return resultError, fmt.Errorf("cancel superseded job: %w", err)
-			}
+	if current == 0 || current == ins.Job.ID {
+		if _, err := q.db.exec(ctx, tx, sqlUpdateSubjectReceived, job.HeadSHA, ins.Job.ID, now, received, job.Key); err != nil {
+			return resultError, fmt.Errorf("update subject: %w", err)
 		}
-		q.metrics.superseded.Inc()
+		return res, nil
 	}
-	if _, err := q.db.exec(ctx, tx, sqlUpdateSubjectReceived, job.HeadSHA, ins.Job.ID, now, received, job.Key); err != nil {
-		return resultError, fmt.Errorf("update subject: %w", err)
+	cancelled, err := q.db.supersede(ctx, tx, current, subjectUpdate{key: job.Key, head: job.HeadSHA, job: ins.Job.ID, now: now, received: received})
+	switch {
+	case err != nil:
+		return resultError, fmt.Errorf("supersede job %d: %w", current, err)
+	case cancelled:
+		st.waiting--
+	case q.db.cancelAfterCommit():
+		st.cancelAfter = append(st.cancelAfter, current)
+	default:
+		row, err := q.client.JobCancelTx(ctx, tx, current)
+		switch {
+		case err == nil && row.State == rivertype.JobStateCancelled:
+			st.waiting-- // it had not started; a running one still counts until it stops
+		case err != nil && !errors.Is(err, river.ErrNotFound):
+			return resultError, fmt.Errorf("cancel superseded job: %w", err)
+		}
 	}
+	q.metrics.superseded.Inc()
 	return res, nil
 }
 
