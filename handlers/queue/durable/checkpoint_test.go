@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/handlers/queue"
 )
@@ -64,5 +67,54 @@ func TestSQLiteCheckpointerStops(t *testing.T) {
 	}
 	if err := ck.db.Ping(); err == nil {
 		t.Error("checkpointer's connection still open after Stop")
+	}
+}
+
+// TestCheckpointerBacksOffWhenIdle: a checkpoint reports work while the log has new frames and
+// none once nothing was written since the last one, which is what lets an idle queue's
+// checkpointer wait longer.
+func TestCheckpointerBacksOffWhenIdle(t *testing.T) {
+	uri := "file:" + filepath.Join(t.TempDir(), "idle.db") + "?_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)"
+	writer, err := sql.Open("sqlite", uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	reader, err := sql.Open("sqlite", uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &checkpointer{db: reader, log: zerolog.Nop()}
+	write := func(n int) {
+		t.Helper()
+		for i := range n {
+			if _, err := writer.Exec(`INSERT INTO t (v) VALUES (?)`, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := writer.Exec(`CREATE TABLE t (v INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	write(10)
+	steps := []struct {
+		name   string
+		writes int
+		want   bool
+	}{
+		{"new frames", 0, true},
+		{"nothing written since", 0, false},
+		{"still nothing", 0, false},
+		{"written again", 5, true},
+		{"idle again", 0, false},
+	}
+	for _, s := range steps {
+		write(s.writes)
+		if got := c.checkpoint(); got != s.want {
+			t.Errorf("%s: checkpoint reported work %v, want %v", s.name, got, s.want)
+		}
+	}
+	if c.passes.Load() == 0 {
+		t.Error("no checkpoint copied the whole log")
 	}
 }

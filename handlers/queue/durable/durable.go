@@ -251,7 +251,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (queue.Queue, er
 	if opts.Logger != nil {
 		log = opts.Logger.With().Str("component", "queue").Str("backend", "sqlite").Logger()
 	}
-	ck := startCheckpointer(ckdb, log, checkpointInterval)
+	ck := startCheckpointer(ckdb, log, checkpointEvery, checkpointIdleMax)
 	q, err := newQueue[*sql.Tx](ctx, "sqlite", riversqlite.New(sqldb), newSQLiteDB(sqldb, ck),
 		func(_ context.Context, fn func() error) error { return fn() }, sqliteLease, opts)
 	if err != nil {
