@@ -54,7 +54,9 @@ func (s hookScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) error
 	// every replica's (see queue.Job.Body), for deliveries that enqueue a job.
 	digest, ok := verifiedDigest(ctx)
 	if !ok {
-		digest = bodyDigest(d.EventType, d.Payload)
+		// The dispatcher has no secret of its own: a delivery that did not come through
+		// hookHandler had its signature checked by no one.
+		return errors.New("webhook reached the dispatcher without a checked signature")
 	}
 	if first, seen := s.replays.firstID(digest, d.DeliveryID); seen {
 		replayIgnored(ctx, s.events, d.EventType, first)
@@ -122,17 +124,6 @@ func (s hookScheduler) schedule(ctx context.Context, d githubapp.Dispatch) error
 // maxRememberedBodies bounds the replay guard: as many bodies as the memory queue remembers
 // delivery ids, about 1 MB.
 const maxRememberedBodies = 10000
-
-// bodyDigest names an event's body for the replay check when no signature was checked for it.
-func bodyDigest(event string, payload []byte) [sha256.Size]byte {
-	h := sha256.New()
-	h.Write([]byte(event))
-	h.Write([]byte{0})
-	h.Write(payload)
-	var d [sha256.Size]byte
-	h.Sum(d[:0])
-	return d
-}
 
 // macDigest names a verified body for the replay check by its signature: under one secret the
 // HMAC-SHA256 of a body is as unique as its SHA-256, and it is already computed, so the body is

@@ -346,7 +346,7 @@ var schemaStatements = []string{
 		received_at BIGINT NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS lensgate_delivery_received_at ON lensgate_delivery (received_at)`,
-	// Digests of accepted webhook bodies (hex SHA-256 of event and payload) with the delivery id
+	// Digests of accepted webhook bodies (hex SHA-256 naming the event and its body) with the delivery id
 	// they came under: the same body under another id is a replay (replica-wide).
 	`CREATE TABLE IF NOT EXISTS lensgate_body (
 		digest TEXT PRIMARY KEY,
