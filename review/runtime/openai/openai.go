@@ -219,16 +219,20 @@ func (r *Runtime) reviewPass(ctx context.Context, req *runtime.Request, model st
 	if err != nil {
 		return fail(err)
 	}
-	rev, err := checkReview(text, sch)
+	obj, err := answerValue(text)
 	if err != nil {
 		return fail(err)
 	}
-	return matchLenses(rev, lenses, paths), call
+	reps, err := readReview(obj, lenses, paths)
+	if err != nil {
+		return fail(err)
+	}
+	return reps, call
 }
 
-// checkReview turns an answer's text into a review: one whole JSON object, within the bounds
-// of asdd/review/v0.1, matching the schema that was asked for.
-func checkReview(text string, sch *schema) (*asdd.Review, error) {
+// answerValue turns an answer's text into a decoded JSON value: one whole JSON object within
+// the bounds of asdd/review/v0.1.
+func answerValue(text string) (any, error) {
 	obj, err := ExtractAnswer(text)
 	if err != nil {
 		return nil, err
@@ -236,41 +240,7 @@ func checkReview(text string, sch *schema) (*asdd.Review, error) {
 	if err := asdd.CheckJSON(obj); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
 	}
-	v, err := decodeValue(obj)
-	if err != nil {
-		return nil, err
-	}
-	if err := sch.validate(v); err != nil {
-		return nil, err
-	}
-	return asdd.ParseReview(obj)
-}
-
-// matchLenses gives every lens asked its entry of the answer. A lens the answer left out, or
-// whose findings point at files outside the reviewed diff, is skipped with that cause.
-func matchLenses(rev *asdd.Review, lenses []runtime.Lens, paths map[string]bool) []runtime.LensReport {
-	got := map[string]runtime.LensReport{}
-	for _, rep := range rev.Reports() {
-		got[rep.Lens] = rep
-	}
-	out := make([]runtime.LensReport, 0, len(lenses))
-	for _, l := range lenses {
-		rep, ok := got[l.Name]
-		if !ok {
-			out = append(out, runtime.LensReport{Lens: l.Name, Verdict: runtime.VerdictSkipped,
-				Cause: "the model's answer has no entry for this lens"})
-			continue
-		}
-		for _, f := range rep.Findings {
-			if f.Path != "" && !paths[f.Path] {
-				rep = runtime.LensReport{Lens: l.Name, Verdict: runtime.VerdictSkipped,
-					Cause: fmt.Sprintf("the model's answer has a finding on %q, which is not a file of the reviewed diff", bounded(f.Path, 120))}
-				break
-			}
-		}
-		out = append(out, rep)
-	}
-	return out
+	return decodeValue(obj)
 }
 
 func skipAll(lenses []runtime.Lens, cause string) []runtime.LensReport {
