@@ -130,11 +130,15 @@ type Call struct {
 	Model       string `json:"model,omitempty"`
 	// Format is the structured-output level the answer was asked with: json_schema,
 	// json_object or none.
-	Format   string        `json:"format,omitempty"`
-	Attempts int           `json:"attempts"`
-	Started  time.Time     `json:"started,omitzero"`
-	Duration time.Duration `json:"duration"`
-	Usage    Tokens        `json:"usage"`
+	Format string `json:"format,omitempty"`
+	// Temperature and Seed are the sampling parameters the last request of the call sent
+	// (nil when it sent none: the server refused it, or the runtime has no such setting).
+	Temperature *float64      `json:"temperature,omitempty"`
+	Seed        *int          `json:"seed,omitempty"`
+	Attempts    int           `json:"attempts"`
+	Started     time.Time     `json:"started,omitzero"`
+	Duration    time.Duration `json:"duration"`
+	Usage       Tokens        `json:"usage"`
 	// Cause says why the answer was not used ("" when it was).
 	Cause string `json:"cause,omitempty"`
 }

@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/lensgate/lensgate/review/runtime"
 )
@@ -45,7 +49,15 @@ type chatRequest struct {
 	Model          string          `json:"model"`
 	Messages       []chatMessage   `json:"messages"`
 	MaxTokens      int             `json:"max_tokens,omitempty"`
+	Temperature    *float64        `json:"temperature,omitempty"`
+	Seed           *int            `json:"seed,omitempty"`
 	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+}
+
+// sampling is what a request says about sampling; nil fields are not sent.
+type sampling struct {
+	temperature *float64
+	seed        *int
 }
 
 // prompt is one call's messages and the schema its answer must match.
@@ -67,11 +79,12 @@ func (p *prompt) systemText(level string) string {
 }
 
 // body encodes the request at a response format level.
-func (r *Runtime) body(model string, p *prompt, level string, schemaJSON json.RawMessage) ([]byte, error) {
+func (r *Runtime) body(model string, p *prompt, level string, schemaJSON json.RawMessage, smp sampling) ([]byte, error) {
 	cr := chatRequest{
-		Model:     model,
-		Messages:  []chatMessage{{Role: "system", Content: p.systemText(level)}, {Role: "user", Content: p.user}},
-		MaxTokens: r.opts.MaxTokens,
+		Model:       model,
+		Messages:    []chatMessage{{Role: "system", Content: p.systemText(level)}, {Role: "user", Content: p.user}},
+		MaxTokens:   r.opts.MaxTokens,
+		Temperature: smp.temperature, Seed: smp.seed,
 	}
 	switch level {
 	case FormatJSONSchema:
@@ -99,22 +112,20 @@ func estimatePrompt(p *prompt, level string, schemaJSON []byte) int {
 }
 
 // httpError is an HTTP status other than 200 with the start of its body, kept only to decide
-// on a fallback; it is never shown.
+// on a fallback and to name a cause; the body is never shown.
 type httpError struct {
 	status int
 	body   []byte
+	// retryAfter is the wait a 429 or 503 asked for (0 when none was given).
+	retryAfter time.Duration
 }
 
 func (e *httpError) Error() string { return fmt.Sprintf("model endpoint answered HTTP %d", e.status) }
 
-// refusesFormat reports whether a 400 answer names the response format: the endpoint does not
-// support the level that was asked.
-func (e *httpError) refusesFormat() bool {
-	if e.status != http.StatusBadRequest && e.status != http.StatusUnprocessableEntity {
-		return false
-	}
+// names reports whether the error body contains any of words (case-insensitive).
+func (e *httpError) names(words ...string) bool {
 	b := strings.ToLower(string(e.body))
-	for _, w := range []string{"response_format", "json_schema", "json_object", "structured output", "responseformat"} {
+	for _, w := range words {
 		if strings.Contains(b, w) {
 			return true
 		}
@@ -122,39 +133,85 @@ func (e *httpError) refusesFormat() bool {
 	return false
 }
 
-var errTooLarge = errors.New("model answer exceeds the response size limit")
+// refusesFormat reports whether the endpoint does not support the response format level that
+// was asked: a 400 or 422 naming it, or a 500 naming the schema or the grammar made from it
+// (a server whose schema-to-grammar conversion failed), which repeating would not change.
+func (e *httpError) refusesFormat() bool {
+	switch e.status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return e.names("response_format", "json_schema", "json_object", "structured output", "responseformat")
+	case http.StatusInternalServerError:
+		return e.names("response_format", "json_schema", "json schema", "grammar", "invalid schema")
+	}
+	return false
+}
 
-// post sends one request with bounded retries on 429, 5xx and network errors, and returns the
-// body of the 200 answer. attempts counts every request sent.
-func (r *Runtime) post(ctx context.Context, body []byte, timeout time.Duration) (resp []byte, attempts int, err error) {
-	wait := r.opts.Backoff
-	var lastErr error
-	for attempt := 0; attempt <= r.opts.Retries; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return nil, attempts, fmt.Errorf("%w (after: %v)", ctx.Err(), lastErr)
-			case <-time.After(wait):
-			}
-			wait *= 2
-		}
+// refusesParam reports whether a 400 or 422 names a sampling parameter as not supported.
+func (e *httpError) refusesParam(name string) bool {
+	if e.status != http.StatusBadRequest && e.status != http.StatusUnprocessableEntity {
+		return false
+	}
+	return e.names(`'`+name+`'`, `"`+name+`"`, "`"+name+"`", "param: "+name, name+" is not supported", "unsupported parameter: "+name, name+" not supported")
+}
+
+// modelNotFound reports a 404 that says the model does not exist (Ollama, vLLM and OpenAI
+// answer "model 'x' not found" or "The model `x` does not exist").
+func (e *httpError) modelNotFound() bool {
+	return e.status == http.StatusNotFound && e.names("model") && e.names("not found", "does not exist", "model_not_found")
+}
+
+// contextExceeded reports a 400 that says the prompt does not fit the model's context (vLLM's
+// "maximum context length", llama.cpp's exceed_context_size_error, OpenAI's
+// context_length_exceeded).
+func (e *httpError) contextExceeded() bool {
+	return (e.status == http.StatusBadRequest || e.status == http.StatusRequestEntityTooLarge) &&
+		e.names("context length", "context_length", "context size", "context window", "exceed_context_size")
+}
+
+var (
+	errTooLarge = errors.New("model answer exceeds the response size limit")
+	errTimedOut = errors.New("model call timed out")
+)
+
+// post sends one request, repeating it after a 429, a 5xx or a network error while the call's
+// deadline (ctx) allows, and returns the body of the 200 answer. attempts counts every request
+// sent. Waits grow exponentially with jitter; a 429 or 503 that says Retry-After is waited out
+// as it asks, and when that wait would end past the deadline the call ends now instead.
+func (r *Runtime) post(ctx context.Context, body []byte) (resp []byte, attempts int, err error) {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.Multiplier, bo.RandomizationFactor, bo.MaxInterval = r.opts.Backoff, 2, 0.5, time.Minute
+	for {
 		attempts++
-		resp, err := r.once(ctx, body, timeout)
+		resp, err := r.once(ctx, body)
 		if err == nil {
 			return resp, attempts, nil
 		}
-		lastErr = err
 		if ctx.Err() != nil || !retryable(err) {
 			return nil, attempts, err
 		}
+		if attempts > r.opts.Retries {
+			return nil, attempts, fmt.Errorf("gave up after %d attempts: %w", attempts, err)
+		}
+		wait := bo.NextBackOff()
+		var he *httpError
+		if errors.As(err, &he) && he.retryAfter > 0 {
+			wait = he.retryAfter + time.Duration(rand.Int64N(int64(r.opts.Backoff)/2+1))
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return nil, attempts, fmt.Errorf("%w; the next attempt would start after the call's deadline (waiting %s)", err, wait.Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, attempts, fmt.Errorf("%w (after: %v)", errTimedOut, err)
+		case <-time.After(wait):
+		}
 	}
-	return nil, attempts, fmt.Errorf("gave up after %d attempts: %w", attempts, lastErr)
 }
 
-func (r *Runtime) once(ctx context.Context, body []byte, timeout time.Duration) ([]byte, error) {
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, r.endpoint, bytes.NewReader(body))
+// once sends one request. ctx carries the call's deadline, which bounds every attempt
+// together.
+func (r *Runtime) once(ctx context.Context, body []byte) ([]byte, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, r.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("model request: %w", err)
 	}
@@ -166,8 +223,8 @@ func (r *Runtime) once(ctx context.Context, body []byte, timeout time.Duration) 
 		if errors.Is(err, errTooLarge) {
 			return nil, errTooLarge
 		}
-		if errors.Is(err, context.DeadlineExceeded) || actx.Err() != nil && ctx.Err() == nil {
-			return nil, errors.New("model call timed out")
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, errTimedOut
 		}
 		return nil, fmt.Errorf("model call failed: %w", redactURL(err))
 	}
@@ -180,8 +237,8 @@ func (r *Runtime) once(ctx context.Context, body []byte, timeout time.Duration) 
 		return nil, errTooLarge
 	}
 	if err != nil {
-		if actx.Err() != nil && ctx.Err() == nil {
-			return nil, errors.New("model call timed out")
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, errTimedOut
 		}
 		return nil, fmt.Errorf("model call failed while reading the answer: %w", err)
 	}
@@ -189,20 +246,48 @@ func (r *Runtime) once(ctx context.Context, body []byte, timeout time.Duration) 
 		return nil, errTooLarge
 	}
 	if hresp.StatusCode != http.StatusOK {
-		return nil, &httpError{status: hresp.StatusCode, body: data}
+		he := &httpError{status: hresp.StatusCode, body: data}
+		if hresp.StatusCode == http.StatusTooManyRequests || hresp.StatusCode == http.StatusServiceUnavailable {
+			he.retryAfter = retryAfter(hresp.Header.Get("Retry-After"), time.Now())
+		}
+		return nil, he
 	}
 	return data, nil
 }
 
+// retryAfter reads a Retry-After header: delay seconds or an HTTP date. Anything else, or a
+// date in the past, is no wait.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 || n > 24*3600 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
 // retryable reports whether a failed attempt may pass when repeated: rate limits, server
-// errors, network errors and the timeout of one attempt. Other HTTP errors and oversized
-// answers are final.
+// errors and network errors. A timeout is never repeated: the deadline is the whole call's,
+// and a server that keeps generating after the client left (Ollama and llama.cpp finish the
+// work under way) would only be given the same prompt twice. Other HTTP errors, a 500 that
+// refuses the schema, and oversized answers are final.
 func retryable(err error) bool {
-	if errors.Is(err, errTooLarge) {
+	if errors.Is(err, errTooLarge) || errors.Is(err, errTimedOut) {
 		return false
 	}
 	var he *httpError
 	if errors.As(err, &he) {
+		if he.refusesFormat() {
+			return false
+		}
 		return he.status == http.StatusTooManyRequests || he.status >= 500
 	}
 	return true

@@ -46,13 +46,24 @@ type Options struct {
 	Model string
 	// HTTPClient sends the requests (default: a client without its own timeout).
 	HTTPClient *http.Client
-	// Timeout bounds each call (default: the repository's review.timeout_seconds, else 45 s).
+	// Timeout is the deadline of one whole call: every attempt, every wait between them and
+	// every response-format fallback (default: the repository's review.timeout_seconds, else
+	// 45 s). The operator sets it for servers slower than the repositories expect, such as
+	// CPU-hosted models.
 	Timeout time.Duration
-	// Retries is how many times a call is repeated after a 429, a 5xx or a network error
-	// (default 2; negative for none).
+	// Retries is how many times a request is repeated after a 429, a 5xx or a network error,
+	// within the call's deadline (default 2; negative for none).
 	Retries int
-	// Backoff is the first wait between attempts, doubled each time (default 1 s).
+	// Backoff is the first wait between attempts, doubled each time, with jitter of half
+	// either way (default 1 s). A 429 or 503 with Retry-After waits as long as it asks.
 	Backoff time.Duration
+	// Temperature is the sampling temperature of every call (nil: 0, so the same prompt gets
+	// the same answer).
+	Temperature *float64
+	// Seed is the sampling seed sent with every call (nil: 1). A server that answers 400
+	// naming temperature or seed is asked again without it, and the call record says what
+	// was sent.
+	Seed *int
 	// MaxResponseBytes bounds an HTTP response body (default 1 MiB).
 	MaxResponseBytes int64
 	// MaxPromptBytes is the budget of one prompt, in bytes (default 400,000, roughly 100,000
@@ -75,7 +86,15 @@ type Runtime struct {
 	hc       *http.Client
 
 	mu     sync.Mutex
-	levels map[string]int // endpoint + model -> index into formats
+	states map[string]endpointState // endpoint + model
+}
+
+// endpointState is what a runtime learned about one endpoint and model: the response format
+// level it accepts and the sampling parameters it refused.
+type endpointState struct {
+	level         int // index into formats
+	noTemperature bool
+	noSeed        bool
 }
 
 // New returns the runtime. It fails when the endpoint or token is missing.
@@ -105,6 +124,14 @@ func New(opts Options) (*Runtime, error) {
 	if opts.Random == nil {
 		opts.Random = rand.Reader
 	}
+	if opts.Temperature == nil {
+		zero := 0.0
+		opts.Temperature = &zero
+	}
+	if opts.Seed == nil {
+		one := 1
+		opts.Seed = &one
+	}
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = &http.Client{}
@@ -121,7 +148,7 @@ func New(opts Options) (*Runtime, error) {
 	if u, err := url.Parse(base); err == nil {
 		host = u.Host
 	}
-	return &Runtime{opts: opts, endpoint: base + "/chat/completions", host: host, hc: &limited, levels: map[string]int{}}, nil
+	return &Runtime{opts: opts, endpoint: base + "/chat/completions", host: host, hc: &limited, states: map[string]endpointState{}}, nil
 }
 
 // Identity implements runtime.Identified.
@@ -215,13 +242,13 @@ func (r *Runtime) reviewPass(ctx context.Context, req *runtime.Request, model st
 	if n := len(p.system) + len(p.shape) + len(p.user); n > r.opts.MaxPromptBytes {
 		return fail(fmt.Errorf("the change does not fit the prompt budget (%d bytes > %d); lower review.max_diff_lines", n, r.opts.MaxPromptBytes))
 	}
-	text, err := r.ask(ctx, req, model, p, &call)
+	rp, err := r.ask(ctx, req, model, p, &call)
 	if err != nil {
 		return fail(err)
 	}
-	obj, err := answerValue(text)
+	obj, err := answerValue(rp.text)
 	if err != nil {
-		return fail(err)
+		return fail(rp.explainUnparsed(err))
 	}
 	reps, err := readReview(obj, lenses, paths)
 	if err != nil {
@@ -267,26 +294,34 @@ func diffPaths(req *runtime.Request) map[string]bool {
 // errBudget marks a call that a token cap did not allow.
 var errBudget = errors.New("token budget")
 
-// ask sends a prompt and returns the answer's text, filling call with what the call cost. It
-// starts at the response format level remembered for the endpoint and model and steps down
-// when the endpoint refuses it.
-func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p *prompt, call *runtime.Call) (string, error) {
-	timeout := r.opts.Timeout
-	if timeout <= 0 && req.Settings.TimeoutSeconds > 0 {
-		timeout = time.Duration(req.Settings.TimeoutSeconds) * time.Second
+// callTimeout is the deadline of one whole call.
+func (r *Runtime) callTimeout(req *runtime.Request) time.Duration {
+	switch {
+	case r.opts.Timeout > 0:
+		return r.opts.Timeout
+	case req.Settings.TimeoutSeconds > 0:
+		return time.Duration(req.Settings.TimeoutSeconds) * time.Second
 	}
-	if timeout <= 0 {
-		timeout = 45 * time.Second
-	}
+	return 45 * time.Second
+}
+
+// ask sends a prompt and returns the server's reply, filling call with what the call cost and
+// how it was sampled. One deadline bounds the whole call. It starts at the response format
+// level and sampling remembered for the endpoint and model, and steps down when the endpoint
+// refuses one of them.
+func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p *prompt, call *runtime.Call) (reply, error) {
+	timeout := r.callTimeout(req)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	key := r.endpoint + "\x00" + model
 	schemaJSON := p.schema.encode()
-	level := r.level(key)
+	st := r.state(key)
 
 	// The most this call can cost: its prompt and a full answer.
-	reserved := estimatePrompt(p, formats[level], schemaJSON) + r.opts.MaxTokens
+	reserved := estimatePrompt(p, formats[st.level], schemaJSON) + r.opts.MaxTokens
 	if req.Budget != nil {
 		if ok, cause := req.Budget.Reserve(ctx, reserved); !ok {
-			return "", fmt.Errorf("%w: %s", errBudget, cause)
+			return reply{}, fmt.Errorf("%w: %s", errBudget, cause)
 		}
 	}
 	var used int
@@ -299,18 +334,17 @@ func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p
 	call.Started = time.Now()
 	defer func() { call.Duration = time.Since(call.Started) }()
 	for {
-		format := formats[level]
-		call.Format = format
-		body, err := r.body(model, p, format, schemaJSON)
+		format := formats[st.level]
+		smp := r.sampling(st)
+		call.Format, call.Temperature, call.Seed = format, smp.temperature, smp.seed
+		body, err := r.body(model, p, format, schemaJSON, smp)
 		if err != nil {
-			return "", err
+			return reply{}, err
 		}
-		resp, attempts, err := r.post(ctx, body, timeout)
+		resp, attempts, err := r.post(ctx, body)
 		call.Attempts += attempts
-		var he *httpError
-		if errors.As(err, &he) && he.refusesFormat() && level+1 < len(formats) {
-			level++
-			r.lower(key, model, level)
+		if next, ok := r.adapt(key, model, st, err); ok {
+			st = next
 			continue
 		}
 		if err != nil {
@@ -318,16 +352,76 @@ func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p
 			// count it, estimated, so a cap is never undercut and no sent call reads zero.
 			call.Usage = runtime.Tokens{PromptTokens: estimatePrompt(p, format, schemaJSON), Estimated: true}
 			used = call.Usage.Total()
-			return "", err
+			return reply{}, r.explain(err, model, timeout)
 		}
 		rp, perr := parseCompletion(resp)
 		call.Usage = usageOf(rp, p, format, schemaJSON)
 		used = call.Usage.Total()
-		if perr != nil {
-			return "", perr
-		}
-		return rp.text, nil
+		return rp, perr
 	}
+}
+
+// sampling is what a request to an endpoint in state st says about sampling.
+func (r *Runtime) sampling(st endpointState) sampling {
+	var smp sampling
+	if !st.noTemperature {
+		t := *r.opts.Temperature
+		smp.temperature = &t
+	}
+	if !st.noSeed {
+		s := *r.opts.Seed
+		smp.seed = &s
+	}
+	return smp
+}
+
+// adapt steps an endpoint's state down after it refused part of a request: a sampling
+// parameter it named, else the response format. ok is false when there is nothing to change.
+func (r *Runtime) adapt(key, model string, st endpointState, err error) (endpointState, bool) {
+	var he *httpError
+	if !errors.As(err, &he) {
+		return st, false
+	}
+	next := st
+	var what []string
+	if !st.noTemperature && he.refusesParam("temperature") {
+		next.noTemperature = true
+		what = append(what, "temperature")
+	}
+	if !st.noSeed && he.refusesParam("seed") {
+		next.noSeed = true
+		what = append(what, "seed")
+	}
+	if len(what) == 0 && he.refusesFormat() && st.level+1 < len(formats) {
+		next.level++
+		what = append(what, "response_format "+formats[st.level])
+	}
+	if len(what) == 0 {
+		return st, false
+	}
+	r.remember(key, model, next, strings.Join(what, ", "))
+	return next, true
+}
+
+// explain turns a failed call's error into a cause the operator can act on.
+func (r *Runtime) explain(err error, model string, timeout time.Duration) error {
+	var he *httpError
+	switch {
+	case errors.Is(err, errTimedOut):
+		return fmt.Errorf("%w after %s (the deadline of the whole call, retries included): raise review.timeout_seconds, "+
+			"or runtimes.openai_timeout for a slow (CPU-hosted) model server", err, timeout.Round(time.Second))
+	case !errors.As(err, &he):
+		return err
+	case he.modelNotFound():
+		return fmt.Errorf("the model server has no model %q (HTTP 404, model not found): pull or serve it (ollama pull %s; vLLM --served-model-name), "+
+			"or set models.reviewer or runtimes.openai_model to a model it serves", bounded(model, 80), bounded(model, 80))
+	case he.status == http.StatusNotFound:
+		return fmt.Errorf("%w: check runtimes.openai_base_url (an API base such as http://host:port/v1)", err)
+	case he.contextExceeded():
+		return fmt.Errorf("%w: the prompt does not fit the model's context; raise it (vLLM --max-model-len, llama.cpp -c, Ollama num_ctx "+
+			"or OLLAMA_CONTEXT_LENGTH) or lower review.max_diff_lines", err)
+	}
+	return err
 }
 
 // usageOf is the server's count when it sent one, otherwise an estimate from the bytes.
@@ -339,24 +433,28 @@ func usageOf(rp reply, p *prompt, format string, schemaJSON []byte) runtime.Toke
 		CompletionTokens: runtime.EstimateTokens(rp.producedBytes), Estimated: true}
 }
 
-// level is the response format level to start at for an endpoint and model.
-func (r *Runtime) level(key string) int {
+// state is what the runtime learned about an endpoint and model so far.
+func (r *Runtime) state(key string) endpointState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.levels[key]
+	return r.states[key]
 }
 
-// lower remembers that an endpoint and model need at least the given level, and says so once.
-func (r *Runtime) lower(key, model string, level int) {
+// remember keeps what an endpoint and model refused, and says so once.
+func (r *Runtime) remember(key, model string, st endpointState, refused string) {
 	r.mu.Lock()
-	changed := r.levels[key] < level
+	old := r.states[key]
+	changed := old.level < st.level || !old.noTemperature && st.noTemperature || !old.noSeed && st.noSeed
 	if changed {
-		r.levels[key] = level
+		st.level = max(st.level, old.level)
+		st.noTemperature = st.noTemperature || old.noTemperature
+		st.noSeed = st.noSeed || old.noSeed
+		r.states[key] = st
 	}
 	r.mu.Unlock()
 	if changed {
-		r.opts.Logger.Warn().Str("runtime", Name).Str("model", model).Str("response_format", formats[level]).
-			Str("refused", formats[level-1]).Msg("model endpoint refused a response format; using the next level for this endpoint and model")
+		r.opts.Logger.Warn().Str("runtime", Name).Str("model", model).Str("response_format", formats[st.level]).
+			Str("refused", refused).Msg("model endpoint refused a response format or a sampling parameter; later calls to this endpoint and model go without it")
 	}
 }
 
@@ -365,9 +463,12 @@ func (r *Runtime) Formats() map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string]string{}
-	for k, l := range r.levels {
+	for k, st := range r.states {
+		if st.level == 0 {
+			continue
+		}
 		_, model, _ := strings.Cut(k, "\x00")
-		out[model] = formats[l]
+		out[model] = formats[st.level]
 	}
 	return out
 }

@@ -119,11 +119,13 @@ func (r *Runtime) triage(ctx context.Context, req *runtime.Request, model string
 	sch := triageSchema()
 	p := &prompt{system: b.String(), shape: triageShape, user: userPrompt(req, nonce), schema: sch, schemaName: "asdd_triage"}
 	call := runtime.Call{Model: model}
-	text, err := r.ask(ctx, req, model, p, &call)
+	rp, err := r.ask(ctx, req, model, p, &call)
 	res := &runtime.Result{Model: model}
 	if err == nil {
 		var t *asdd.Triage
-		if t, err = checkTriage(text, sch); err == nil {
+		if t, err = checkTriage(rp.text, sch); err != nil {
+			err = rp.explainUnparsed(err)
+		} else {
 			res.Triage = &runtime.Triage{Labels: t.Labels, Comment: t.Comment}
 		}
 	}
