@@ -71,6 +71,10 @@ type Options struct {
 	MaxPromptBytes int
 	// MaxTokens bounds the model's answer (default 4,096).
 	MaxTokens int
+	// LearnContext asks the server, once per model, which context length it runs the model
+	// with (vLLM's /v1/models, llama.cpp's /props, Ollama's /api/ps and /api/show), and splits
+	// a change whose prompt would not fit into calls that do.
+	LearnContext bool
 	// Random is the nonce source (default crypto/rand).
 	Random io.Reader
 	// Logger receives one line when an endpoint refuses a response format.
@@ -81,6 +85,7 @@ type Options struct {
 // keeps is the response format level each endpoint and model accepted.
 type Runtime struct {
 	opts     Options
+	base     string // the API base, without /chat/completions
 	endpoint string
 	host     string
 	hc       *http.Client
@@ -95,6 +100,10 @@ type endpointState struct {
 	level         int // index into formats
 	noTemperature bool
 	noSeed        bool
+	// probed is set once the server was asked about the model's context; context is what it
+	// said.
+	probed  bool
+	context contextInfo
 }
 
 // New returns the runtime. It fails when the endpoint or token is missing.
@@ -148,7 +157,7 @@ func New(opts Options) (*Runtime, error) {
 	if u, err := url.Parse(base); err == nil {
 		host = u.Host
 	}
-	return &Runtime{opts: opts, endpoint: base + "/chat/completions", host: host, hc: &limited, states: map[string]endpointState{}}, nil
+	return &Runtime{opts: opts, base: base, endpoint: base + "/chat/completions", host: host, hc: &limited, states: map[string]endpointState{}}, nil
 }
 
 // Identity implements runtime.Identified.
@@ -207,16 +216,55 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 		if len(pass.lenses) == 0 {
 			continue
 		}
-		reps, call := r.reviewPass(ctx, req, model, pass.lenses, pass.independent, paths)
-		res.Calls = append(res.Calls, call)
+		reps, calls := r.reviewPass(ctx, req, model, pass.lenses, pass.independent, paths)
+		res.Calls = append(res.Calls, calls...)
 		res.Lenses = append(res.Lenses, reps...)
 	}
 	return res, nil
 }
 
-// reviewPass makes one call for lenses and returns a report for each of them.
+// reviewPass reviews lenses in one call, or, when the server says the model's context is too
+// small for the prompt, in one call per part of the change that fits it. Every lens gets a
+// report; every call made is returned.
 func (r *Runtime) reviewPass(ctx context.Context, req *runtime.Request, model string, lenses []runtime.Lens, independent bool,
-	paths map[string]bool) ([]runtime.LensReport, runtime.Call) {
+	paths map[string]bool) ([]runtime.LensReport, []runtime.Call) {
+	names := make([]string, len(lenses))
+	for i, l := range lenses {
+		names[i] = l.Name
+	}
+	sch := reviewSchema(names)
+	system := systemPrompt(lenses, independent)
+	info := r.contextOf(ctx, r.endpoint+"\x00"+model, model)
+	whole := estimatePrompt(&prompt{system: system, user: userPrompt(req, strings.Repeat("0", 32))}, FormatJSONSchema, sch.encode())
+	fixed := whole - runtime.EstimateTokens(len(req.Diff))
+	parts, err := r.fitParts(req, whole, fixed, info)
+	if err != nil {
+		call := runtime.Call{Lenses: names, Independent: independent, Model: model, Cause: err.Error()}
+		return skipAll(lenses, callKind(independent)+": "+call.Cause), []runtime.Call{call}
+	}
+	var calls []runtime.Call
+	var reports [][]runtime.LensReport
+	for _, part := range parts {
+		reps, call := r.reviewCall(ctx, part, model, lenses, independent, sch, system, paths)
+		calls = append(calls, call)
+		reports = append(reports, reps)
+	}
+	if len(reports) == 1 {
+		return reports[0], calls
+	}
+	return mergeParts(reports, lenses), calls
+}
+
+func callKind(independent bool) string {
+	if independent {
+		return "independent model call"
+	}
+	return "model call"
+}
+
+// reviewCall makes one call for lenses and returns a report for each of them.
+func (r *Runtime) reviewCall(ctx context.Context, req *runtime.Request, model string, lenses []runtime.Lens, independent bool,
+	sch *schema, system string, paths map[string]bool) ([]runtime.LensReport, runtime.Call) {
 	names := make([]string, len(lenses))
 	for i, l := range lenses {
 		names[i] = l.Name
@@ -224,21 +272,13 @@ func (r *Runtime) reviewPass(ctx context.Context, req *runtime.Request, model st
 	call := runtime.Call{Lenses: names, Independent: independent, Model: model}
 	fail := func(err error) ([]runtime.LensReport, runtime.Call) {
 		call.Cause = err.Error()
-		kind := "model call"
-		if independent {
-			kind = "independent model call"
-		}
-		return skipAll(lenses, kind+": "+call.Cause), call
+		return skipAll(lenses, callKind(independent)+": "+call.Cause), call
 	}
 	nonce, err := r.nonce(req)
 	if err != nil {
 		return fail(err)
 	}
-	sch := reviewSchema(names)
-	p := &prompt{
-		system: systemPrompt(lenses, independent), shape: answerShape, user: userPrompt(req, nonce),
-		schema: sch, schemaName: "asdd_review",
-	}
+	p := &prompt{system: system, shape: answerShape, user: userPrompt(req, nonce), schema: sch, schemaName: "asdd_review"}
 	if n := len(p.system) + len(p.shape) + len(p.user); n > r.opts.MaxPromptBytes {
 		return fail(fmt.Errorf("the change does not fit the prompt budget (%d bytes > %d); lower review.max_diff_lines", n, r.opts.MaxPromptBytes))
 	}
@@ -357,7 +397,10 @@ func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p
 		rp, perr := parseCompletion(resp)
 		call.Usage = usageOf(rp, p, format, schemaJSON)
 		used = call.Usage.Total()
-		return rp, perr
+		if perr != nil {
+			return rp, perr
+		}
+		return rp, checkPromptRead(rp, estimatePrompt(p, format, schemaJSON), r.contextOf(ctx, key, model))
 	}
 }
 

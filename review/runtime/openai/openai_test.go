@@ -74,14 +74,18 @@ func (f *fakeModel) requests() []chatRequest {
 	return append([]chatRequest(nil), f.bodies...)
 }
 
-// reply writes a chat completion whose message content is content.
-func reply(w http.ResponseWriter, content string) {
+// reply writes a chat completion whose message content is content, counting 1000 prompt
+// tokens (about what the small prompts of these tests hold).
+func reply(w http.ResponseWriter, content string) { replyCounted(w, content, 1000) }
+
+// replyCounted writes a chat completion that reports prompt tokens.
+func replyCounted(w http.ResponseWriter, content string, prompt int) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "x", "object": "chat.completion", "model": "m",
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 			"message": map[string]any{"role": "assistant", "content": content}}},
-		"usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050},
+		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": 50, "total_tokens": prompt + 50},
 	})
 }
 
