@@ -200,11 +200,21 @@ func (r *Runtime) post(ctx context.Context, body []byte) (resp []byte, attempts 
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return nil, attempts, fmt.Errorf("%w; the next attempt would start after the call's deadline (waiting %s)", err, wait.Round(time.Second))
 		}
-		select {
-		case <-ctx.Done():
+		if r.wait(ctx, wait) != nil {
 			return nil, attempts, fmt.Errorf("%w (after: %v)", errTimedOut, err)
-		case <-time.After(wait):
 		}
+	}
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

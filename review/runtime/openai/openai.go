@@ -87,8 +87,10 @@ type Runtime struct {
 	opts     Options
 	base     string // the API base, without /chat/completions
 	endpoint string
-	host     string
-	hc       *http.Client
+	// wait sleeps between attempts (a field so that tests can see the waits without taking them).
+	wait func(context.Context, time.Duration) error
+	host string
+	hc   *http.Client
 
 	mu     sync.Mutex
 	states map[string]endpointState // endpoint + model
@@ -157,7 +159,7 @@ func New(opts Options) (*Runtime, error) {
 	if u, err := url.Parse(base); err == nil {
 		host = u.Host
 	}
-	return &Runtime{opts: opts, base: base, endpoint: base + "/chat/completions", host: host, hc: &limited, states: map[string]endpointState{}}, nil
+	return &Runtime{opts: opts, wait: sleep, base: base, endpoint: base + "/chat/completions", host: host, hc: &limited, states: map[string]endpointState{}}, nil
 }
 
 // Identity implements runtime.Identified.

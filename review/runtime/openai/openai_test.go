@@ -388,6 +388,17 @@ func TestFailsClosed(t *testing.T) {
 			case <-time.After(5 * time.Second):
 			}
 		}, func(o *openai.Options) { o.Timeout = 50 * time.Millisecond; o.Retries = -1 }, 1, "timed out", true},
+		// The deadline is the whole call's: a timed-out attempt is not repeated.
+		{"timeout with retries left", func(_ int, w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}, func(o *openai.Options) { o.Timeout = 50 * time.Millisecond }, 1, "the deadline of the whole call, retries included", true},
+		// Retries happen inside the deadline: a server that keeps failing slowly uses it up.
+		{"retries inside the deadline", func(_ int, w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}, func(o *openai.Options) { o.Timeout = 200 * time.Millisecond; o.Backoff = time.Hour }, 1, "after the call's deadline", false},
 		{"oversized answer", func(_ int, w http.ResponseWriter, _ *http.Request) { reply(w, big) },
 			func(o *openai.Options) { o.MaxResponseBytes = 8 << 10 }, 1, "size limit", false},
 	}
