@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -164,6 +165,17 @@ type ServerRuntime struct {
 	OpenAIToken string `yaml:"openai_token"`
 	// OpenAIModel is the default model. Env LENSGATE_OPENAI_MODEL.
 	OpenAIModel string `yaml:"openai_model"`
+	// OpenAITimeout is the deadline of each whole model call (every attempt and wait), for
+	// model servers slower than repositories expect, such as CPU-hosted ones; it replaces the
+	// repositories' review.timeout_seconds for the openai runtime. Env LENSGATE_OPENAI_TIMEOUT.
+	// Default 0: the repository's review.timeout_seconds.
+	OpenAITimeout time.Duration `yaml:"openai_timeout"`
+	// OpenAITemperature is the sampling temperature of every model call. Env
+	// LENSGATE_OPENAI_TEMPERATURE. Default 0 (the same prompt gets the same answer).
+	OpenAITemperature *float64 `yaml:"openai_temperature"`
+	// OpenAISeed is the sampling seed sent with every model call where the server accepts
+	// it. Env LENSGATE_OPENAI_SEED. Default 1.
+	OpenAISeed *int `yaml:"openai_seed"`
 	// Presets are operator-defined presets: .asdd.yml lenses may name the preset, and the
 	// runtime it maps to (one of the enabled runtimes or an exec adapter) reviews them.
 	// Env LENSGATE_RUNTIME_PRESETS as "name=runtime,name=runtime".
@@ -325,6 +337,23 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_OPENAI_BASE_URL", "runtimes.openai_base_url", str(func(s *Server) *string { return &s.Runtime.OpenAIBaseURL })},
 		{"LENSGATE_OPENAI_TOKEN", "runtimes.openai_token", str(func(s *Server) *string { return &s.Runtime.OpenAIToken })},
 		{"LENSGATE_OPENAI_MODEL", "runtimes.openai_model", str(func(s *Server) *string { return &s.Runtime.OpenAIModel })},
+		{"LENSGATE_OPENAI_TIMEOUT", "runtimes.openai_timeout", dur(func(s *Server) *time.Duration { return &s.Runtime.OpenAITimeout })},
+		{"LENSGATE_OPENAI_TEMPERATURE", "runtimes.openai_temperature", func(s *Server, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return err
+			}
+			s.Runtime.OpenAITemperature = &f
+			return nil
+		}},
+		{"LENSGATE_OPENAI_SEED", "runtimes.openai_seed", func(s *Server, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return err
+			}
+			s.Runtime.OpenAISeed = &n
+			return nil
+		}},
 		{"LENSGATE_RUNTIME_PRESETS", "runtimes.presets", func(s *Server, v string) error {
 			m, err := parsePresets(v)
 			if err != nil {
@@ -605,6 +634,12 @@ func (s *Server) Validate() error {
 	}
 	if s.Runtime.MaxTokensPerInstallationPerDay < 0 {
 		add("runtimes.max_tokens_per_installation_per_day", "must be 0 (off) or positive")
+	}
+	if d := s.Runtime.OpenAITimeout; d < 0 || d > time.Hour {
+		add("runtimes.openai_timeout", "must be 0 (review.timeout_seconds) or positive up to 1h")
+	}
+	if t := s.Runtime.OpenAITemperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 2) {
+		add("runtimes.openai_temperature", "must be between 0 and 2")
 	}
 	for _, d := range []struct {
 		key string

@@ -801,7 +801,11 @@ func safeReview(ctx context.Context, rt runtime.Runtime, req *runtime.Request, t
 		timeoutSeconds = config.DefaultTimeoutSeconds
 	}
 	// Room for two passes of three attempts each inside a runtime, plus backoff.
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(timeoutSeconds)*7*time.Second+30*time.Second)
+	limit := time.Duration(timeoutSeconds)*7*time.Second + 30*time.Second
+	if b, ok := rt.(runtime.Bounded); ok {
+		limit = max(limit, b.MaxReview(req)+30*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {

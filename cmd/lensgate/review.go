@@ -244,7 +244,7 @@ func namedProblems(file string, err error) error {
 func (c *reviewCmd) registry(cfg *config.Repo) (*runtime.Registry, error) {
 	rts := []runtime.Runtime{builtin.New(builtin.Options{}), dryrun.Runtime{}}
 	if url, tok := os.Getenv("ASDD_MODEL_URL"), os.Getenv("ASDD_RUNTIME_TOKEN"); url != "" && tok != "" {
-		rt, err := openai.New(openai.Options{BaseURL: url, Token: tok, Model: os.Getenv("ASDD_MODEL")})
+		rt, err := openai.New(openai.Options{BaseURL: url, Token: tok, Model: os.Getenv("ASDD_MODEL"), LearnContext: true})
 		if err != nil {
 			return nil, err
 		}

@@ -360,7 +360,8 @@ func runtimeRegistry(rc config.ServerRuntime, log zerolog.Logger, extra ...runti
 		case "dryrun":
 			rts = append(rts, dryrun.Runtime{})
 		case "openai":
-			rt, err := openai.New(openai.Options{BaseURL: rc.OpenAIBaseURL, Token: rc.OpenAIToken, Model: rc.OpenAIModel, Logger: log})
+			rt, err := openai.New(openai.Options{BaseURL: rc.OpenAIBaseURL, Token: rc.OpenAIToken, Model: rc.OpenAIModel, Logger: log,
+				Timeout: rc.OpenAITimeout, Temperature: rc.OpenAITemperature, Seed: rc.OpenAISeed, LearnContext: true})
 			if err != nil {
 				return nil, fmt.Errorf("runtimes: %w", err)
 			}

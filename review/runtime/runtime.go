@@ -48,6 +48,13 @@ type Runtime interface {
 	Review(ctx context.Context, req *Request) (*Result, error)
 }
 
+// Bounded is implemented by a runtime whose review may take longer than the repository's
+// review.timeout_seconds suggests (its operator set a longer deadline per call, or it splits a
+// change into several calls): MaxReview is the longest one Review of req can take.
+type Bounded interface {
+	MaxReview(req *Request) time.Duration
+}
+
 // Lens is one lens to review: its name, its preset and its fixed instruction.
 type Lens struct {
 	Name        string

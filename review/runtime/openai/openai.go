@@ -162,6 +162,13 @@ func New(opts Options) (*Runtime, error) {
 	return &Runtime{opts: opts, wait: sleep, base: base, endpoint: base + "/chat/completions", host: host, hc: &limited, states: map[string]endpointState{}}, nil
 }
 
+// MaxReview implements runtime.Bounded: the longest one review can take, every call at its
+// whole deadline (two passes, each in as many parts as a small context needs) and the
+// questions about the model's context.
+func (r *Runtime) MaxReview(req *runtime.Request) time.Duration {
+	return 2*maxParts*r.callTimeout(req) + 2*probeTimeout
+}
+
 // Identity implements runtime.Identified.
 func (r *Runtime) Identity() runtime.Identity {
 	return runtime.Identity{Kind: runtime.IdentityOpenAI, EndpointHost: r.host}
@@ -352,7 +359,11 @@ func (r *Runtime) callTimeout(req *runtime.Request) time.Duration {
 // level and sampling remembered for the endpoint and model, and steps down when the endpoint
 // refuses one of them.
 func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p *prompt, call *runtime.Call) (reply, error) {
-	timeout := r.callTimeout(req)
+	timeout, byReview := r.callTimeout(req), false
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		// The review's own deadline ends first: a timeout is then the review's.
+		timeout, byReview = time.Until(dl), true
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	key := r.endpoint + "\x00" + model
@@ -394,7 +405,7 @@ func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p
 			// count it, estimated, so a cap is never undercut and no sent call reads zero.
 			call.Usage = runtime.Tokens{PromptTokens: estimatePrompt(p, format, schemaJSON), Estimated: true}
 			used = call.Usage.Total()
-			return reply{}, r.explain(err, model, timeout)
+			return reply{}, r.explain(err, model, timeout, byReview)
 		}
 		rp, perr := parseCompletion(resp)
 		call.Usage = usageOf(rp, p, format, schemaJSON)
@@ -449,9 +460,11 @@ func (r *Runtime) adapt(key, model string, st endpointState, err error) (endpoin
 }
 
 // explain turns a failed call's error into a cause the operator can act on.
-func (r *Runtime) explain(err error, model string, timeout time.Duration) error {
+func (r *Runtime) explain(err error, model string, timeout time.Duration, byReview bool) error {
 	var he *httpError
 	switch {
+	case errors.Is(err, errTimedOut) && byReview:
+		return fmt.Errorf("%w: the review's own deadline ended the call after %s (review.job_timeout)", err, timeout.Round(time.Second))
 	case errors.Is(err, errTimedOut):
 		return fmt.Errorf("%w after %s (the deadline of the whole call, retries included): raise review.timeout_seconds, "+
 			"or runtimes.openai_timeout for a slow (CPU-hosted) model server", err, timeout.Round(time.Second))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/openai"
 )
 
@@ -313,5 +314,35 @@ func TestRetryAfterOnTheWire(t *testing.T) {
 	d, _ := reviewWith(t, q, nil, nil)
 	if l := lens(d, "correctness"); l.Outcome != review.OutcomeFailed || len(q.requests()) != 3 || d.Tokens.Calls[0].Attempts != 3 {
 		t.Fatalf("correctness %+v after %d requests", l, len(q.requests()))
+	}
+}
+
+// TestTheReviewDeadlineIsNamed: when the review's own deadline ends a call before the call's
+// deadline would, the cause says so rather than naming a timeout that never ran out; and the
+// runtime tells the pipeline how long its reviews may take, so a long per-call deadline is
+// not cut by the review's default one.
+func TestTheReviewDeadlineIsNamed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "t", Timeout: time.Hour, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &runtime.Request{Kind: runtime.KindReview, Lenses: []runtime.Lens{{Name: "correctness", Instruction: "x"}},
+		Diff: []byte(changeDiff), Settings: runtime.Settings{TimeoutSeconds: 45}}
+	if got := rt.MaxReview(req); got < 2*time.Hour {
+		t.Fatalf("MaxReview %v, want at least two calls of an hour", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	res, err := rt.Review(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Lenses[0].Cause; !strings.Contains(c, "the review's own deadline ended the call") || strings.Contains(c, "1h0m0s") {
+		t.Fatalf("cause %q", c)
 	}
 }
