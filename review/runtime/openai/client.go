@@ -7,15 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
-
+	"github.com/lensgate/lensgate/internal/retry"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
@@ -116,8 +113,8 @@ func estimatePrompt(p *prompt, level string, schemaJSON []byte) int {
 type httpError struct {
 	status int
 	body   []byte
-	// retryAfter is the wait a 429 or 503 asked for (0 when none was given).
-	retryAfter time.Duration
+	// header is the answer's header (its Retry-After counts).
+	header http.Header
 }
 
 func (e *httpError) Error() string { return fmt.Sprintf("model endpoint answered HTTP %d", e.status) }
@@ -175,47 +172,62 @@ var (
 
 // post sends one request, repeating it after a 429, a 5xx or a network error while the call's
 // deadline (ctx) allows, and returns the body of the 200 answer. attempts counts every request
-// sent. Waits grow exponentially with jitter; a 429 or 503 that says Retry-After is waited out
-// as it asks, and when that wait would end past the deadline the call ends now instead.
+// sent. The retry policy is lensgate's one policy for outbound calls: waits grow exponentially
+// with jitter, and a 429 or 503 that says Retry-After is waited out as it asks; when that wait
+// would end past the deadline the call ends now instead of waiting for a deadline it cannot meet.
 func (r *Runtime) post(ctx context.Context, body []byte) (resp []byte, attempts int, err error) {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.Multiplier, bo.RandomizationFactor, bo.MaxInterval = r.opts.Backoff, 2, 0.5, time.Minute
-	for {
-		attempts++
-		resp, err := r.once(ctx, body)
-		if err == nil {
-			return resp, attempts, nil
+	pol := retry.Policy{Attempts: r.opts.Retries + 1, Initial: r.opts.Backoff, MaxWait: maxRetryWait}
+	tooLate := time.Duration(0)
+	judge := func(err error) retry.Verdict {
+		v := classify(err)
+		if dl, ok := ctx.Deadline(); ok && v.After > 0 && time.Until(dl) < v.After {
+			tooLate = v.After
+			return retry.Final()
 		}
-		if ctx.Err() != nil || !retryable(err) {
-			return nil, attempts, err
-		}
-		if attempts > r.opts.Retries {
-			return nil, attempts, fmt.Errorf("gave up after %d attempts: %w", attempts, err)
-		}
-		wait := bo.NextBackOff()
-		var he *httpError
-		if errors.As(err, &he) && he.retryAfter > 0 {
-			wait = he.retryAfter + time.Duration(rand.Int64N(int64(r.opts.Backoff)/2+1))
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return nil, attempts, fmt.Errorf("%w; the next attempt would start after the call's deadline (waiting %s)", err, wait.Round(time.Second))
-		}
-		if r.wait(ctx, wait) != nil {
-			return nil, attempts, fmt.Errorf("%w (after: %v)", errTimedOut, err)
-		}
+		return v
 	}
+	var last error
+	err = retry.Do(ctx, pol, judge, func(ctx context.Context, attempt int) error {
+		attempts = attempt
+		resp, last = r.once(ctx, body)
+		return last
+	}, retry.WithNotify(func(_ error, _ int, wait time.Duration) { r.waited(wait) }))
+	switch {
+	case err == nil:
+		return resp, attempts, nil
+	case tooLate > 0:
+		return nil, attempts, fmt.Errorf("%w; the server asked to retry after %s, past the call's deadline", last, tooLate.Round(time.Second))
+	case errors.Is(last, errTimedOut):
+		return nil, attempts, last
+	case errors.Is(err, context.DeadlineExceeded):
+		// The deadline passed while waiting to repeat a failed attempt.
+		return nil, attempts, fmt.Errorf("%w while waiting to repeat a failed attempt (%d so far, the last: %v)", errTimedOut, attempts, last)
+	}
+	return nil, attempts, err
 }
 
-// sleep waits d, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+// maxRetryWait is the longest wait between attempts, a server's Retry-After included; a
+// server that asks for longer is reported as busy at once.
+const maxRetryWait = 2 * time.Minute
+
+// classify judges a failed attempt by lensgate's retry policy: rate limits, server errors and
+// network errors are worth repeating (after the server's Retry-After when it gives one). A
+// timeout is never repeated: the deadline is the whole call's, and a server that keeps
+// generating after the client left (Ollama and llama.cpp finish the work under way) would only
+// be given the same prompt twice. Other HTTP errors, a 500 that refuses the schema, and
+// oversized answers are final.
+func classify(err error) retry.Verdict {
+	var he *httpError
+	switch {
+	case errors.Is(err, errTooLarge) || errors.Is(err, errTimedOut):
+		return retry.Final()
+	case errors.As(err, &he):
+		if he.refusesFormat() {
+			return retry.Final()
+		}
+		return retry.HTTPStatus(he.status, he.header)
 	}
+	return retry.Network(err)
 }
 
 // once sends one request. ctx carries the call's deadline, which bounds every attempt
@@ -256,51 +268,9 @@ func (r *Runtime) once(ctx context.Context, body []byte) ([]byte, error) {
 		return nil, errTooLarge
 	}
 	if hresp.StatusCode != http.StatusOK {
-		he := &httpError{status: hresp.StatusCode, body: data}
-		if hresp.StatusCode == http.StatusTooManyRequests || hresp.StatusCode == http.StatusServiceUnavailable {
-			he.retryAfter = retryAfter(hresp.Header.Get("Retry-After"), time.Now())
-		}
-		return nil, he
+		return nil, &httpError{status: hresp.StatusCode, body: data, header: hresp.Header}
 	}
 	return data, nil
-}
-
-// retryAfter reads a Retry-After header: delay seconds or an HTTP date. Anything else, or a
-// date in the past, is no wait.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 || n > 24*3600 {
-			return 0
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// retryable reports whether a failed attempt may pass when repeated: rate limits, server
-// errors and network errors. A timeout is never repeated: the deadline is the whole call's,
-// and a server that keeps generating after the client left (Ollama and llama.cpp finish the
-// work under way) would only be given the same prompt twice. Other HTTP errors, a 500 that
-// refuses the schema, and oversized answers are final.
-func retryable(err error) bool {
-	if errors.Is(err, errTooLarge) || errors.Is(err, errTimedOut) {
-		return false
-	}
-	var he *httpError
-	if errors.As(err, &he) {
-		if he.refusesFormat() {
-			return false
-		}
-		return he.status == http.StatusTooManyRequests || he.status >= 500
-	}
-	return true
 }
 
 // redactURL drops the URL from a transport error: it is the operator's endpoint and may carry

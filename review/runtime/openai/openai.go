@@ -54,8 +54,8 @@ type Options struct {
 	// Retries is how many times a request is repeated after a 429, a 5xx or a network error,
 	// within the call's deadline (default 2; negative for none).
 	Retries int
-	// Backoff is the first wait between attempts, doubled each time, with jitter of half
-	// either way (default 1 s). A 429 or 503 with Retry-After waits as long as it asks.
+	// Backoff is the first wait between attempts, which grows with each attempt, with jitter
+	// of half either way (default 1 s). A Retry-After is waited out as it asks.
 	Backoff time.Duration
 	// Temperature is the sampling temperature of every call (nil: 0, so the same prompt gets
 	// the same answer).
@@ -87,10 +87,10 @@ type Runtime struct {
 	opts     Options
 	base     string // the API base, without /chat/completions
 	endpoint string
-	// wait sleeps between attempts (a field so that tests can see the waits without taking them).
-	wait func(context.Context, time.Duration) error
-	host string
-	hc   *http.Client
+	// waited is told each wait between attempts before it is taken (tests watch it).
+	waited func(time.Duration)
+	host   string
+	hc     *http.Client
 
 	mu     sync.Mutex
 	states map[string]endpointState // endpoint + model
@@ -159,7 +159,7 @@ func New(opts Options) (*Runtime, error) {
 	if u, err := url.Parse(base); err == nil {
 		host = u.Host
 	}
-	return &Runtime{opts: opts, wait: sleep, base: base, endpoint: base + "/chat/completions", host: host, hc: &limited, states: map[string]endpointState{}}, nil
+	return &Runtime{opts: opts, waited: func(time.Duration) {}, base: base, endpoint: base + "/chat/completions", host: host, hc: &limited, states: map[string]endpointState{}}, nil
 }
 
 // MaxReview implements runtime.Bounded: the longest one review can take, every call at its
@@ -464,10 +464,10 @@ func (r *Runtime) explain(err error, model string, timeout time.Duration, byRevi
 	var he *httpError
 	switch {
 	case errors.Is(err, errTimedOut) && byReview:
-		return fmt.Errorf("%w: the review's own deadline ended the call after %s (review.job_timeout)", err, timeout.Round(time.Second))
+		return fmt.Errorf("%w: the review's own deadline ended the call after %s (review.job_timeout)", err, roundDuration(timeout))
 	case errors.Is(err, errTimedOut):
 		return fmt.Errorf("%w after %s (the deadline of the whole call, retries included): raise review.timeout_seconds, "+
-			"or runtimes.openai_timeout for a slow (CPU-hosted) model server", err, timeout.Round(time.Second))
+			"or runtimes.openai_timeout for a slow (CPU-hosted) model server", err, roundDuration(timeout))
 	case !errors.As(err, &he):
 		return err
 	case he.modelNotFound():
@@ -480,6 +480,14 @@ func (r *Runtime) explain(err error, model string, timeout time.Duration, byRevi
 			"or OLLAMA_CONTEXT_LENGTH) or lower review.max_diff_lines", err)
 	}
 	return err
+}
+
+// roundDuration is d to the second, or to the millisecond below a second.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 // usageOf is the server's count when it sent one, otherwise an estimate from the bytes.

@@ -398,7 +398,7 @@ func TestFailsClosed(t *testing.T) {
 		// Retries happen inside the deadline: a server that keeps failing slowly uses it up.
 		{"retries inside the deadline", func(_ int, w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusServiceUnavailable)
-		}, func(o *openai.Options) { o.Timeout = 200 * time.Millisecond; o.Backoff = time.Hour }, 1, "after the call's deadline", false},
+		}, func(o *openai.Options) { o.Timeout = 200 * time.Millisecond; o.Backoff = time.Hour }, 1, "timed out while waiting to repeat a failed attempt (1 so far, the last: model endpoint answered HTTP 503) after 200ms", false},
 		{"oversized answer", func(_ int, w http.ResponseWriter, _ *http.Request) { reply(w, big) },
 			func(o *openai.Options) { o.MaxResponseBytes = 8 << 10 }, 1, "size limit", false},
 	}

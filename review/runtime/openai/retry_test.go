@@ -11,20 +11,20 @@ import (
 	"time"
 )
 
-// waits is a runtime's sleep that records the waits instead of taking them.
+// waits records the waits between attempts, as the runtime announces them.
 type waits struct {
 	mu  sync.Mutex
 	got []time.Duration
 }
 
-func (w *waits) wait(_ context.Context, d time.Duration) error {
+func (w *waits) add(d time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.got = append(w.got, d)
-	return nil
 }
 
-// sequence serves the given answers in order: a status and a Retry-After value ("" for none).
+// sequence serves the given answers in order, a status and a Retry-After value ("" for none),
+// then a chat completion.
 func sequence(t *testing.T, answers ...[2]string) (*httptest.Server, *int) {
 	n := 0
 	var mu sync.Mutex
@@ -37,7 +37,11 @@ func sequence(t *testing.T, answers ...[2]string) (*httptest.Server, *int) {
 			_, _ = w.Write([]byte(`{"choices":[{"finish_reason":"stop","message":{"content":"{}"}}]}`))
 			return
 		}
-		if ra := answers[i][1]; ra != "" {
+		ra := answers[i][1]
+		if ra == "in 2s" { // an HTTP date, two seconds after this answer
+			ra = time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)
+		}
+		if ra != "" {
 			w.Header().Set("Retry-After", ra)
 		}
 		switch answers[i][0] {
@@ -53,50 +57,52 @@ func sequence(t *testing.T, answers ...[2]string) (*httptest.Server, *int) {
 	return srv, &n
 }
 
-func newForRetry(t *testing.T, url string, retries int) (*Runtime, *waits) {
+func newForRetry(t *testing.T, url string, backoff time.Duration) (*Runtime, *waits) {
 	t.Helper()
-	r, err := New(Options{BaseURL: url, Token: "t", Backoff: time.Second, Retries: retries})
+	r, err := New(Options{BaseURL: url, Token: "t", Backoff: backoff, Retries: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := &waits{}
-	r.wait = w.wait
+	r.waited = w.add
 	return r, w
 }
 
-// TestRetryAfterOn429And503: the wait a 429 or a 503 asks for (seconds, or an HTTP date) is
-// taken, with up to half the backoff of jitter on top.
+// TestRetryAfterOn429And503: the wait a 429 or a 503 asks for, in seconds or as an HTTP date,
+// is taken (with a little jitter above it), not the much shorter backoff.
 func TestRetryAfterOn429And503(t *testing.T) {
-	date := time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)
-	srv, n := sequence(t, [2]string{"429", "7"}, [2]string{"503", date})
-	r, w := newForRetry(t, srv.URL, 2)
+	if testing.Short() {
+		t.Skip("waits about three seconds")
+	}
+	srv, n := sequence(t, [2]string{"429", "1"}, [2]string{"503", "in 2s"})
+	r, w := newForRetry(t, srv.URL, time.Millisecond)
 	if _, attempts, err := r.post(context.Background(), []byte(`{}`)); err != nil || attempts != 3 || *n != 3 {
 		t.Fatalf("attempts %d, requests %d, err %v", attempts, *n, err)
 	}
 	if len(w.got) != 2 {
 		t.Fatalf("waits %v", w.got)
 	}
-	if w.got[0] < 7*time.Second || w.got[0] > 7*time.Second+500*time.Millisecond {
-		t.Errorf("after 429 Retry-After: 7 waited %v", w.got[0])
+	if w.got[0] < time.Second || w.got[0] > 1100*time.Millisecond {
+		t.Errorf("after 429 Retry-After: 1 the wait was %v", w.got[0])
 	}
-	// The date has a resolution of one second.
-	if w.got[1] < 28*time.Second || w.got[1] > 31*time.Second {
-		t.Errorf("after 503 Retry-After: %s waited %v", date, w.got[1])
+	// An HTTP date has a resolution of one second.
+	if w.got[1] < 900*time.Millisecond || w.got[1] > 2200*time.Millisecond {
+		t.Errorf("after 503 with a Retry-After date two seconds ahead the wait was %v", w.got[1])
 	}
 }
 
-// TestBackoffHasJitter: without Retry-After the waits grow from the backoff, each within half
-// of it either way, and they are not all alike.
+// TestBackoffHasJitter: without Retry-After the waits grow from the backoff, with jitter of
+// half either way, and they are not all alike.
 func TestBackoffHasJitter(t *testing.T) {
 	seen := map[time.Duration]bool{}
 	for range 5 {
 		srv, _ := sequence(t, [2]string{"500", ""}, [2]string{"500", ""})
-		r, w := newForRetry(t, srv.URL, 2)
+		r, w := newForRetry(t, srv.URL, 10*time.Millisecond)
 		if _, _, err := r.post(context.Background(), []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
-		if len(w.got) != 2 || w.got[0] < 500*time.Millisecond || w.got[0] > 1500*time.Millisecond ||
-			w.got[1] < time.Second || w.got[1] > 3*time.Second {
+		if len(w.got) != 2 || w.got[0] < 5*time.Millisecond || w.got[0] > 15*time.Millisecond ||
+			w.got[1] < 5*time.Millisecond || w.got[1] > 30*time.Millisecond {
 			t.Fatalf("waits %v", w.got)
 		}
 		seen[w.got[0]] = true
@@ -109,40 +115,36 @@ func TestBackoffHasJitter(t *testing.T) {
 // TestRetryAfterPastTheDeadline: a Retry-After that would end after the call's deadline ends
 // the call at once, saying so, rather than waiting for a deadline it cannot meet.
 func TestRetryAfterPastTheDeadline(t *testing.T) {
-	srv, n := sequence(t, [2]string{"429", "120"})
-	r, w := newForRetry(t, srv.URL, 2)
+	srv, n := sequence(t, [2]string{"429", "90"})
+	r, w := newForRetry(t, srv.URL, time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, attempts, err := r.post(ctx, []byte(`{}`))
 	var he *httpError
-	if err == nil || !errors.As(err, &he) || he.status != http.StatusTooManyRequests || !strings.Contains(err.Error(), "after the call's deadline") {
+	if err == nil || !errors.As(err, &he) || he.status != http.StatusTooManyRequests || !strings.Contains(err.Error(), "retry after 1m30s, past the call's deadline") {
 		t.Fatalf("err %v", err)
 	}
-	if attempts != 1 || *n != 1 || len(w.got) != 0 {
-		t.Fatalf("attempts %d, requests %d, waits %v", attempts, *n, w.got)
+	if attempts != 1 || *n != 1 || len(w.got) != 0 || ctx.Err() != nil {
+		t.Fatalf("attempts %d, requests %d, waits %v, deadline passed %v", attempts, *n, w.got, ctx.Err())
 	}
 }
 
-// TestRetryAfterReading: seconds, an HTTP date, and what is not a wait.
-func TestRetryAfterReading(t *testing.T) {
-	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
-	for in, want := range map[string]time.Duration{
-		"3": 3 * time.Second, " 10 ": 10 * time.Second, "0": 0, "-4": 0, "soon": 0, "": 0, "999999999": 0,
-		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second, now.Add(-time.Minute).Format(http.TimeFormat): 0,
-	} {
-		if got := retryAfter(in, now); got != want {
-			t.Errorf("Retry-After %q: %v, want %v", in, got, want)
+// TestClassification: a timeout, a 500 refusing the schema and an oversized answer are final;
+// a plain 500, a 429 and a 503 are worth repeating, the last two after their Retry-After.
+func TestClassification(t *testing.T) {
+	h := http.Header{"Retry-After": []string{"4"}}
+	for _, err := range []error{errTimedOut, errTooLarge, &httpError{status: 500, body: []byte(`{"error":"invalid JSON schema in format"}`)},
+		&httpError{status: 400}, &httpError{status: 404}} {
+		if v := classify(err); v.Retry {
+			t.Errorf("%v would be repeated", err)
 		}
 	}
-}
-
-// TestTimeoutIsNotRetried: the deadline is the whole call's, so an attempt that ran out of it
-// is the last.
-func TestTimeoutIsNotRetried(t *testing.T) {
-	if retryable(errTimedOut) || retryable(&httpError{status: 500, body: []byte(`{"error":"invalid JSON schema in format"}`)}) {
-		t.Fatal("a timeout or a 500 refusing the schema would be repeated")
+	if v := classify(&httpError{status: 500}); !v.Retry || v.After != 0 {
+		t.Errorf("a plain 500: %+v", v)
 	}
-	if !retryable(&httpError{status: 500}) || !retryable(&httpError{status: 429}) {
-		t.Fatal("a plain 500 or a 429 would not be repeated")
+	for _, st := range []int{429, 503} {
+		if v := classify(&httpError{status: st, header: h}); !v.Retry || v.After != 4*time.Second {
+			t.Errorf("%d with Retry-After 4: %+v", st, v)
+		}
 	}
 }
