@@ -30,6 +30,9 @@ type contextInfo struct {
 	server string
 	// tokens is the context length the server runs the model with (0 when it did not say).
 	tokens int
+	// again is set when the server may say more later: Ollama reports a model's context only
+	// once the model is loaded.
+	again bool
 }
 
 // raise says which setting makes a model's context larger on a server.
@@ -138,17 +141,17 @@ func (r *Runtime) learnOllama(ctx context.Context, root, model string) (contextI
 			ContextLength int    `json:"context_length"`
 		} `json:"models"`
 	}
+	info.again = true
 	if r.probe(ctx, http.MethodGet, root+"/api/ps", nil, &ps) {
 		for _, m := range ps.Models {
-			if (m.Name == model || m.Model == model) && m.ContextLength > 0 {
-				info.tokens = m.ContextLength
-				return info, true
+			if m.Name == model || m.Model == model {
+				info.tokens, info.again = m.ContextLength, false
 			}
 		}
 	}
-	if m := numCtxRE.FindStringSubmatch(show.Parameters); m != nil {
+	if m := numCtxRE.FindStringSubmatch(show.Parameters); m != nil && info.tokens == 0 {
 		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
-			info.tokens = n
+			info.tokens, info.again = n, false
 		}
 	}
 	return info, true
@@ -196,8 +199,7 @@ func (r *Runtime) contextOf(ctx context.Context, key, model string) contextInfo 
 	cancel()
 	r.mu.Lock()
 	st = r.states[key]
-	// Ollama reports the context of a model only once it is loaded: ask again next time.
-	st.probed, st.context = info.tokens > 0 || info.server != serverOllama, info
+	st.probed, st.context = !info.again, info
 	r.states[key] = st
 	r.mu.Unlock()
 	if info.tokens > 0 {
