@@ -49,8 +49,8 @@ func (c contextInfo) raise() string {
 }
 
 // ollamaDefaultContexts are context lengths Ollama runs a model with when nothing else is set
-// (older releases 2,048, later 4,096, some 8,192). A prompt count equal to one of them is the
-// trace Ollama's silent truncation leaves.
+// (older releases 2,048, later 4,096, some 8,192). On an Ollama that does not report its
+// context, a prompt count equal to one of them is the trace its silent truncation leaves.
 var ollamaDefaultContexts = []int{2048, 4096, 8192}
 
 // ErrPromptTruncated marks a call whose prompt the server did not read whole.
@@ -67,9 +67,11 @@ func checkPromptRead(rp reply, estimate int, info contextInfo) error {
 		return nil
 	}
 	atLimit := rp.prompt == info.tokens
-	if info.server == serverOllama || info.server == serverUnknown {
+	if info.server == serverOllama && info.tokens == 0 {
+		// An Ollama that does not say its context (a release without it in /api/ps) runs one
+		// of its defaults unless told otherwise.
 		for _, n := range ollamaDefaultContexts {
-			atLimit = atLimit || rp.prompt == n && info.tokens == 0
+			atLimit = atLimit || rp.prompt == n
 		}
 	}
 	if rp.prompt*3 >= estimate && !atLimit {

@@ -44,6 +44,7 @@ type quirkyModel struct {
 	models        []string
 	context       int
 	numCtxParam   bool // Ollama: the Modelfile sets num_ctx (shown by /api/show)
+	psNoContext   bool // Ollama: /api/ps lists a loaded model without its context (older releases)
 	refuse        []string
 	badSchemaWord string
 	repeatGuard   bool
@@ -118,7 +119,11 @@ func (q *quirkyModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case q.kind == kindOllama && route == "GET /api/ps":
 		models := []any{}
 		if loaded {
-			models = append(models, map[string]any{"name": q.models[0], "model": q.models[0], "context_length": q.context})
+			m := map[string]any{"name": q.models[0], "model": q.models[0], "context_length": q.context}
+			if q.psNoContext {
+				delete(m, "context_length")
+			}
+			models = append(models, m)
 		}
 		answer = map[string]any{"models": models}
 	case q.kind == kindLlama && route == "GET /props":

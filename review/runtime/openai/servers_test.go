@@ -58,21 +58,25 @@ func learn(o *openai.Options) { o.LearnContext = true }
 // raise, and the receipt's coverage is not complete.
 func TestNeverPassesOnATruncatedPrompt(t *testing.T) {
 	cases := []struct {
-		name    string
-		context int
-		files   int
-		learn   bool
+		name        string
+		context     int
+		files       int
+		learn       bool
+		psNoContext bool
 	}{
-		// About 6,000 tokens cut to 2,048: far fewer than lensgate's estimate.
-		{"a count far below the estimate", 2048, 12, false},
-		// About 4,400 tokens cut to 4,096: close to the estimate, but Ollama's default context.
-		{"a count equal to Ollama's default context", 4096, 6, false},
+		// About 6,000 tokens cut to 2,048: far fewer than lensgate's estimate (no question
+		// asked about the context).
+		{"a count far below the estimate", 2048, 12, false, false},
+		// About 4,400 tokens cut to 4,096: close to the estimate, but the default context of
+		// an Ollama that does not report it.
+		{"a count equal to Ollama's default context", 4096, 6, true, true},
 		// About 3,300 tokens cut to 3,000, a context only /api/ps tells once the model is loaded.
-		{"a count equal to the context learned after the call", 3000, 4, true},
+		{"a count equal to the context learned after the call", 3000, 4, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			q := quirky(t, kindOllama, c.context)
+			q.psNoContext = c.psNoContext
 			mod := func(*openai.Options) {}
 			if c.learn {
 				mod = learn
