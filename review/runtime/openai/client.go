@@ -212,10 +212,10 @@ const maxRetryWait = 2 * time.Minute
 
 // classify judges a failed attempt by lensgate's retry policy: rate limits, server errors and
 // network errors are worth repeating (after the server's Retry-After when it gives one). A
-// timeout is never repeated: the deadline is the whole call's, and a server that keeps
-// generating after the client left (Ollama and llama.cpp finish the work under way) would only
-// be given the same prompt twice. Other HTTP errors, a 500 that refuses the schema, and
-// oversized answers are final.
+// timeout is never repeated: the deadline is the whole call's, so no time is left for a
+// repeat, and a server that does not stop generating when its client leaves would be handed
+// the same prompt twice. Other HTTP errors, a 500 that refuses the schema, and oversized
+// answers are final.
 func classify(err error) retry.Verdict {
 	var he *httpError
 	switch {
