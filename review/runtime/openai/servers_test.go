@@ -350,3 +350,16 @@ func TestTheReviewDeadlineIsNamed(t *testing.T) {
 		t.Fatalf("cause %q", c)
 	}
 }
+
+// TestPartSizes pins what docs/runtimes.md says a context holds: at 4,096 tokens a one-lens
+// review of 40-byte diff lines goes in parts of about 130 lines, and 32,768 tokens hold about
+// 1,800 lines in one call.
+func TestPartSizes(t *testing.T) {
+	for _, c := range []struct{ context, files, calls int }{{4096, 4, 2}, {4096, 16, 6}, {32768, 40, 1}, {32768, 44, 2}} {
+		q := quirky(t, kindVLLM, c.context)
+		d, _ := reviewWith(t, q, diffOf(c.files), learn)
+		if got := len(q.requests()); got != c.calls || lens(d, "correctness").Outcome != review.OutcomeFailed {
+			t.Errorf("%d diff lines at %d tokens: %d calls (want %d), %s", c.files*45+8, c.context, got, c.calls, lens(d, "correctness").Outcome)
+		}
+	}
+}
