@@ -53,6 +53,8 @@ func TestMalformedOptionalFieldsAreDropped(t *testing.T) {
 		{"unknown key in a finding", finding(`,"confidence":0.9`), `the unknown key "confidence" of finding 1`, false},
 		{"unknown key in the entry", `{"lens":"correctness","approved":true,"findings":[],` + ok, `the unknown key "approved"`, false},
 		{"summary not text", `{"lens":"correctness","findings":[],"summary":["a"],"verdict":"ok"}`, `the summary (not text)`, false},
+		{"lines a number", finding(`,"suggestion":{"lines":3,"replacement":"x"}`), `lines is not text "N" or "N-M"`, false},
+		{"an empty suggestion is none", finding(`,"suggestion":{"lines":"","replacement":""}`), "", false},
 		{"a valid suggestion is kept", finding(`,"suggestion":{"lines":"2-3","replacement":"x"}`), "", true},
 	}
 	for _, c := range cases {

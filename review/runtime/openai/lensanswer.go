@@ -187,10 +187,14 @@ func readSuggestion(v any, where string, ns *notes) *runtime.Suggestion {
 		ns.add("the suggestion of %s (not an object with lines and replacement)", where)
 		return nil
 	}
-	lines, _ := m["lines"].(string)
+	lines, linesText := m["lines"].(string)
 	repl, isText := m["replacement"].(string)
-	if lines == "" && !isText {
-		return nil // an empty suggestion is no suggestion
+	if len(m) == 0 || len(m) == 2 && lines == "" && isText && repl == "" {
+		return nil // an empty suggestion, or its keys filled with nothing, is no suggestion
+	}
+	if !linesText {
+		ns.add("the suggestion of %s (lines is not text \"N\" or \"N-M\")", where)
+		return nil
 	}
 	if !linesPattern.MatchString(lines) {
 		ns.add("the suggestion of %s (lines %q is not \"N\" or \"N-M\")", where, bounded(fmt.Sprint(m["lines"]), 20))
