@@ -3,9 +3,16 @@
 // untrusted data in the user message, fenced by a random per-prompt nonce. The answer is asked
 // for as strict structured output (a JSON schema whose lens names are exactly the lenses
 // asked), falling back to plain JSON mode and then to none for servers that refuse it, and it
-// is held to that same schema in Go whatever the server honoured. An answer is used whole or
-// not at all: prose around it, a second object, a truncated or refused answer leave its lenses
-// pending with the cause named.
+// is held to that same schema in Go whatever the server honoured. An answer's text is one JSON
+// object or nothing: prose around it, a second object, a truncated or refused answer leave its
+// lenses pending with the cause named. Within the object, each lens entry stands on its own: a
+// malformed verdict, severity or blocking finding leaves that lens pending, a malformed
+// optional field is dropped with a note in the lens's summary.
+//
+// Every call samples at temperature 0 with a fixed seed (the same prompt, the same answer),
+// has one deadline for all its attempts, and is checked for a prompt the server did not read
+// whole; where the server says the model's context length, a change too large for it is sent
+// in parts that fit.
 //
 // Lenses that need an independent inference (the quality preset, or independent: true) are
 // judged in a second, adversarial call that sees neither the other lenses nor the first
