@@ -143,12 +143,16 @@ func (e *httpError) refusesFormat() bool {
 	return false
 }
 
-// refusesParam reports whether a 400 or 422 names a sampling parameter as not supported.
+// refusesParam reports whether a 400 or 422 names a sampling parameter as not supported
+// (OpenAI's "Unsupported parameter: 'seed'", LiteLLM's "does not support parameters: ['seed']",
+// a validator's "Extra inputs are not permitted" at "seed"): the parameter must be named and
+// refused, so that an error about something else that echoes the request does not drop it.
 func (e *httpError) refusesParam(name string) bool {
 	if e.status != http.StatusBadRequest && e.status != http.StatusUnprocessableEntity {
 		return false
 	}
-	return e.names(`'`+name+`'`, `"`+name+`"`, "`"+name+"`", "param: "+name, name+" is not supported", "unsupported parameter: "+name, name+" not supported")
+	return e.names(`'`+name+`'`, `"`+name+`"`, "`"+name+"`", "param: "+name) &&
+		e.names("unsupported", "not supported", "does not support", "not permitted", "unrecognized", "unknown parameter", "not allowed")
 }
 
 // modelNotFound reports a 404 that says the model does not exist (Ollama, vLLM and OpenAI

@@ -148,3 +148,20 @@ func TestClassification(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedParameter: a 400 refusing a sampling parameter is told from one that only echoes
+// it.
+func TestRefusedParameter(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"error":{"message":"Unsupported parameter: 'seed' is not supported with this model.","param":"seed"}}`:                                true,
+		`{"error":{"message":"Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported."}}`: true,
+		`{"error":"litellm.UnsupportedParamsError: groq does not support parameters: ['seed']"}`:                                                true,
+		`{"detail":[{"type":"extra_forbidden","loc":["body","seed"],"msg":"Extra inputs are not permitted","input":1}]}`:                        true,
+		`{"error":{"message":"response_format is invalid","input":{"seed":1,"temperature":0}}}`:                                                 false,
+	} {
+		he := &httpError{status: 400, body: []byte(body)}
+		if got := he.refusesParam("seed") || he.refusesParam("temperature"); got != want {
+			t.Errorf("%s: refuses %v, want %v", body, got, want)
+		}
+	}
+}
