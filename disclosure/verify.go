@@ -38,20 +38,6 @@ func Verify(envelope []byte, opts Options) (r *Report) {
 			r.PredicateVersionStatus = VersionUnknown
 		}
 	}()
-	if len(envelope) <= MaxEnvelopeBytes {
-		// Receipts as emitters write them are read straight into typed values; the general
-		// path below judges every other input, and reports the same for these.
-		if r = verifyTyped(envelope, opts); r != nil {
-			r.PredicateVersionStatus = VersionCurrent
-			checkReceiptLine(r, envelope, opts.Body)
-			return r
-		}
-	}
-	return verifyGeneric(envelope, opts)
-}
-
-// verifyGeneric is the dispatcher over the parsed tree, for any input.
-func verifyGeneric(envelope []byte, opts Options) (r *Report) {
 	unreadable := func(msg string) *Report {
 		r := newReport(V01)
 		r.reason(CodeEnvelopeUnreadable)
