@@ -13,17 +13,26 @@ import (
 	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
 
-// A review that runs only because a delegated lens settled reuses the paid lenses' record of
-// the same head; any doubt about the record makes it a normal review, with the reason logged.
-func TestSettledReviewReusesPaidLenses(t *testing.T) {
-	model := &fakeRuntime{name: "model", fn: func(req *runtime.Request) (*runtime.Result, error) {
-		res := &runtime.Result{Calls: []runtime.Call{{Lenses: []string{"deep"}, Attempts: 1, Usage: runtime.Tokens{PromptTokens: 70, CompletionTokens: 30}}}}
+// changesRequested is a model runtime that asks for changes on every lens it is given, with one
+// low finding each, and bills tokens for each call (70 % prompt).
+func changesRequested(tokens int) *fakeRuntime {
+	return &fakeRuntime{name: "model", fn: func(req *runtime.Request) (*runtime.Result, error) {
+		res := &runtime.Result{}
+		var names []string
 		for _, l := range req.Lenses {
+			names = append(names, l.Name)
 			res.Lenses = append(res.Lenses, runtime.LensReport{Lens: l.Name, Verdict: "request-changes", Summary: "Needs work.",
 				Findings: []runtime.Finding{{Severity: "low", Path: "README.md", Line: 2, Title: "Say more", Message: "Why?"}}})
 		}
+		res.Calls = []runtime.Call{{Lenses: names, Attempts: 1, Usage: runtime.Tokens{PromptTokens: tokens * 7 / 10, CompletionTokens: tokens - tokens*7/10}}}
 		return res, nil
 	}}
+}
+
+// A review that runs only because a delegated lens settled reuses the paid lenses' record of
+// the same head; any doubt about the record makes it a normal review, with the reason logged.
+func TestSettledReviewReusesPaidLenses(t *testing.T) {
+	model := changesRequested(100)
 	newCfg := func() *config.Repo {
 		cfg := config.DefaultRepo()
 		cfg.Policy = policyWith(config.Lens{Name: "deep", Preset: "model", Required: true}, config.Lens{Name: "quick", Preset: "builtin"})
@@ -107,19 +116,7 @@ func TestSettledReviewReusesPaidLenses(t *testing.T) {
 // A paid lens limited by paths: is reused like any other when a delegated lens settles: it
 // keeps its earlier outcome and findings rather than going pending for want of a result.
 func TestSettledReviewReusesPaidLensWithPaths(t *testing.T) {
-	model := &fakeRuntime{name: "model", fn: func(req *runtime.Request) (*runtime.Result, error) {
-		res := &runtime.Result{}
-		var names []string
-		for _, l := range req.Lenses {
-			names = append(names, l.Name)
-		}
-		res.Calls = []runtime.Call{{Lenses: names, Attempts: 1, Usage: runtime.Tokens{PromptTokens: 40, CompletionTokens: 20}}}
-		for _, l := range req.Lenses {
-			res.Lenses = append(res.Lenses, runtime.LensReport{Lens: l.Name, Verdict: "request-changes", Summary: "Docs need work.",
-				Findings: []runtime.Finding{{Severity: "low", Path: "README.md", Line: 2, Title: "Say more", Message: "Why?"}}})
-		}
-		return res, nil
-	}}
+	model := changesRequested(60)
 	newCfg := func() *config.Repo {
 		cfg := config.DefaultRepo()
 		cfg.Policy = policyWith(
