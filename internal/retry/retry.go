@@ -117,6 +117,7 @@ func Do(ctx context.Context, p Policy, classify Classifier, op func(ctx context.
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = p.initial()
 	b.MaxInterval = p.maxWait()
+	b.Multiplier = 2
 	b.RandomizationFactor = 0.5
 
 	var (
