@@ -61,86 +61,12 @@ var unsafeRules = []secretRule{
 	},
 }
 
-var secretRules = []secretRule{
-	{
-		id: ruleKey, keyword: []byte("PRIVATE KEY"),
-		re:       regexp.MustCompile(`-----BEGIN ((RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY( BLOCK)?-----`),
-		severity: runtime.SeverityCritical, title: "Private key committed",
-	},
-	{
-		id: "aws-access-key-id", keyword: []byte("A"),
-		re:       regexp.MustCompile(`\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b`),
-		severity: runtime.SeverityCritical, title: "AWS access key id committed", placeholderOK: true, prefix: 4,
-	},
-	{
-		id:       "aws-secret-access-key",
-		re:       regexp.MustCompile(`(?i)aws.{0,20}secret.{0,20}['"]?\s*[:=]\s*['"]?([A-Za-z0-9/+=]{40})\b`),
-		severity: runtime.SeverityCritical, title: "AWS secret access key committed", placeholderOK: true, entropy: 4.0,
-		group: 1,
-	},
-	{
-		id: "github-token", keyword: []byte("gh"),
-		re:       regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,255}\b`),
-		severity: runtime.SeverityCritical, title: "GitHub token committed", prefix: 4,
-	},
-	{
-		id: "github-fine-grained-token", keyword: []byte("github_pat_"),
-		re:       regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{82}\b`),
-		severity: runtime.SeverityCritical, title: "GitHub fine-grained token committed", prefix: 11,
-	},
-	{
-		id: "gcp-api-key", keyword: []byte("AIza"),
-		re:       regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`),
-		severity: runtime.SeverityHigh, title: "Google API key committed", prefix: 4,
-	},
-	{
-		id: "gcp-service-account", keyword: []byte("service_account"),
-		re:       regexp.MustCompile(`"type"\s*:\s*"service_account"`),
-		severity: runtime.SeverityHigh, title: "Google service account credentials committed",
-	},
-	{
-		id: "slack-token", keyword: []byte("xox"),
-		re:       regexp.MustCompile(`\bxox[abposr]-[0-9A-Za-z-]{10,}\b`),
-		severity: runtime.SeverityHigh, title: "Slack token committed", prefix: 5,
-	},
-	{
-		id: "stripe-live-key", keyword: []byte("_live_"),
-		re:       regexp.MustCompile(`\b[sr]k_live_[0-9A-Za-z]{20,}\b`),
-		severity: runtime.SeverityCritical, title: "Stripe live key committed", prefix: 8,
-	},
-	{
-		id: "openai-api-key", keyword: []byte("sk-"),
-		re:       regexp.MustCompile(`\bsk-(proj-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}\b`),
-		severity: runtime.SeverityCritical, title: "OpenAI API key committed", prefix: 3,
-	},
-	{
-		id: "hardcoded-password", foldWords: []string{"pass", "secret", "key", "token"}, assign: true,
-		re: regexp.MustCompile(`(?i)\b(password|passwd|secret|api_?key|access_?token|auth_?token)\b["']?\s*[:=]\s*` +
-			`["']([^"'\s$<>{}]{12,})["']`),
-		severity: runtime.SeverityMedium, title: "Hard-coded credential", placeholderOK: true, entropy: 3.5,
-		group: 2, generic: true,
-	},
-}
-
-// Rules for credentials written without quotes, where a looser pattern needs more evidence.
-func init() {
-	secretRules = append(secretRules,
-		secretRule{
-			// scheme://user:password@host — a database or broker URL with its password.
-			id: "url-credentials", keyword: []byte("://"),
-			re:       regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^/\s:@'"]*:([^/\s@'"$<>{}]{8,})@[A-Za-z0-9.\[-]`),
-			severity: runtime.SeverityHigh, title: "Password in a connection URL", placeholderOK: true, entropy: 3.0,
-			group: 1, mixed: true, generic: true,
-		},
-		secretRule{
-			// NAME_PASSWORD=value, the .env and shell form, unquoted.
-			id: "env-credential", foldWords: []string{"pass", "secret", "token", "key"}, assign: true,
-			re: regexp.MustCompile(`^\s*(export\s+)?[A-Z][A-Z0-9_]*(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY)[A-Z0-9_]*=` +
-				`([A-Za-z0-9!#%&*+,.:;=?@^_~-]{10,})\s*(#.*)?$`),
-			severity: runtime.SeverityMedium, title: "Hard-coded credential", placeholderOK: true, entropy: 3.5,
-			group: 3, mixed: true, generic: true,
-		},
-	)
+// pemRule finds a private key's header line; pemKey then tells a real key from a placeholder.
+// Every other secret is found by the rule set in secrets.go.
+var pemRule = secretRule{
+	id: ruleKey, keyword: []byte("PRIVATE KEY"),
+	re:       pemHeader,
+	severity: runtime.SeverityCritical, title: "Private key committed",
 }
 
 // hasLetterAndDigit reports whether s mixes letters and digits, as generated secrets do and
@@ -218,7 +144,9 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 		midLines         []diff.Line
 		conflictFound    []runtime.Finding
 		key              *pemKey // a key header whose body is still being read
+		added            []diff.Line
 	)
+	secretsBefore := len(out[GroupSecrets])
 	f.Walk(func(l diff.Line) bool {
 		if l.Kind != '+' {
 			return true
@@ -236,20 +164,8 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 					key = nil
 				}
 			}
-			reported := false
-			for i := range secretRules {
-				if reported && secretRules[i].generic {
-					continue
-				}
-				fd, ok := matchSecret(&secretRules[i], text, path, l.New)
-				if !ok {
-					continue
-				}
-				if fd.Rule != ruleKey {
-					out[GroupSecrets] = append(out[GroupSecrets], fd)
-					reported = true
-					continue
-				}
+			added = append(added, l)
+			if fd, ok := matchSecret(&pemRule, text, path, l.New); ok {
 				// A key header counts only with a key body after it; "-----BEGIN ... KEY-----"
 				// alone or followed by a stub ("AAAA", "...") is a placeholder in docs and tests.
 				pk := &pemKey{finding: fd}
@@ -296,6 +212,14 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 	})
 	if key != nil && key.real() {
 		out[GroupSecrets] = append(out[GroupSecrets], key.finding)
+	}
+	if needed[GroupSecrets] {
+		out[GroupSecrets] = append(out[GroupSecrets], secretFindings(path, added)...)
+		if isFixturePath(path) {
+			for i := secretsBefore; i < len(out[GroupSecrets]); i++ {
+				fixtureFinding(&out[GroupSecrets][i])
+			}
+		}
 	}
 	// A lone "=======" is a Markdown heading underline; it is a marker only next to the others.
 	if sawStart || sawEnd {
