@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"math"
 	"regexp"
 	"unicode/utf8"
 
@@ -12,34 +11,19 @@ import (
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
-// secretRule is one pattern for a committed credential. Keyword is a cheap literal that must be
-// on the line before the regular expression runs.
+// secretRule is one line pattern: a private key header, or a code pattern that switches off a
+// protection. Keyword is a cheap literal that must be on the line before the regular expression
+// runs. (Credentials other than private keys are found by the rule set in secrets.go.)
 type secretRule struct {
 	id      string
 	keyword []byte
 	// foldWords, when set, replace keyword: one of them must be on the line, in any case.
 	foldWords []string
-	// assign requires an assignment (= or :) on the line.
-	assign   bool
-	re       *regexp.Regexp
-	severity string
-	title    string
-	// placeholderOK skips matches that look like documentation placeholders.
-	placeholderOK bool
-	// entropy, when positive, is the minimum Shannon entropy (bits per byte) of the secret.
-	entropy float64
+	re        *regexp.Regexp
+	severity  string
+	title     string
 	// message replaces the credential advice for rules that are not about credentials.
 	message string
-	// group is the submatch that holds the secret itself (0: the whole match).
-	group int
-	// mixed requires the secret to mix letters and digits.
-	mixed bool
-	// generic rules are skipped on a line a specific rule already reported, so one token is
-	// one finding. They come after the specific rules.
-	generic bool
-	// prefix is how many leading bytes of the secret are a public marker of its kind ("AKIA",
-	// "ghp_") and may be shown; the rest of a secret is never shown.
-	prefix int
 }
 
 // unsafeRules are code patterns that switch off a protection.
@@ -67,68 +51,6 @@ var pemRule = secretRule{
 	id: ruleKey, keyword: []byte("PRIVATE KEY"),
 	re:       pemHeader,
 	severity: runtime.SeverityCritical, title: "Private key committed",
-}
-
-// hasLetterAndDigit reports whether s mixes letters and digits, as generated secrets do and
-// names such as "my-app-secret-name" do not.
-func hasLetterAndDigit(s []byte) bool {
-	var letter, digit bool
-	for _, c := range s {
-		switch {
-		case c >= '0' && c <= '9':
-			digit = true
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-			letter = true
-		}
-	}
-	return letter && digit
-}
-
-// weakWord reports a value built around a word that marks sample credentials
-// ("password12", "secret123", "letmein1").
-func weakWord(s []byte) bool {
-	for _, w := range []string{"password", "passwd", "secret", "letmein", "123456", "qwerty"} {
-		if containsFold(s, w) {
-			return true
-		}
-	}
-	return false
-}
-
-var placeholders = [][]byte{
-	[]byte("EXAMPLE"), []byte("example"), []byte("changeme"), []byte("CHANGEME"), []byte("your_"),
-	[]byte("YOUR_"), []byte("dummy"), []byte("DUMMY"), []byte("fake"), []byte("FAKE"), []byte("placeholder"),
-	[]byte("xxxx"), []byte("XXXX"), []byte("redacted"), []byte("REDACTED"), []byte("test"), []byte("TEST"),
-	[]byte("sample"), []byte("0000000000"),
-}
-
-func looksLikePlaceholder(s []byte) bool {
-	for _, p := range placeholders {
-		if bytes.Contains(s, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// entropy is the Shannon entropy of s in bits per byte.
-func entropy(s []byte) float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	var counts [256]int
-	for _, c := range s {
-		counts[c]++
-	}
-	var h float64
-	n := float64(len(s))
-	for _, c := range counts {
-		if c > 0 {
-			p := float64(c) / n
-			h -= p * math.Log2(p)
-		}
-	}
-	return h
 }
 
 // maxScanLine bounds the part of a line the pattern checks look at; minified files can have
@@ -255,35 +177,22 @@ func matchSecret(r *secretRule, text []byte, path string, line int) (runtime.Fin
 	if !keywordPresent(r, text) {
 		return runtime.Finding{}, false
 	}
-	m := r.re.FindSubmatch(text)
+	m := r.re.Find(text)
 	if m == nil {
-		return runtime.Finding{}, false
-	}
-	secret := m[0]
-	if r.group > 0 && r.group < len(m) && len(m[r.group]) > 0 {
-		secret = m[r.group]
-	}
-	if r.placeholderOK && looksLikePlaceholder(m[0]) {
-		return runtime.Finding{}, false
-	}
-	if r.entropy > 0 && entropy(secret) < r.entropy || r.mixed && (!hasLetterAndDigit(secret) || weakWord(secret)) {
 		return runtime.Finding{}, false
 	}
 	msg := r.message
 	if msg == "" {
-		msg = "A credential (" + redact(secret, r.prefix) + ") is added in this change. Remove it, rotate it now " +
+		msg = "A credential (" + redact(m, 0) + ") is added in this change. Remove it, rotate it now " +
 			"(it is in the history), and load it from a secret store instead."
 	}
 	return runtime.Finding{
 		Rule: r.id, Severity: r.severity, Path: path, Line: line, Title: r.title, Message: msg,
-		Key: lineKey(secret),
+		Key: lineKey(m),
 	}, true
 }
 
 func keywordPresent(r *secretRule, text []byte) bool {
-	if r.assign && bytes.IndexByte(text, '=') < 0 && bytes.IndexByte(text, ':') < 0 {
-		return false
-	}
 	if r.foldWords != nil {
 		for _, w := range r.foldWords {
 			if containsFold(text, w) {

@@ -32,6 +32,10 @@ func (r *Redactor) Total() int {
 
 var pemHeader = regexp.MustCompile(`-----BEGIN ((RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY( BLOCK)?-----`)
 
+// freeTextPath is the file name free text is redacted as: people paste environment snippets into
+// descriptions, so the rules for configuration files (unquoted NAME_PASSWORD=value) apply too.
+const freeTextPath = "description.env"
+
 // Text redacts free text: a title, a description, a commit message, a file name.
 func (r *Redactor) Text(s string) string {
 	return string(r.lines([]byte(s), false))
@@ -85,7 +89,7 @@ func (r *Redactor) lines(b []byte, isDiff bool) []byte {
 			start = end
 		}
 	} else {
-		r.secrets("", ls)
+		r.secrets(freeTextPath, ls)
 	}
 	out := make([]byte, 0, len(b))
 	for _, l := range ls {

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -136,4 +137,13 @@ func FuzzRedactor(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRedactorFreeText: an environment snippet pasted into a description is redacted as in a
+// configuration file.
+func TestRedactorFreeText(t *testing.T) {
+	v := gen{rand.New(rand.NewPCG(5, 5))}.alnum(20)
+	if got := NewRedactor().Text("Deploy with\n\nDB_PASSWORD=" + v + "\n"); strings.Contains(got, v) {
+		t.Fatalf("not redacted: %q", got)
+	}
 }
