@@ -233,3 +233,23 @@ func TestPlantedSecretsKeptFromTheModel(t *testing.T) {
 		t.Fatalf("only %d of %d planted secrets kept from the model, want at least 50", sumKept, sumTotal)
 	}
 }
+
+// BenchmarkRedactCorpus redacts the planted corpus 40 times over, each time next to a file of
+// 200 lines of ordinary code, as one diff.
+func BenchmarkRedactCorpus(b *testing.B) {
+	var all strings.Builder
+	for range 40 {
+		for _, p := range corpus() {
+			all.WriteString(p.diff())
+		}
+		all.WriteString("diff --git a/x.go b/x.go\n--- a/x.go\n+++ b/x.go\n@@ -1,0 +1,200 @@\n")
+		for range 200 {
+			all.WriteString("+\tif err := doSomething(ctx, value, other); err != nil { return fmt.Errorf(\"wrap: %w\", err) }\n")
+		}
+	}
+	in := []byte(all.String())
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		NewRedactor().Diff(in)
+	}
+}
