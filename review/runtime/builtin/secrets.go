@@ -80,8 +80,8 @@ type secretKind struct {
 }
 
 // secretKinds names the rules whose severity is not the default (high). Provider tokens and
-// private keys are critical; rules that judge by a key name and entropy, not by a token's
-// format, are medium: they flag for a human, they do not fail a gate alone.
+// private keys are critical; rules that judge by a key name, a neighbouring line and entropy,
+// not by a token's format, are medium: they flag for a human, they do not fail a gate alone.
 var secretKinds = map[string]secretKind{
 	"private-key":             {runtime.SeverityCritical, "Private key committed"},
 	"putty-private-key":       {runtime.SeverityCritical, "PuTTY private key committed"},
@@ -101,7 +101,7 @@ var secretKinds = map[string]secretKind{
 	"google-api-key":          {runtime.SeverityHigh, "Google API key committed"},
 	"gcp-api-key":             {runtime.SeverityHigh, "Google API key committed"},
 	"jwt":                     {runtime.SeverityMedium, "JSON Web Token committed"},
-	"kubernetes-secret-data":  {runtime.SeverityHigh, "Kubernetes Secret value committed"},
+	"kubernetes-secret-data":  {runtime.SeverityMedium, "Kubernetes Secret value committed"},
 	"kubernetes-secret-yaml":  {runtime.SeverityHigh, "Kubernetes Secret value committed"},
 	"url-credentials":         {runtime.SeverityHigh, "Password in a connection URL"},
 }
