@@ -92,7 +92,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	date, nonce := strconv.FormatInt(time.Now().Unix(), 10), newNonce()
 	req.Header.Set(HeaderDate, date)
 	req.Header.Set(HeaderNonce, nonce)
-	req.Header.Set(HeaderMAC, requestMAC(c.token, method, path, date, nonce, body))
+	digest := bodyDigest(body)
+	req.Header.Set(HeaderDigest, digest)
+	req.Header.Set(HeaderMAC, requestMAC(c.token, method, path, date, nonce, int64(len(body)), digest))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.hc.Do(req)
 	if err != nil {
