@@ -36,6 +36,11 @@ const (
 	maxObservesPerRun = 8
 	// bodyTimeout bounds how long a request's body may take to arrive.
 	bodyTimeout = 2 * time.Minute
+	// maxLingering, lingerTime and lingerBytes bound the wait for a refused sender to read its
+	// answer (see closeRefused).
+	maxLingering = 64
+	lingerTime   = 500 * time.Millisecond
+	lingerBytes  = 4 << 10
 )
 
 // Options configure a Server.
@@ -66,14 +71,15 @@ type Options struct {
 
 // Server is the runner's HTTP handler.
 type Server struct {
-	opts     Options
-	pipe     *review.Pipeline
-	pub      ed25519.PublicKey
-	sem      chan struct{}
-	nonces   nonceCache
-	refusals *refusalLog
-	mu       sync.Mutex
-	runs     map[string]*run
+	opts      Options
+	pipe      *review.Pipeline
+	pub       ed25519.PublicKey
+	sem       chan struct{}
+	lingering chan struct{}
+	nonces    nonceCache
+	refusals  *refusalLog
+	mu        sync.Mutex
+	runs      map[string]*run
 }
 
 // run is the runner's own record of one review: what it was told before the first call, and
@@ -125,7 +131,7 @@ func NewServer(o Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: o, pub: o.Witness.Key.Public().(ed25519.PublicKey), sem: make(chan struct{}, o.MaxConcurrent),
-		runs: map[string]*run{}, refusals: newRefusalLog(o.Logger),
+		runs: map[string]*run{}, refusals: newRefusalLog(o.Logger), lingering: make(chan struct{}, maxLingering),
 		pipe: review.NewPipeline(review.Options{Runtimes: o.Runtimes, Logger: o.Logger, Version: o.Version, Now: o.Now, WorkRoot: o.WorkRoot}),
 	}
 	return s, nil
@@ -143,6 +149,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status, body = http.StatusInternalServerError, []byte(`{"error":"the answer could not be encoded"}`)
 		}
 		w.Header().Set("Content-Type", "application/json")
+		// An explicit length: a refusal's answer is flushed before the connection is taken
+		// over, and must not be sent chunked.
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		if len(nonce) == 32 && isHexN(nonce) {
 			w.Header().Set(HeaderMAC, responseMAC(s.opts.Token, nonce, status, body))
 		}
@@ -188,6 +197,37 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// closeRefused ends the connection of a request refused before its body was read. The HTTP
+// server would keep every such connection open for half a second after the answer (so that
+// the sender reads it before a reset), which under a flood of refused requests holds
+// thousands of connections. Here at most maxLingering wait, up to lingerTime and reading at
+// most lingerBytes of what the sender still sends; the others are closed at once.
+func (s *Server) closeRefused(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		return // the server closes it (Connection: close)
+	}
+	select {
+	case s.lingering <- struct{}{}:
+	default:
+		_ = conn.Close()
+		return
+	}
+	go func() {
+		defer func() { <-s.lingering }()
+		defer conn.Close()
+		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(lingerTime))
+		_, _ = io.CopyN(io.Discard, conn, lingerBytes)
+	}()
+}
+
 // authenticated checks the route and the request's authentication from its headers, and only
 // then reads the body to its declared length and checks its digest. A request refused before
 // its body is read is answered with "Connection: close", so that the HTTP server does not read
@@ -197,6 +237,7 @@ func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, reply fun
 		w.Header().Set("Connection", "close")
 		s.refusals.note(r.URL.Path, kind, msg)
 		reply(status, ErrorResponse{Error: msg})
+		s.closeRefused(w)
 		return nil, false
 	}
 	var routeMethod string
