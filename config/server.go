@@ -111,6 +111,9 @@ type ServerDetails struct {
 	// PublicRepos serves the pages of public repositories without login. Env
 	// LENSGATE_DETAILS_PUBLIC_REPOS. Default false.
 	PublicRepos bool `yaml:"public_repos"`
+	// ViewsPerMinute bounds the page views of one client (a logged-in reader, else an IP
+	// address), in bursts of 20; more are answered 429. Default 60.
+	ViewsPerMinute int `yaml:"views_per_minute"`
 }
 
 // ServerApp identifies the GitHub App.

@@ -84,6 +84,9 @@ type Options struct {
 	CheckName string
 	// Rerun queues a review; nil hides the re-run form.
 	Rerun func(ctx context.Context, r Rerun) error
+	// ViewsPerMinute bounds the page views, envelope downloads and re-runs of one client
+	// (DefaultViewsPerMinute when zero; bursts of 20).
+	ViewsPerMinute int
 	// Timeout bounds the GitHub reads of one page view (20s when zero).
 	Timeout time.Duration
 	Logger  zerolog.Logger
@@ -100,6 +103,8 @@ type Handler struct {
 	assets    http.Handler
 	auth      http.Handler
 	mux       *http.ServeMux
+	ledger    *ledgerIndex // nil without an audit ledger
+	limits    *clientLimits
 }
 
 // New builds the page handler.
@@ -122,7 +127,11 @@ func New(o Options) (*Handler, error) {
 	if o.App == nil {
 		o.App = func() (int64, string) { return 0, "" }
 	}
-	h := &Handler{o: o, sign: signer{key: o.SessionKey, now: o.Now}, publicURL: strings.TrimSuffix(o.PublicURL, "/")}
+	h := &Handler{o: o, sign: signer{key: o.SessionKey, now: o.Now}, publicURL: strings.TrimSuffix(o.PublicURL, "/"),
+		limits: newClientLimits(o.ViewsPerMinute)}
+	if o.AuditFile != "" {
+		h.ledger = newLedgerIndex(o.AuditFile)
+	}
 	var err error
 	if h.page, err = template.New("page.html.tmpl").Funcs(funcs).ParseFS(templateFS, "templates/page.html.tmpl"); err != nil {
 		return nil, fmt.Errorf("details: %w", err)
@@ -314,6 +323,9 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) (target, context.
 		h.notFound(w)
 		return t, nil, nil, nil
 	}
+	if h.limited(w, r) {
+		return t, nil, nil, nil
+	}
 	ctx, cancel := h.context(r, t)
 	a := h.gate(w, r, t, ctx)
 	if a == nil {
@@ -394,6 +406,9 @@ func (h *Handler) serveRerun(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	if !h.checkCSRF(r, s) {
 		http.Error(w, "The form expired or did not come from this page; reload the page and try again.", http.StatusForbidden)
+		return
+	}
+	if h.limited(w, r) {
 		return
 	}
 	ctx, cancel := h.context(r, t)

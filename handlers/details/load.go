@@ -181,7 +181,7 @@ func (h *Handler) load(ctx context.Context, a *access, t target) (*view, error) 
 		}
 	}
 	v.Stale = staleness(v)
-	v.Audit = h.readAudit(t)
+	v.Audit = h.readAudit(ctx, t)
 	return v, nil
 }
 
