@@ -264,10 +264,9 @@ func (h *Handler) authorize(ctx context.Context, r *http.Request, t target) (*ac
 			return nil, fmt.Errorf("get repository: %w", err)
 		}
 		if repo.GetPrivate() || repo.GetVisibility() == "internal" {
-			if h.auth == nil {
-				return nil, errNotFound
-			}
-			return nil, nil // log in, then the permission decides
+			// The same 404 as a repository without the App, so that an anonymous reader cannot
+			// tell which private repositories have it installed; the 404 offers the login.
+			return nil, errNotFound
 		}
 		return a, nil
 	}
@@ -299,7 +298,7 @@ func (h *Handler) gate(w http.ResponseWriter, r *http.Request, t target, ctx con
 	case err == nil && h.auth != nil && r.Method == http.MethodGet:
 		http.Redirect(w, r, RouteAuth+"?return="+url.QueryEscape(r.URL.Path), http.StatusFound)
 	case err == nil, errors.Is(err, errNotFound):
-		h.notFound(w)
+		h.notFound(w, r)
 	default:
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("details page: access check failed")
 		h.unavailable(w)
@@ -320,7 +319,7 @@ func (h *Handler) context(r *http.Request, t target) (context.Context, context.C
 func (h *Handler) open(w http.ResponseWriter, r *http.Request) (target, context.Context, context.CancelFunc, *access) {
 	t, ok := parseTarget(r)
 	if !ok {
-		h.notFound(w)
+		h.notFound(w, r)
 		return t, nil, nil, nil
 	}
 	if h.limited(w, r) {
@@ -344,7 +343,7 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	v, err := h.load(ctx, a, t)
 	if err != nil {
 		if errors.Is(err, errNotFound) {
-			h.notFound(w)
+			h.notFound(w, r)
 			return
 		}
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("details page: GitHub read failed")
@@ -373,6 +372,16 @@ func (h *Handler) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer cancel()
+	ok, err := h.belongs(ctx, a.gh, t, t.head)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("details page: GitHub read failed")
+		h.unavailable(w)
+		return
+	}
+	if !ok {
+		h.notFound(w, r)
+		return
+	}
 	hv, err := h.loadHead(ctx, a.gh, t, t.head)
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("details page: GitHub read failed")
@@ -387,7 +396,7 @@ func (h *Handler) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(env) == 0 {
-		h.notFound(w)
+		h.notFound(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -400,7 +409,7 @@ func (h *Handler) serveRerun(w http.ResponseWriter, r *http.Request) {
 	t, ok := parseTarget(r)
 	s := h.viewer(r)
 	if !ok || s == nil || h.o.Rerun == nil {
-		h.notFound(w)
+		h.notFound(w, r)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
@@ -424,7 +433,7 @@ func (h *Handler) serveRerun(w http.ResponseWriter, r *http.Request) {
 	pr, resp, err := a.gh.PullRequests.Get(ctx, t.owner, t.repo, t.number)
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusNotFound {
-			h.notFound(w)
+			h.notFound(w, r)
 			return
 		}
 		h.unavailable(w)
@@ -493,11 +502,17 @@ func (h *Handler) onLoginError(w http.ResponseWriter, r *http.Request, err error
 	_, _ = w.Write([]byte("The GitHub login did not complete. Go back to the pull request and open the details link again.\n"))
 }
 
-func (h *Handler) notFound(w http.ResponseWriter) {
+// notFound answers the one 404 page of every reason a page is not shown. A reader who is not
+// logged in is offered the login, whatever the reason, so the offer tells nothing either.
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNotFound)
-	_ = h.missing.Execute(w, map[string]string{"Title": "Not found", "Message": "There is no page here, or you cannot see it. If you expected one, log in with an account that can read the repository."})
+	data := map[string]string{"Title": "Not found", "Message": "There is no page here, or you cannot see it. If you expected one, log in with an account that can read the repository."}
+	if h.auth != nil && h.viewer(r) == nil && safeReturn(r.URL.Path) != "" {
+		data["Login"] = RouteAuth + "?return=" + url.QueryEscape(r.URL.Path)
+	}
+	_ = h.missing.Execute(w, data)
 }
 
 func (h *Handler) unavailable(w http.ResponseWriter) {
