@@ -95,3 +95,23 @@ func TestHeadOfAnotherPullRequestIsNotShown(t *testing.T) {
 		t.Fatalf("#3's own head: %d", status)
 	}
 }
+
+// TestReceiptGapsAreEscapedOnce: markup in a pending lens's cause reaches the receipt's gaps
+// as the runtime wrote it and is escaped once on the page (shown as text, not as "&lt;").
+func TestReceiptGapsAreEscapedOnce(t *testing.T) {
+	o := stackOptions{reviewer: plantedReviewer{markup: func(f string) string { return "<b>" + f + "</b>" }}}
+	st := newStack(t, o)
+	st.review(o)
+	cl := st.client()
+	st.login(cl, reader)
+	_, body, _ := get(t, cl, st.pageURL(""))
+	i := strings.Index(body, `id="receipt-gaps"`)
+	if i < 0 {
+		t.Fatalf("no receipt gaps on the page:\n%s", body)
+	}
+	gaps := body[i:]
+	gaps = gaps[:strings.Index(gaps, "</ul>")]
+	if strings.Contains(gaps, "&amp;lt;") || !strings.Contains(gaps, "runtime timed out &lt;b&gt;cause&lt;/b&gt;") {
+		t.Fatalf("the receipt's gaps are not escaped exactly once:\n%s", gaps)
+	}
+}

@@ -105,6 +105,7 @@ type Handler struct {
 	mux       *http.ServeMux
 	ledger    *ledgerIndex // nil without an audit ledger
 	limits    *clientLimits
+	revoked   *revocations
 }
 
 // New builds the page handler.
@@ -128,7 +129,7 @@ func New(o Options) (*Handler, error) {
 		o.App = func() (int64, string) { return 0, "" }
 	}
 	h := &Handler{o: o, sign: signer{key: o.SessionKey, now: o.Now}, publicURL: strings.TrimSuffix(o.PublicURL, "/"),
-		limits: newClientLimits(o.ViewsPerMinute)}
+		limits: newClientLimits(o.ViewsPerMinute), revoked: newRevocations()}
 	if o.AuditFile != "" {
 		h.ledger = newLedgerIndex(o.AuditFile)
 	}
@@ -352,8 +353,8 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Viewer = a.login
 	v.CanRerun = a.write && h.o.Rerun != nil && v.Stale != ""
-	if s := h.viewer(r); s != nil && v.CanRerun {
-		v.CSRF = h.csrfToken(s)
+	if s := h.viewer(r); s != nil {
+		v.CSRF = h.csrfToken(s) // the log-out form, and the re-run form when offered
 	}
 	v.RerunQueued = r.URL.Query().Get("rerun") == "queued"
 	v.LoginEnabled = h.auth != nil
@@ -453,7 +454,19 @@ func (h *Handler) serveRerun(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Path(t.owner, t.repo, t.number, "")+"?rerun=queued", http.StatusSeeOther)
 }
 
+// serveLogout ends the session: the cookie is cleared and the session revoked on the server,
+// so a copy of the cookie no longer works either. The form carries the session's CSRF token
+// (a page of another origin cannot log the reader out).
 func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	s := h.viewer(r)
+	if s != nil && !h.checkCSRF(r, s) {
+		http.Error(w, "The form expired or did not come from this page; reload the page and try again.", http.StatusForbidden)
+		return
+	}
+	if s != nil && !h.revoked.revoke(s.ID, time.Unix(s.Expires, 0), h.o.Now()) {
+		h.o.Logger.Warn().Int("revoked", maxRevoked).Msg("details page: too many sessions revoked at once; this logout only clears the cookie")
+	}
 	h.setCookie(w, r, cookieSession, "", -1)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write([]byte("Logged out.\n"))

@@ -198,6 +198,9 @@ func TestStaleHeadOffersRerunToWritersOnly(t *testing.T) {
 	if s := post(wc, url.Values{"csrf": {token}}, "http://evil.example"); s != http.StatusForbidden {
 		t.Fatalf("POST from another origin: %d, want 403", s)
 	}
+	if s := post(wc, url.Values{"csrf": {token}}, "null"); s != http.StatusForbidden {
+		t.Fatalf("POST with Origin: null: %d, want 403", s)
+	}
 	if s := post(rc, url.Values{"csrf": {token}}, ""); s != http.StatusForbidden {
 		t.Fatalf("reader with the writer's token: %d, want 403", s)
 	}
