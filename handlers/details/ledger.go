@@ -19,6 +19,9 @@ import (
 // maxLedgerLine is the longest ledger line read (the ledger's own bound).
 const maxLedgerLine = 1 << 20
 
+// errLedgerTooLarge is the answer for a ledger over maxAuditBytes.
+var errLedgerTooLarge = fmt.Errorf("the audit ledger is larger than %d MiB; read it with lensgate's ledger tools", maxAuditBytes>>20)
+
 // span is where one record lies in the ledger file.
 type span struct {
 	off int64
@@ -88,7 +91,7 @@ func (x *ledgerIndex) read(ctx context.Context, repo string, number, max int) (a
 		return auditRead{}, fmt.Errorf("stat: %w", err)
 	}
 	if fi.Size() > maxAuditBytes {
-		return auditRead{}, fmt.Errorf("the audit ledger is larger than %d MiB; read it with lensgate's ledger tools", maxAuditBytes>>20)
+		return auditRead{}, errLedgerTooLarge
 	}
 	if !x.st.continues(f, fi) {
 		x.st = ledgerState{file: fi, last: pdp.Genesis, byPR: map[string][]span{}}
@@ -140,6 +143,13 @@ func (x *ledgerIndex) catchUp(ctx context.Context, f *os.File, fi os.FileInfo) e
 	if fi.Size() == st.size {
 		return nil
 	}
+	defer func() {
+		// The last verified record as it is now, to notice an edit before the next read.
+		st.lastRaw = make([]byte, st.lastAt.n)
+		if _, err := f.ReadAt(st.lastRaw, st.lastAt.off); err != nil {
+			st.lastRaw = nil
+		}
+	}()
 	br := bufio.NewReaderSize(io.NewSectionReader(f, st.size, fi.Size()-st.size), 64<<10)
 	var target struct {
 		Target pdp.Target `json:"target"`
@@ -165,7 +175,7 @@ func (x *ledgerIndex) catchUp(ctx context.Context, f *os.File, fi os.FileInfo) e
 			if err != nil {
 				st.broken = &pdp.ChainError{Line: st.records, Reason: err.Error()}
 			} else {
-				st.last, st.lastAt, st.lastRaw = h, at, append([]byte(nil), body...)
+				st.last, st.lastAt = h, at
 			}
 		}
 		target.Target = pdp.Target{}

@@ -6,10 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/jcs"
@@ -261,12 +263,17 @@ func (h *Handler) readAudit(ctx context.Context, t target) auditView {
 	}
 	av := auditView{Configured: true}
 	res, err := h.ledger.read(ctx, t.owner+"/"+t.repo, t.number, maxAuditShown)
-	if err != nil {
-		if ctx.Err() == nil {
-			av.Error = "the audit ledger could not be read on this replica: " + err.Error()
-		} else {
-			av.Error = "the audit ledger was not read: the request ended first"
-		}
+	switch {
+	case errors.Is(err, errLedgerTooLarge):
+		av.Error = err.Error()
+		return av
+	case err != nil && ctx.Err() != nil:
+		av.Error = "the audit ledger was not read: the request ended first"
+		return av
+	case err != nil:
+		// The reason stays in the log: it names paths of this host.
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("details page: audit ledger not read")
+		av.Error = "the audit ledger could not be read on this replica"
 		return av
 	}
 	av.Total, av.Records = res.total, res.records
