@@ -15,26 +15,33 @@ const (
 	refusalPeriod = 10 * time.Second
 )
 
-// refusalLog counts refused requests by kind and logs them with a rate limit.
+// refusalLog counts refused requests by kind and logs them: those refused before they were
+// authenticated (anyone can send them) with a rate limit, those of an authenticated worker each.
 type refusalLog struct {
-	log    zerolog.Logger
-	mu     sync.Mutex
-	counts map[string]int64
+	log     zerolog.Logger
+	sampled zerolog.Logger
+	mu      sync.Mutex
+	counts  map[string]int64
 }
 
 func newRefusalLog(l zerolog.Logger) *refusalLog {
 	return &refusalLog{
-		log:    l.Sample(&zerolog.BurstSampler{Burst: refusalBurst, Period: refusalPeriod}),
-		counts: map[string]int64{},
+		log:     l,
+		sampled: l.Sample(&zerolog.BurstSampler{Burst: refusalBurst, Period: refusalPeriod}),
+		counts:  map[string]int64{},
 	}
 }
 
-// note records one refusal and logs it unless the rate limit is reached.
-func (l *refusalLog) note(path, kind, reason string) {
+// note records one refusal and logs it, unless it is unauthenticated and the rate limit is
+// reached.
+func (l *refusalLog) note(authenticated bool, path, kind, reason string) {
 	l.mu.Lock()
 	l.counts[kind]++
 	n := l.counts[kind]
 	l.mu.Unlock()
-	l.log.Warn().Str("path", path).Str("refused", kind).Str("reason", reason).Int64("refused_so_far", n).
-		Msg("runner request refused (logged at most 5 per 10 s)")
+	log, msg := &l.log, "runner request refused"
+	if !authenticated {
+		log, msg = &l.sampled, "unauthenticated runner request refused (logged at most 5 per 10 s)"
+	}
+	log.Warn().Str("path", path).Str("refused", kind).Str("reason", reason).Int64("refused_so_far", n).Msg(msg)
 }

@@ -163,7 +163,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	refuse := func(status int, kind, msg string) {
-		s.refusals.note(r.URL.Path, kind, msg)
+		s.refusals.note(true, r.URL.Path, kind, msg)
 		reply(status, ErrorResponse{Error: msg})
 	}
 	switch r.URL.Path {
@@ -233,9 +233,10 @@ func (s *Server) closeRefused(w http.ResponseWriter) {
 // its body is read is answered with "Connection: close", so that the HTTP server does not read
 // the body either: an unauthenticated sender costs the runner its headers and one buffer.
 func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, reply func(int, any)) ([]byte, bool) {
+	authed := false // logged each once the sender is authenticated, with a rate limit before
 	refuse := func(status int, kind, msg string) ([]byte, bool) {
 		w.Header().Set("Connection", "close")
-		s.refusals.note(r.URL.Path, kind, msg)
+		s.refusals.note(authed, r.URL.Path, kind, msg)
 		reply(status, ErrorResponse{Error: msg})
 		s.closeRefused(w)
 		return nil, false
@@ -257,6 +258,7 @@ func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, reply fun
 	if err := s.nonces.check(s.opts.Token, s.opts.Now(), h); err != nil {
 		return refuse(http.StatusUnauthorized, "auth", err.Error())
 	}
+	authed = true
 	if h.length > s.opts.MaxRequestBytes {
 		return refuse(http.StatusRequestEntityTooLarge, "size", fmt.Sprintf("the request exceeds %d bytes", s.opts.MaxRequestBytes))
 	}
