@@ -27,6 +27,7 @@ require (
 	github.com/yuin/goldmark v1.8.7
 	github.com/zricethezav/gitleaks/v8 v8.30.1
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.62.0
 )
 
