@@ -23,19 +23,6 @@ var _ githubapp.EventHandler = issueCommentHandler{}
 
 func (issueCommentHandler) Handles() []string { return []string{"issue_comment"} }
 
-// IsCommand reports whether a comment body asks for a review: its first non-empty line is
-// exactly the command, optionally followed by whitespace.
-func IsCommand(body, command string) bool {
-	for _, line := range strings.Split(body, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		return line == command
-	}
-	return false
-}
-
 func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
 	var ev github.IssueCommentEvent
 	if err := json.Unmarshal(payload, &ev); err != nil {

@@ -75,25 +75,6 @@ type Publication struct {
 	Answers []Answer
 }
 
-// PullCounts are a pull request's comment counts (GitHub's comments and review_comments).
-type PullCounts struct {
-	IssueComments, ReviewComments int
-}
-
-func (c *PullCounts) issueComments() int {
-	if c == nil {
-		return -1
-	}
-	return c.IssueComments
-}
-
-func (c *PullCounts) reviewComments() int {
-	if c == nil {
-		return -1
-	}
-	return c.ReviewComments
-}
-
 // AppIdentity is the App as GET /app describes it.
 type AppIdentity struct {
 	ID   int64
@@ -169,4 +150,13 @@ func (LogPublisher) Publish(ctx context.Context, _ *github.Client, p *Publicatio
 		ev.Msg("nothing to publish")
 	}
 	return nil
+}
+
+// Answer is a reply the publisher posts to a command comment: in its review thread when the
+// command was a reply to an inline comment, in the conversation otherwise.
+type Answer struct {
+	CommentID int64
+	// InReplyTo is the inline comment whose thread the reply goes to (0: the conversation).
+	InReplyTo int64
+	Text      string
 }
