@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 )
 
@@ -71,9 +72,9 @@ func (h checkHandler) Handle(ctx context.Context, eventType, deliveryID string, 
 	}
 	if len(prs) == 0 && headSHA != "" {
 		// GitHub leaves pull_requests empty for forks and sometimes for plain branches.
-		err := h.fetch.do(ctx, "list pull requests for "+headSHA, func(ctx context.Context) error {
+		err := h.fetch.Do(ctx, "list pull requests for "+headSHA, func(ctx context.Context) error {
 			var err error
-			prs, _, err = client.PullRequests.ListPullRequestsWithCommit(ctx, owner, name, headSHA, &github.ListOptions{PerPage: perPage})
+			prs, _, err = client.PullRequests.ListPullRequestsWithCommit(ctx, owner, name, headSHA, &github.ListOptions{PerPage: pull.PerPage})
 			return err
 		})
 		if err != nil {

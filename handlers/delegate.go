@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -131,13 +132,13 @@ func actor(a *ghActor) runtime.Actor {
 var errTooMuchActivity = errors.New("the pull request has more activity than one look reads")
 
 // listPages reads up to max pages of a list endpoint into out.
-func listPages[T any](ctx context.Context, f Fetcher, c *github.Client, what, path string, max int) ([]T, error) {
+func listPages[T any](ctx context.Context, f pull.Fetcher, c *github.Client, what, path string, max int) ([]T, error) {
 	var out []T
 	for page := 1; ; page++ {
 		var items []T
 		var next int
-		err := f.do(ctx, what, func(ctx context.Context) error {
-			req, err := c.NewRequest("GET", fmt.Sprintf("%s?per_page=%d&page=%d", path, perPage, page), nil)
+		err := f.Do(ctx, what, func(ctx context.Context) error {
+			req, err := c.NewRequest("GET", fmt.Sprintf("%s?per_page=%d&page=%d", path, pull.PerPage, page), nil)
 			if err != nil {
 				return err
 			}
@@ -193,10 +194,10 @@ func (w *Worker) observe(ctx context.Context, client *github.Client, owner, repo
 	for page := 1; page <= maxDelegateReviewPages; page++ {
 		var batch []*github.PullRequestReview
 		var next int
-		err := w.Fetch.do(ctx, "list reviews", func(ctx context.Context) error {
+		err := w.Fetch.Do(ctx, "list reviews", func(ctx context.Context) error {
 			var resp *github.Response
 			var err error
-			batch, resp, err = client.PullRequests.ListReviews(ctx, owner, repo, number, &github.ListOptions{PerPage: perPage, Page: page})
+			batch, resp, err = client.PullRequests.ListReviews(ctx, owner, repo, number, &github.ListOptions{PerPage: pull.PerPage, Page: page})
 			if err == nil {
 				next = resp.NextPage
 			}
@@ -218,9 +219,9 @@ func (w *Worker) observe(ctx context.Context, client *github.Client, owner, repo
 		if isDelegateBot(presets, br.User) && br.State == "COMMENTED" && reads < maxDelegateReviewReads {
 			reads++
 			var cs []*github.PullRequestComment
-			err := w.Fetch.do(ctx, "list review comments", func(ctx context.Context) error {
+			err := w.Fetch.Do(ctx, "list review comments", func(ctx context.Context) error {
 				var err error
-				cs, _, err = client.PullRequests.ListReviewComments(ctx, owner, repo, number, br.ID, &github.ListOptions{PerPage: perPage})
+				cs, _, err = client.PullRequests.ListReviewComments(ctx, owner, repo, number, br.ID, &github.ListOptions{PerPage: pull.PerPage})
 				return err
 			})
 			if err != nil {
@@ -332,14 +333,14 @@ func (w *Worker) approvalNeeded(ctx context.Context, client *github.Client, job 
 		return "-"
 	}
 	why := "a maintainer's approval is needed first: someone with write access other than the author comments " +
-		ApproveDelegateCommand(w.Command) + " on this head"
+		pull.ApproveDelegateCommand(w.Command) + " on this head"
 	headRepo, baseRepo := pr.GetHead().GetRepo(), pr.GetBase().GetRepo()
 	if headRepo == nil || baseRepo == nil || headRepo.GetID() != baseRepo.GetID() || headRepo.GetFullName() != baseRepo.GetFullName() {
 		return why + " (the pull request comes from a fork)"
 	}
 	login := pr.GetUser().GetLogin()
 	var perm *github.RepositoryPermissionLevel
-	err := w.Fetch.do(ctx, "get permission of "+login, func(ctx context.Context) error {
+	err := w.Fetch.Do(ctx, "get permission of "+login, func(ctx context.Context) error {
 		var err error
 		perm, _, err = client.Repositories.GetPermissionLevel(ctx, job.Owner, job.Repo, login)
 		return err

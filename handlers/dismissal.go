@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
 	"github.com/rs/zerolog"
 )
@@ -15,7 +16,7 @@ import (
 // again, so re-reading the same commands costs nothing. Commands from bots and from people
 // without write access get no answer (a debug line only): comment spam must not become App
 // comments.
-func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *review.Subject, cfg *config.Repo, conv *Conversation) ([]review.Dismissal, []Answer) {
+func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *review.Subject, cfg *config.Repo, conv *pull.Conversation) ([]review.Dismissal, []Answer) {
 	var out []review.Dismissal
 	var answers []Answer
 	perms := map[string]string{}
@@ -62,10 +63,10 @@ func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *re
 			refuse("reply to one of lensgate's inline finding comments, or write the command in the conversation with the finding's `LG-…` id.")
 			continue
 		case cmd.InReplyTo == 0 && !review.ValidFindingID(id):
-			refuse("name the finding: `" + DismissCommand(w.Command) + " LG-<id> <reason>` (the id is listed with each finding in the advisory comment).")
+			refuse("name the finding: `" + pull.DismissCommand(w.Command) + " LG-<id> <reason>` (the id is listed with each finding in the advisory comment).")
 			continue
 		case reason == "":
-			refuse("give a one-sentence reason: `" + DismissCommand(w.Command) + " <reason>`.")
+			refuse("give a one-sentence reason: `" + pull.DismissCommand(w.Command) + " <reason>`.")
 			continue
 		case !known:
 			refuse("`" + id + "` is not a finding of this pull request.")
@@ -97,7 +98,7 @@ func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *re
 // permission reads a user's permission on the repository.
 func (w *Worker) permission(ctx context.Context, client *github.Client, owner, repo, login string) (*github.RepositoryPermissionLevel, error) {
 	var level *github.RepositoryPermissionLevel
-	err := w.Fetch.do(ctx, "get permission of "+login, func(ctx context.Context) error {
+	err := w.Fetch.Do(ctx, "get permission of "+login, func(ctx context.Context) error {
 		var err error
 		level, _, err = client.Repositories.GetPermissionLevel(ctx, owner, repo, login)
 		return err

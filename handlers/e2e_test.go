@@ -15,6 +15,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -356,9 +357,9 @@ func TestSnapshotOutageEndsInOperationalFailure(t *testing.T) {
 				t.Fatalf("publications %d, want the failure reported once", len(pubs))
 			}
 			p := pubs[0]
-			var oe *handlers.OperationalError
+			var oe *pull.OperationalError
 			if !errors.As(p.Failure, &oe) || oe.Attempts != 3 {
-				t.Fatalf("failure %v, want an OperationalError after 3 attempts", p.Failure)
+				t.Fatalf("failure %v, want an pull.OperationalError after 3 attempts", p.Failure)
 			}
 			if p.Decision == nil || p.Decision.Gate.State != review.OutcomePending || !strings.Contains(p.Decision.Gate.Reason, "github unavailable") {
 				t.Fatalf("decision %+v, want a pending gate naming the outage", p.Decision)
@@ -383,7 +384,7 @@ func TestNotFoundIsNotRetried(t *testing.T) {
 		t.Fatalf("404 retried: %d calls", n)
 	}
 	pubs := e.pub.all()
-	var oe *handlers.OperationalError
+	var oe *pull.OperationalError
 	if len(pubs) != 1 || errors.As(pubs[0].Failure, &oe) || pubs[0].Failure == nil {
 		t.Fatalf("want one report of a non-operational failure, got %+v", pubs)
 	}

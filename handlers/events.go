@@ -11,6 +11,7 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
 
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
@@ -66,7 +67,7 @@ func JobKey(owner, repo string, number int) string {
 type hooks struct {
 	queue        queue.Queue
 	clients      githubapp.ClientCreator
-	fetch        Fetcher
+	fetch        pull.Fetcher
 	reviewDrafts bool
 	backfill     bool
 	command      string

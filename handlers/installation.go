@@ -85,7 +85,7 @@ func (h installationHandler) backfillRepos(ctx context.Context, inst int64, acco
 			owner, name = account, r.GetName()
 		}
 		var prs []*github.PullRequest
-		err := h.fetch.do(ctx, "list open pull requests of "+owner+"/"+name, func(ctx context.Context) error {
+		err := h.fetch.Do(ctx, "list open pull requests of "+owner+"/"+name, func(ctx context.Context) error {
 			var err error
 			prs, _, err = client.PullRequests.List(ctx, owner, name, &github.PullRequestListOptions{State: "open", ListOptions: github.ListOptions{PerPage: maxBackfillPerRepo}})
 			return err

@@ -11,6 +11,7 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
 
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
@@ -38,22 +39,22 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 	if ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 && botOfPresets(h.delegates, c.GetUser()) != "" {
 		return h.delegateAnswer(ctx, ev, deliveryID, reason)
 	}
-	if _, ok := ParseDismiss(c.GetBody(), DismissCommand(h.command)); ok && ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 {
+	if _, ok := pull.ParseDismiss(c.GetBody(), pull.DismissCommand(h.command)); ok && ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 {
 		// The worker checks the command (finding, reason, separation of duties) and answers
 		// it; a review of the same head costs no model call. Commands from bots and from
 		// people without write access are dropped here, unanswered.
-		if isBot(ev.GetSender()) || isBot(c.GetUser()) {
+		if pull.IsBot(ev.GetSender()) || pull.IsBot(c.GetUser()) {
 			return h.skip(ctx, eventType+".dismiss", "dismiss command from a bot")
 		}
 		return dismissFromWriter(ctx, h.hooks, inst, repo, is.GetNumber(), deliveryID, eventType+".dismiss", c.GetUser().GetLogin())
 	}
-	approve := IsCommand(c.GetBody(), ApproveDelegateCommand(h.command))
+	approve := pull.IsCommand(c.GetBody(), pull.ApproveDelegateCommand(h.command))
 	switch {
 	case ev.GetAction() != "created":
 		return h.skip(ctx, reason, "only new comments are commands")
-	case !approve && !IsCommand(c.GetBody(), h.command):
+	case !approve && !pull.IsCommand(c.GetBody(), h.command):
 		return h.skip(ctx, reason, "not a command")
-	case isBot(ev.GetSender()) || isBot(c.GetUser()):
+	case pull.IsBot(ev.GetSender()) || pull.IsBot(c.GetUser()):
 		return h.skip(ctx, reason, "command from a bot")
 	case !is.IsPullRequest():
 		return h.skip(ctx, reason, "command on an issue, not a pull request")
@@ -120,7 +121,7 @@ func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueC
 // permissionOf reads a user's permission on the repository.
 func permissionOf(ctx context.Context, h *hooks, client *github.Client, owner, repo, login string) (*github.RepositoryPermissionLevel, error) {
 	var perm *github.RepositoryPermissionLevel
-	err := h.fetch.do(ctx, "get permission of "+login, func(ctx context.Context) error {
+	err := h.fetch.Do(ctx, "get permission of "+login, func(ctx context.Context) error {
 		var err error
 		perm, _, err = client.Repositories.GetPermissionLevel(ctx, owner, repo, login)
 		return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/palantir/go-githubapp/githubapp"
 
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 )
 
@@ -50,7 +51,7 @@ func (h issuesHandler) Handle(ctx context.Context, eventType, deliveryID string,
 	switch action {
 	case "opened":
 	case "edited":
-		if isBot(sender) {
+		if pull.IsBot(sender) {
 			return h.skip(ctx, reason, "edited by a bot")
 		}
 	default:

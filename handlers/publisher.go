@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review"
 )
@@ -65,12 +66,12 @@ type Publication struct {
 	Triage *review.TriageDecision
 	// Counts are the pull request's comment counts as the worker read them when the job
 	// started; nil when unknown. A publisher may skip listing what is known to be empty.
-	Counts *PullCounts
+	Counts *pull.PullCounts
 	// Failure is the operational cause when the pipeline could not produce a real decision;
 	// Decision is then pending with Gate.Reason describing it.
 	Failure error
 	// Conversation is what the worker read of the pull request's comments (nil if unread).
-	Conversation *Conversation
+	Conversation *pull.Conversation
 	// Answers are replies to command comments (a refused or accepted dismissal).
 	Answers []Answer
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/palantir/go-githubapp/githubapp"
 
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 )
 
@@ -59,7 +60,7 @@ func (h pullRequestHandler) Handle(ctx context.Context, eventType, deliveryID st
 	case "edited":
 		// Only a new title, body or base changes what is reviewed; lensgate's own body edits
 		// (the disclosure block) must not trigger another review.
-		if isBot(sender) {
+		if pull.IsBot(sender) {
 			return h.skip(ctx, reason, "edited by a bot")
 		}
 		if !changed {

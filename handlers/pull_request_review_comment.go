@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/google/go-github/v62/github"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -50,10 +51,10 @@ func (h reviewCommentHandler) Handle(ctx context.Context, eventType, deliveryID 
 	case inst == 0:
 		return h.skip(ctx, reason, "no installation in payload")
 	}
-	if _, ok := ParseDismiss(body, DismissCommand(h.command)); !ok {
+	if _, ok := pull.ParseDismiss(body, pull.DismissCommand(h.command)); !ok {
 		return h.skip(ctx, reason, "not a command")
 	}
-	if isBot(&github.User{Login: &login, Type: &userType}) {
+	if pull.IsBot(&github.User{Login: &login, Type: &userType}) {
 		return h.skip(ctx, eventType+".dismiss", "dismiss command from a bot")
 	}
 	return dismissFromWriter(ctx, h.hooks, inst, repo, number, deliveryID, eventType+".dismiss", login)

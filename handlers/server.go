@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/catchup"
 )
@@ -179,7 +180,7 @@ func New(opts Options) (*Server, error) {
 		})
 	}
 	configs := NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo, opts.OrgConfigAbsence, now)
-	fetch := Fetcher{Attempts: cfg.Review.SnapshotAttempts, InitialBackoff: opts.InitialBackoff, MaxBackoff: opts.MaxBackoff}
+	fetch := pull.Fetcher{Attempts: cfg.Review.SnapshotAttempts, InitialBackoff: opts.InitialBackoff, MaxBackoff: opts.MaxBackoff}
 	s := &Server{
 		cfg:      cfg,
 		log:      opts.Logger,

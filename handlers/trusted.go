@@ -15,6 +15,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/pull"
 )
 
 // ConfigPath is the repository configuration file lensgate reads.
@@ -443,7 +444,7 @@ func (l *ConfigLoader) loadYAGA(ctx context.Context, client *github.Client, owne
 // repository or a missing ref).
 func rootFiles(ctx context.Context, client *github.Client, owner, repo, ref string) (map[string]bool, error) {
 	_, dir, _, err := client.Repositories.GetContents(ctx, owner, repo, "", &github.RepositoryContentGetOptions{Ref: ref})
-	if isNotFound(err) {
+	if pull.IsNotFound(err) {
 		return map[string]bool{}, nil
 	}
 	if err != nil {
@@ -462,7 +463,7 @@ func rootFiles(ctx context.Context, client *github.Client, owner, repo, ref stri
 // nil data, so the caller reports it instead of failing the run.
 func readFile(ctx context.Context, client *github.Client, owner, repo, path, ref string) ([]byte, bool, error) {
 	fc, _, _, err := client.Repositories.GetContents(ctx, owner, repo, path, &github.RepositoryContentGetOptions{Ref: ref})
-	if isNotFound(err) {
+	if pull.IsNotFound(err) {
 		return nil, false, nil
 	}
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review"
 )
@@ -36,7 +37,7 @@ type Triager interface {
 type Worker struct {
 	Clients   githubapp.ClientCreator
 	Configs   *ConfigLoader
-	Fetch     Fetcher
+	Fetch     pull.Fetcher
 	Reviewer  Reviewer
 	Triager   Triager
 	Publisher Publisher
@@ -199,7 +200,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	if err != nil {
 		return w.operational(ctx, client, job, bindPartial(pr), err)
 	}
-	subj := BindPull(snap)
+	subj := pull.BindPull(snap)
 	subj.InstallationID = job.InstallationID
 	// A review queued because a delegated lens settled reuses what the paid lenses concluded
 	// at this very head, instead of billing them again.
@@ -209,7 +210,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	}
 	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
 	if pr.Comments != nil && pr.ReviewComments != nil {
-		pub.Counts = &PullCounts{IssueComments: pr.GetComments(), ReviewComments: pr.GetReviewComments()}
+		pub.Counts = &pull.PullCounts{IssueComments: pr.GetComments(), ReviewComments: pr.GetReviewComments()}
 	}
 	w.readConversation(ctx, client, subj, pub)
 	pub.Proposed = w.proposedConfig(ctx, client, subj, trusted)
@@ -287,7 +288,7 @@ func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job que
 	is, err := w.Fetch.GetIssue(ctx, client, job.Owner, job.Repo, job.Number)
 	if err != nil {
 		w.count("issue", "operational-failure")
-		if InstallationGone(err) {
+		if pull.InstallationGone(err) {
 			return queue.Permanent(err)
 		}
 		return err
@@ -301,7 +302,7 @@ func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job que
 		w.count("issue", "operational-failure")
 		return err
 	}
-	subj := BindIssue(job.Owner, job.Repo, x.RepositoryNodeID, is)
+	subj := pull.BindIssue(job.Owner, job.Repo, x.RepositoryNodeID, is)
 	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
 	if len(trusted.Problems) > 0 || w.Triager == nil {
 		if len(trusted.Problems) > 0 {
@@ -328,7 +329,7 @@ func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job que
 // ancestor of this one. A failed read only costs the increment: the review is then a full one.
 func (w *Worker) readConversation(ctx context.Context, client *github.Client, subj *review.Subject, pub *Publication) {
 	log := zerolog.Ctx(ctx)
-	conv, err := w.Fetch.ReadConversation(ctx, client, subj.Owner, subj.Repo, subj.Number, w.App.BotLogin(), DismissCommand(w.Command), pub.Counts)
+	conv, err := w.Fetch.ReadConversation(ctx, client, subj.Owner, subj.Repo, subj.Number, w.App.BotLogin(), pull.DismissCommand(w.Command), pub.Counts)
 	if err != nil {
 		log.Warn().Err(err).Msg("conversation unreadable; reviewing the whole pull request")
 		return
@@ -341,7 +342,7 @@ func (w *Worker) readConversation(ctx context.Context, client *github.Client, su
 		case err != nil:
 			log.Warn().Err(err).Msg("compare with the last reviewed head failed; reviewing the whole pull request")
 		case inc == nil:
-			log.Info().Str("last_reviewed", shortRef(p.Head())).Msg("last reviewed head is not an ancestor (force-push); reviewing the whole pull request")
+			log.Info().Str("last_reviewed", review.ShortSHA(p.Head())).Msg("last reviewed head is not an ancestor (force-push); reviewing the whole pull request")
 		default:
 			subj.Since = inc
 		}
@@ -393,7 +394,7 @@ func (w *Worker) currentPull(ctx context.Context, client *github.Client, job que
 // loadConfig reads the trusted configuration with retries on GitHub failures.
 func (w *Worker) loadConfig(ctx context.Context, client *github.Client, installation int64, owner, repo, ref string) (TrustedConfig, error) {
 	var tc TrustedConfig
-	err := w.Fetch.do(ctx, "load the configuration of "+owner+"/"+repo+"@"+ref, func(ctx context.Context) error {
+	err := w.Fetch.Do(ctx, "load the configuration of "+owner+"/"+repo+"@"+ref, func(ctx context.Context) error {
 		var err error
 		tc, err = w.Configs.Load(ctx, client, installation, owner, repo, ref)
 		return err
@@ -519,13 +520,13 @@ func (w *Worker) operational(ctx context.Context, client *github.Client, job que
 	if ctx.Err() != nil {
 		return err
 	}
-	if InstallationGone(err) {
+	if pull.InstallationGone(err) {
 		// Nothing can be published either: the App has no access to the repository any more.
 		w.count("pull_request", "error")
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("the installation no longer exists; job dropped")
 		return queue.Permanent(err)
 	}
-	var oe *OperationalError
+	var oe *pull.OperationalError
 	outage := errors.As(err, &oe)
 	if outage {
 		w.count("pull_request", "operational-failure")
@@ -550,7 +551,7 @@ func (w *Worker) operational(ctx context.Context, client *github.Client, job que
 
 // bindPartial is the subject as far as the pull request alone tells (no diff yet).
 func bindPartial(pr *github.PullRequest) *review.Subject {
-	return BindPull(&PullSnapshot{PR: pr, OpenPRsByAuthor: -1})
+	return pull.BindPull(&pull.PullSnapshot{PR: pr, OpenPRsByAuthor: -1})
 }
 
 // SubjectContext binds a decision to exactly what was reviewed: ids, SHAs, the SHA-256 of the

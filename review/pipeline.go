@@ -192,9 +192,9 @@ func (p *Pipeline) reusable(subj *Subject, plan policy.Plan, cfgDigest string, l
 	case pr.Reuse == nil:
 		why = "the earlier review recorded no lens results"
 	case pr.Reuse.Head != subj.HeadSHA:
-		why = "the recorded results are of head " + shortSHA(pr.Reuse.Head) + ", not this one"
+		why = "the recorded results are of head " + ShortSHA(pr.Reuse.Head) + ", not this one"
 	case pr.PlanDigest != plan.Digest():
-		why = "the review policy changed (plan digest " + shortSHA(pr.PlanDigest) + " -> " + shortSHA(plan.Digest()) + ")"
+		why = "the review policy changed (plan digest " + ShortSHA(pr.PlanDigest) + " -> " + ShortSHA(plan.Digest()) + ")"
 	case pr.BaseSHA != subj.BaseSHA:
 		why = "the base moved since the recorded review"
 	case cfgDigest == "" || pr.Reuse.Config != cfgDigest:
@@ -648,7 +648,8 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-func shortSHA(s string) string {
+// ShortSHA abbreviates a commit SHA to the 12 characters used in every message and log line.
+func ShortSHA(s string) string {
 	if len(s) > 12 {
 		return s[:12]
 	}

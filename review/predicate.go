@@ -34,7 +34,7 @@ func Predicate(d *Decision, subj *Subject, now time.Time) *disclosure.Predicate 
 		}
 	}
 	p := &disclosure.Predicate{
-		ReviewID:   "lensgate:" + shortSHA(d.Subject.HeadSHA) + ":" + shortSHA(d.Subject.ReviewedDiffDigest),
+		ReviewID:   "lensgate:" + ShortSHA(d.Subject.HeadSHA) + ":" + ShortSHA(d.Subject.ReviewedDiffDigest),
 		Subject:    sc,
 		Authoring:  []disclosure.AssuredItem{{AssertedBy: "author:" + nonEmpty(subj.Author, "unknown")}},
 		DeclaredAt: now.UTC(),

@@ -229,8 +229,8 @@ func RenderComment(d *Decision) string {
 	if w := d.ModelInput.WithheldFiles; len(w) > 0 {
 		fmt.Fprintf(&b, "\n%d file(s) withheld from the model (models.exclude_paths); see the coverage gaps.\n", len(w))
 	}
-	fmt.Fprintf(&b, "\n<sub>Head `%s`, plan `%s`, diff sha256 `%s`.", shortSHA(d.Subject.HeadSHA),
-		shortSHA(d.PlanDigest), shortSHA(d.Subject.ReviewedDiffDigest))
+	fmt.Fprintf(&b, "\n<sub>Head `%s`, plan `%s`, diff sha256 `%s`.", ShortSHA(d.Subject.HeadSHA),
+		ShortSHA(d.PlanDigest), ShortSHA(d.Subject.ReviewedDiffDigest))
 	if line := TokensLine(d); line != "" {
 		b.WriteString(" " + line)
 	}

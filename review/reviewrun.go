@@ -91,7 +91,7 @@ type reviewRun struct {
 func (p *Pipeline) planReview(subj *Subject, cfg *config.Repo, plan policy.Plan) *reviewRun {
 	r := &reviewRun{
 		p: p, subj: subj, cfg: cfg, plan: plan,
-		log:      p.opts.Logger.With().Str("component", "review").Str("head", shortSHA(subj.HeadSHA)).Logger(),
+		log:      p.opts.Logger.With().Str("component", "review").Str("head", ShortSHA(subj.HeadSHA)).Logger(),
 		observed: &Observed{Started: p.opts.Now()}, incremental: map[string]bool{}, reviewedBy: map[string]bool{},
 	}
 	r.diffBytes = subj.Diff
@@ -465,13 +465,13 @@ func (r *reviewRun) lensResult(i int) (LensResult, bool) {
 		lr.Summary = "No changed file matches this lens's paths."
 	case g.unchanged:
 		lr.Outcome = OutcomePassed
-		lr.Summary = "No changes since " + shortSHA(r.sc.since) + ", the head this lens last reviewed; its findings are carried forward."
+		lr.Summary = "No changes since " + ShortSHA(r.sc.since) + ", the head this lens last reviewed; its findings are carried forward."
 	default:
 		rep := mergeReports(g.reports[l.item.Name])
 		lr = mapReport(lr, rep)
 		requestChanges = rep != nil && rep.Verdict == runtime.VerdictRequestChanges
 		if lr.Outcome != OutcomePending && r.incremental[l.item.Name] {
-			lr.Summary = strings.TrimSpace("Changes since " + shortSHA(r.sc.since) + ": " + lr.Summary)
+			lr.Summary = strings.TrimSpace("Changes since " + ShortSHA(r.sc.since) + ": " + lr.Summary)
 		}
 	}
 	if lr.Outcome == OutcomePending && lr.Summary == "" {

@@ -40,15 +40,15 @@ func scopeOf(subj *Subject, plan policy.Plan) scope {
 	case pr.Head() == "":
 		return scope{reason: "no lens completed in the earlier review"}
 	case pr.PlanDigest != plan.Digest():
-		return scope{reason: "the review policy changed since the last review (plan digest " + shortSHA(pr.PlanDigest) + " -> " + shortSHA(plan.Digest()) + ")"}
+		return scope{reason: "the review policy changed since the last review (plan digest " + ShortSHA(pr.PlanDigest) + " -> " + ShortSHA(plan.Digest()) + ")"}
 	case pr.BaseSHA != subj.BaseSHA:
-		return scope{reason: "the base moved since the last review (" + shortSHA(pr.BaseSHA) + " -> " + shortSHA(subj.BaseSHA) + ")"}
+		return scope{reason: "the base moved since the last review (" + ShortSHA(pr.BaseSHA) + " -> " + ShortSHA(subj.BaseSHA) + ")"}
 	case pr.Head() == subj.HeadSHA:
 		return scope{incremental: true, since: subj.HeadSHA, touched: map[string]bool{}}
 	case subj.Since == nil || subj.Since.From != pr.Head():
-		return scope{reason: "the last reviewed head " + shortSHA(pr.Head()) + " is not an ancestor of this head (force-push or rebase)"}
+		return scope{reason: "the last reviewed head " + ShortSHA(pr.Head()) + " is not an ancestor of this head (force-push or rebase)"}
 	case subj.Since.Truncated:
-		return scope{reason: "the changes since " + shortSHA(pr.Head()) + " are too many to list"}
+		return scope{reason: "the changes since " + ShortSHA(pr.Head()) + " are too many to list"}
 	}
 	sc := scope{incremental: true, since: pr.Head(), touched: map[string]bool{}}
 	sc.diff = subj.Since.Diff

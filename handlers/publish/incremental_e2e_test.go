@@ -23,6 +23,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -257,7 +258,7 @@ func stickyState(t *testing.T, gh *githubfake.Server) *review.State {
 	cs := botComments(gh)
 	for _, c := range cs {
 		if strings.HasPrefix(c.Body, markerAdvisory) {
-			st, err := review.DecodeState(handlers.HiddenValue(c.Body, handlers.MarkerMemo))
+			st, err := review.DecodeState(pull.HiddenValue(c.Body, pull.MarkerMemo))
 			if err != nil {
 				t.Fatalf("review state: %v", err)
 			}
@@ -402,7 +403,7 @@ func TestIncrementalReviewOfTenPushes(t *testing.T) {
 	}
 	perFP := map[string][]githubfake.ReviewComment{}
 	for _, c := range st.gh.ReviewComments(e2eRepo, e2ePR) {
-		fp := handlers.HiddenValue(c.Body, handlers.MarkerFingerprint)
+		fp := pull.HiddenValue(c.Body, pull.MarkerFingerprint)
 		perFP[fp] = append(perFP[fp], c)
 	}
 	for fp, cs := range perFP {
@@ -482,7 +483,7 @@ func TestIncrementalReviewOfTenPushes(t *testing.T) {
 		t.Fatalf("%d replies after the next push, want 3", n)
 	}
 	for _, c := range st.gh.ReviewComments(e2eRepo, e2ePR) {
-		if handlers.HiddenValue(c.Body, handlers.MarkerFingerprint) == target.ID && c.ID != inline[0].ID {
+		if pull.HiddenValue(c.Body, pull.MarkerFingerprint) == target.ID && c.ID != inline[0].ID {
 			t.Fatal("the dismissed finding was posted again")
 		}
 	}
@@ -538,7 +539,7 @@ func TestDismissCommandsRefusedWithAReason(t *testing.T) {
 			c := st.conversationCommand(fmt.Sprint("cmd-", i), tt.user, tt.userType, tt.body)
 			var answers []githubfake.Comment
 			for _, bc := range botComments(st.gh) {
-				if handlers.HiddenValue(bc.Body, handlers.MarkerAnswer) == fmt.Sprint(c.ID) {
+				if pull.HiddenValue(bc.Body, pull.MarkerAnswer) == fmt.Sprint(c.ID) {
 					answers = append(answers, bc)
 				}
 			}
@@ -575,7 +576,7 @@ func TestDismissCommandsRefusedWithAReason(t *testing.T) {
 	c := st.conversationCommand("cmd-ok", "maintainer", "User", "/lensgate dismiss "+id+" generated code, fixed upstream")
 	for _, bc := range botComments(st.gh) {
 		for _, c := range ignored {
-			if handlers.HiddenValue(bc.Body, handlers.MarkerAnswer) == fmt.Sprint(c.ID) {
+			if pull.HiddenValue(bc.Body, pull.MarkerAnswer) == fmt.Sprint(c.ID) {
 				t.Fatalf("the App answered an ignored command: %q", bc.Body)
 			}
 		}
@@ -586,7 +587,7 @@ func TestDismissCommandsRefusedWithAReason(t *testing.T) {
 	}
 	var ok int
 	for _, bc := range botComments(st.gh) {
-		if handlers.HiddenValue(bc.Body, handlers.MarkerAnswer) == fmt.Sprint(c.ID) && strings.Contains(bc.Body, "Dismissed `"+id+"`") {
+		if pull.HiddenValue(bc.Body, pull.MarkerAnswer) == fmt.Sprint(c.ID) && strings.Contains(bc.Body, "Dismissed `"+id+"`") {
 			ok++
 		}
 	}
@@ -594,7 +595,7 @@ func TestDismissCommandsRefusedWithAReason(t *testing.T) {
 		t.Fatalf("%d answers to the accepted command", ok)
 	}
 	for _, rc := range st.gh.ReviewComments(e2eRepo, e2ePR) {
-		if handlers.HiddenValue(rc.Body, handlers.MarkerFingerprint) == id && !st.gh.ThreadResolved(e2eRepo, e2ePR, rc.ID) {
+		if pull.HiddenValue(rc.Body, pull.MarkerFingerprint) == id && !st.gh.ThreadResolved(e2eRepo, e2ePR, rc.ID) {
 			t.Fatal("the dismissed finding's thread is not resolved")
 		}
 	}

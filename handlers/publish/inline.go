@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-github/v62/github"
 
 	"github.com/lensgate/lensgate/config"
-	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 )
@@ -93,7 +93,7 @@ func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, int, err
 				if c.GetUser().GetLogin() != r.info.botLogin {
 					continue
 				}
-				if fp := hiddenValue(c.GetBody(), handlers.MarkerClosed); fp != "" {
+				if fp := hiddenValue(c.GetBody(), pull.MarkerClosed); fp != "" {
 					idx.closed[fp] = true
 				}
 				if fp := hiddenValue(c.GetBody(), markerFP); fp != "" {
@@ -122,7 +122,7 @@ func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, int, err
 
 // planInline decides which inline comments to post: not already posted, from a lens that
 // publishes inline, on a line of the diff, at most 30 per head. The rest move to the summaries.
-func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decision, counts *handlers.PullCounts) (inlinePlan, error) {
+func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decision, counts *pull.PullCounts) (inlinePlan, error) {
 	plan := inlinePlan{placed: map[string]bool{}}
 	closed := false
 	for _, f := range d.Findings {

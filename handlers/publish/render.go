@@ -8,21 +8,21 @@ import (
 	"unicode/utf8"
 
 	"github.com/lensgate/lensgate/disclosure/block"
-	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/details"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
 )
 
 // Hidden markers. Untrusted text is sanitised so it can never contain them.
 const (
-	markerAdvisory = handlers.MarkerAdvisory
+	markerAdvisory = pull.MarkerAdvisory
 	markerReceipt  = "<!-- lensgate:receipt -->"
 	markerObserved = "<!-- lensgate:observation -->"
 	markerReview   = "<!-- lensgate:review "
-	markerFP       = handlers.MarkerFingerprint
+	markerFP       = pull.MarkerFingerprint
 	markerState    = "<!-- lensgate:state "
 	markerHeads    = "<!-- lensgate:heads "
-	markerEnd      = handlers.MarkerEnd
+	markerEnd      = pull.MarkerEnd
 )
 
 // GitHub limits.

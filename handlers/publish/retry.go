@@ -11,9 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-github/v62/github"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/rs/zerolog"
-
-	"github.com/lensgate/lensgate/handlers"
 )
 
 // Retry bounds how GitHub failures are retried.
@@ -72,7 +71,7 @@ func (r Retry) retryWait(resp *github.Response, err error, attempt int) (time.Du
 	if errors.As(err, &rl) {
 		return time.Until(rl.Rate.Reset.Time) + time.Second, true
 	}
-	if handlers.InstallationGone(err) {
+	if pull.InstallationGone(err) {
 		return 0, false
 	}
 	status := statusOf(resp, err)

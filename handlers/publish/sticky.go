@@ -15,6 +15,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runner"
@@ -246,7 +247,7 @@ func (r *run) stickyTail(rc *receiptInfo, priorHeads string) string {
 		tail += markerState + state + markerEnd + "\n"
 	}
 	if r.memoText != "" {
-		tail += handlers.MarkerMemo + r.memoText + markerEnd + "\n"
+		tail += pull.MarkerMemo + r.memoText + markerEnd + "\n"
 	}
 	return tail
 }

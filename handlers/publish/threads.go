@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-github/v62/github"
 
 	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 )
@@ -52,7 +53,7 @@ func (r *run) memo(pub *handlers.Publication) string {
 // the conversation. A reply carries the command's id, so it is never repeated.
 func (r *run) answerCommands(ctx context.Context, answers []handlers.Answer) {
 	for _, a := range answers {
-		body := oneLine(a.Text, 1500) + "\n\n" + handlers.MarkerAnswer + fmt.Sprint(a.CommentID) + handlers.MarkerEnd
+		body := oneLine(a.Text, 1500) + "\n\n" + pull.MarkerAnswer + fmt.Sprint(a.CommentID) + pull.MarkerEnd
 		if a.InReplyTo != 0 {
 			if !r.authorize(ctx, pdp.Action{Kind: pdp.KindThreadReply, Target: targetReview}) {
 				return
@@ -116,7 +117,7 @@ func (r *run) closeThreads(ctx context.Context, d *review.Decision, posted inlin
 				text += " (by " + code(c.f.DismissedBy, 64) + ")"
 			}
 		}
-		body := text + "\n\n" + handlers.MarkerClosed + c.f.ID + handlers.MarkerEnd
+		body := text + "\n\n" + pull.MarkerClosed + c.f.ID + pull.MarkerEnd
 		if !r.authorize(ctx, pdp.Action{Kind: pdp.KindThreadReply, Target: targetReview}) {
 			return
 		}

@@ -1,4 +1,4 @@
-package handlers
+package pull
 
 import (
 	"context"
@@ -119,9 +119,9 @@ func (f Fetcher) ReadConversation(ctx context.Context, c *github.Client, owner, 
 	for page := first(counts.issueComments()); page != 0 && page <= maxCommentPages; {
 		var cs []*github.IssueComment
 		var resp *github.Response
-		err := f.do(ctx, fmt.Sprintf("list comments of %s/%s#%d page %d", owner, repo, number, page), func(ctx context.Context) error {
+		err := f.Do(ctx, fmt.Sprintf("list comments of %s/%s#%d page %d", owner, repo, number, page), func(ctx context.Context) error {
 			var err error
-			cs, resp, err = c.Issues.ListComments(ctx, owner, repo, number, &github.IssueListCommentsOptions{ListOptions: github.ListOptions{Page: page, PerPage: perPage}})
+			cs, resp, err = c.Issues.ListComments(ctx, owner, repo, number, &github.IssueListCommentsOptions{ListOptions: github.ListOptions{Page: page, PerPage: PerPage}})
 			return err
 		})
 		if err != nil {
@@ -137,7 +137,7 @@ func (f Fetcher) ReadConversation(ctx context.Context, c *github.Client, owner, 
 				continue
 			}
 			if args, ok := ParseDismiss(ic.GetBody(), command); ok {
-				issueCmds = append(issueCmds, Command{CommentID: ic.GetID(), User: login, Bot: isBot(ic.GetUser()), Args: args})
+				issueCmds = append(issueCmds, Command{CommentID: ic.GetID(), User: login, Bot: IsBot(ic.GetUser()), Args: args})
 			}
 		}
 		page = resp.NextPage
@@ -146,9 +146,9 @@ func (f Fetcher) ReadConversation(ctx context.Context, c *github.Client, owner, 
 	for page := first(counts.reviewComments()); page != 0 && page <= maxCommentPages; {
 		var cs []*github.PullRequestComment
 		var resp *github.Response
-		err := f.do(ctx, fmt.Sprintf("list review comments of %s/%s#%d page %d", owner, repo, number, page), func(ctx context.Context) error {
+		err := f.Do(ctx, fmt.Sprintf("list review comments of %s/%s#%d page %d", owner, repo, number, page), func(ctx context.Context) error {
 			var err error
-			cs, resp, err = c.PullRequests.ListComments(ctx, owner, repo, number, &github.PullRequestListCommentsOptions{ListOptions: github.ListOptions{Page: page, PerPage: perPage}})
+			cs, resp, err = c.PullRequests.ListComments(ctx, owner, repo, number, &github.PullRequestListCommentsOptions{ListOptions: github.ListOptions{Page: page, PerPage: PerPage}})
 			return err
 		})
 		if err != nil {
@@ -164,7 +164,7 @@ func (f Fetcher) ReadConversation(ctx context.Context, c *github.Client, owner, 
 				continue
 			}
 			if args, ok := ParseDismiss(rc.GetBody(), command); ok {
-				reviewCmds = append(reviewCmds, Command{CommentID: rc.GetID(), InReplyTo: rc.GetInReplyTo(), User: login, Bot: isBot(rc.GetUser()), Args: args})
+				reviewCmds = append(reviewCmds, Command{CommentID: rc.GetID(), InReplyTo: rc.GetInReplyTo(), User: login, Bot: IsBot(rc.GetUser()), Args: args})
 			}
 		}
 		page = resp.NextPage
@@ -205,12 +205,12 @@ func markAnswered(conv *Conversation, body string) {
 // increments.
 func (f Fetcher) Compare(ctx context.Context, c *github.Client, owner, repo, from, head string) (*review.Increment, error) {
 	var cmp *github.CommitsComparison
-	err := f.do(ctx, fmt.Sprintf("compare %s...%s in %s/%s", shortRef(from), shortRef(head), owner, repo), func(ctx context.Context) error {
+	err := f.Do(ctx, fmt.Sprintf("compare %s...%s in %s/%s", review.ShortSHA(from), review.ShortSHA(head), owner, repo), func(ctx context.Context) error {
 		var err error
-		cmp, _, err = c.Repositories.CompareCommits(ctx, owner, repo, from, head, &github.ListOptions{PerPage: perPage})
+		cmp, _, err = c.Repositories.CompareCommits(ctx, owner, repo, from, head, &github.ListOptions{PerPage: PerPage})
 		return err
 	})
-	if isNotFound(err) {
+	if IsNotFound(err) {
 		return nil, nil // the earlier head is gone (force-pushed away and collected)
 	}
 	if err != nil {
@@ -238,13 +238,6 @@ func (f Fetcher) Compare(ctx context.Context, c *github.Client, owner, repo, fro
 
 // maxCompareFiles is the most files GitHub lists in one compare.
 const maxCompareFiles = 300
-
-func shortRef(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
-}
 
 // IsCommand reports whether a comment body asks for a review: its first non-empty line is
 // exactly the command, optionally followed by whitespace.

@@ -1,4 +1,4 @@
-package handlers
+package pull
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/google/go-github/v62/github"
+	"github.com/lensgate/lensgate/review"
 )
 
 // unlistedPaths names the changed files GitHub's file list of a pull request left out (it lists
@@ -17,7 +18,7 @@ import (
 func (f Fetcher) unlistedPaths(ctx context.Context, c *github.Client, owner, repo string, pr *github.PullRequest, listed []*github.CommitFile) ([]string, error) {
 	base, head := pr.GetBase().GetSHA(), pr.GetHead().GetSHA()
 	var cmp *github.CommitsComparison
-	err := f.do(ctx, fmt.Sprintf("find the merge base of %s/%s#%d", owner, repo, pr.GetNumber()), func(ctx context.Context) error {
+	err := f.Do(ctx, fmt.Sprintf("find the merge base of %s/%s#%d", owner, repo, pr.GetNumber()), func(ctx context.Context) error {
 		var err error
 		cmp, _, err = c.Repositories.CompareCommits(ctx, owner, repo, base, head, &github.ListOptions{PerPage: 1})
 		return err
@@ -31,7 +32,7 @@ func (f Fetcher) unlistedPaths(ctx context.Context, c *github.Client, owner, rep
 	}
 	blobs := func(sha string) (map[string]string, error) {
 		var t *github.Tree
-		err := f.do(ctx, fmt.Sprintf("read the tree of %s in %s/%s", shortRef(sha), owner, repo), func(ctx context.Context) error {
+		err := f.Do(ctx, fmt.Sprintf("read the tree of %s in %s/%s", review.ShortSHA(sha), owner, repo), func(ctx context.Context) error {
 			var err error
 			t, _, err = c.Git.GetTree(ctx, owner, repo, sha, true)
 			return err

@@ -1,4 +1,7 @@
-package handlers
+// Package pull reads a pull request or an issue from GitHub for one review: the snapshot a
+// review binds, the conversation (the App's own comments and the commands people wrote), and the
+// retry and outage classification every GitHub read shares.
+package pull
 
 import (
 	"bytes"
@@ -25,7 +28,8 @@ const (
 	maxFilePages   = 30 // 3000 files, the list-files API limit
 	maxCommitPages = 3  // 250 commits, the list-commits API limit
 	maxOpenPRPages = 10
-	perPage        = 100
+	// PerPage is the page size of every list read.
+	PerPage = 100
 )
 
 // OperationalError is a GitHub read that kept failing (5xx, 429, rate limits, timeouts) after
@@ -53,7 +57,7 @@ type Fetcher struct {
 }
 
 // do runs op until it succeeds, fails permanently, or runs out of attempts.
-func (f Fetcher) do(ctx context.Context, what string, op func(context.Context) error) error {
+func (f Fetcher) Do(ctx context.Context, what string, op func(context.Context) error) error {
 	attempts := max(f.Attempts, 1)
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = f.InitialBackoff
@@ -159,7 +163,7 @@ func retryable(err error) bool {
 }
 
 // isNotFound reports a 404 from GitHub.
-func isNotFound(err error) bool {
+func IsNotFound(err error) bool {
 	var er *github.ErrorResponse
 	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound
 }
@@ -211,7 +215,7 @@ func isDiffTooLarge(err error) bool {
 // GetPull reads a pull request.
 func (f Fetcher) GetPull(ctx context.Context, c *github.Client, owner, repo string, number int) (*github.PullRequest, error) {
 	var pr *github.PullRequest
-	err := f.do(ctx, fmt.Sprintf("get pull request %s/%s#%d", owner, repo, number), func(ctx context.Context) error {
+	err := f.Do(ctx, fmt.Sprintf("get pull request %s/%s#%d", owner, repo, number), func(ctx context.Context) error {
 		var err error
 		pr, _, err = c.PullRequests.Get(ctx, owner, repo, number)
 		return err
@@ -222,7 +226,7 @@ func (f Fetcher) GetPull(ctx context.Context, c *github.Client, owner, repo stri
 // GetIssue reads an issue.
 func (f Fetcher) GetIssue(ctx context.Context, c *github.Client, owner, repo string, number int) (*github.Issue, error) {
 	var is *github.Issue
-	err := f.do(ctx, fmt.Sprintf("get issue %s/%s#%d", owner, repo, number), func(ctx context.Context) error {
+	err := f.Do(ctx, fmt.Sprintf("get issue %s/%s#%d", owner, repo, number), func(ctx context.Context) error {
 		var err error
 		is, _, err = c.Issues.Get(ctx, owner, repo, number)
 		return err
@@ -235,7 +239,7 @@ func (f Fetcher) GetIssue(ctx context.Context, c *github.Client, owner, repo str
 func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.PullRequest, countOpen bool) (*PullSnapshot, error) {
 	owner, repo, n := pr.GetBase().GetRepo().GetOwner().GetLogin(), pr.GetBase().GetRepo().GetName(), pr.GetNumber()
 	s := &PullSnapshot{PR: pr, OpenPRsByAuthor: -1}
-	err := f.do(ctx, fmt.Sprintf("get diff of %s/%s#%d", owner, repo, n), func(ctx context.Context) error {
+	err := f.Do(ctx, fmt.Sprintf("get diff of %s/%s#%d", owner, repo, n), func(ctx context.Context) error {
 		raw, _, err := c.PullRequests.GetRaw(ctx, owner, repo, n, github.RawOptions{Type: github.Diff})
 		s.Diff = []byte(raw)
 		return err
@@ -255,9 +259,9 @@ func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.
 	for page := 1; s.DiffTooLarge && page != 0 && page <= maxFilePages; {
 		var files []*github.CommitFile
 		var resp *github.Response
-		err := f.do(ctx, fmt.Sprintf("list files of %s/%s#%d page %d", owner, repo, n, page), func(ctx context.Context) error {
+		err := f.Do(ctx, fmt.Sprintf("list files of %s/%s#%d page %d", owner, repo, n, page), func(ctx context.Context) error {
 			var err error
-			files, resp, err = c.PullRequests.ListFiles(ctx, owner, repo, n, &github.ListOptions{Page: page, PerPage: perPage})
+			files, resp, err = c.PullRequests.ListFiles(ctx, owner, repo, n, &github.ListOptions{Page: page, PerPage: PerPage})
 			return err
 		})
 		if err != nil {
@@ -272,9 +276,9 @@ func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.
 	for page := 1; page != 0 && page <= maxCommitPages; {
 		var commits []*github.RepositoryCommit
 		var resp *github.Response
-		err := f.do(ctx, fmt.Sprintf("list commits of %s/%s#%d page %d", owner, repo, n, page), func(ctx context.Context) error {
+		err := f.Do(ctx, fmt.Sprintf("list commits of %s/%s#%d page %d", owner, repo, n, page), func(ctx context.Context) error {
 			var err error
-			commits, resp, err = c.PullRequests.ListCommits(ctx, owner, repo, n, &github.ListOptions{Page: page, PerPage: perPage})
+			commits, resp, err = c.PullRequests.ListCommits(ctx, owner, repo, n, &github.ListOptions{Page: page, PerPage: PerPage})
 			return err
 		})
 		if err != nil {
@@ -301,10 +305,10 @@ func (f Fetcher) PullSnapshot(ctx context.Context, c *github.Client, pr *github.
 		for page := 1; page != 0 && page <= maxOpenPRPages; {
 			var prs []*github.PullRequest
 			var resp *github.Response
-			err := f.do(ctx, fmt.Sprintf("list open pull requests of %s/%s", owner, repo), func(ctx context.Context) error {
+			err := f.Do(ctx, fmt.Sprintf("list open pull requests of %s/%s", owner, repo), func(ctx context.Context) error {
 				var err error
 				prs, resp, err = c.PullRequests.List(ctx, owner, repo, &github.PullRequestListOptions{
-					State: "open", ListOptions: github.ListOptions{Page: page, PerPage: perPage}})
+					State: "open", ListOptions: github.ListOptions{Page: page, PerPage: PerPage}})
 				return err
 			})
 			if err != nil {
@@ -371,9 +375,9 @@ func (f Fetcher) workflowContents(ctx context.Context, c *github.Client, owner, 
 
 // FileAt reads a file at ref; found is false for a 404.
 func (f Fetcher) FileAt(ctx context.Context, c *github.Client, owner, repo, path, ref string) (data []byte, found bool, err error) {
-	err = f.do(ctx, fmt.Sprintf("read %s at %s", path, ref), func(ctx context.Context) error {
+	err = f.Do(ctx, fmt.Sprintf("read %s at %s", path, ref), func(ctx context.Context) error {
 		fc, _, _, err := c.Repositories.GetContents(ctx, owner, repo, path, &github.RepositoryContentGetOptions{Ref: ref})
-		if isNotFound(err) {
+		if IsNotFound(err) {
 			found = false
 			return nil
 		}
@@ -408,7 +412,7 @@ func BindPull(s *PullSnapshot) *review.Subject {
 		Title:            pr.GetTitle(),
 		Body:             pr.GetBody(),
 		Author:           pr.GetUser().GetLogin(),
-		AuthorIsBot:      isBot(pr.GetUser()),
+		AuthorIsBot:      IsBot(pr.GetUser()),
 		Draft:            pr.GetDraft(),
 		BaseRef:          pr.GetBase().GetRef(),
 		HeadRef:          pr.GetHead().GetRef(),
@@ -463,7 +467,7 @@ func BindIssue(owner, repo, repoNodeID string, is *github.Issue) *review.Subject
 		Title:            is.GetTitle(),
 		Body:             is.GetBody(),
 		Author:           is.GetUser().GetLogin(),
-		AuthorIsBot:      isBot(is.GetUser()),
+		AuthorIsBot:      IsBot(is.GetUser()),
 		OpenPRsByAuthor:  -1,
 	}
 	for _, l := range is.Labels {
@@ -472,6 +476,6 @@ func BindIssue(owner, repo, repoNodeID string, is *github.Issue) *review.Subject
 	return subj
 }
 
-func isBot(u *github.User) bool {
+func IsBot(u *github.User) bool {
 	return u.GetType() == "Bot" || strings.HasSuffix(u.GetLogin(), "[bot]")
 }

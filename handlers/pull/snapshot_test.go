@@ -1,4 +1,4 @@
-package handlers
+package pull
 
 import (
 	"context"
@@ -87,19 +87,19 @@ func TestClassify(t *testing.T) {
 func TestFetcherGivesUpWithOperationalError(t *testing.T) {
 	f := Fetcher{Attempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
 	calls := 0
-	err := f.do(context.Background(), "read thing", func(context.Context) error { calls++; return ghErr(503, nil) })
+	err := f.Do(context.Background(), "read thing", func(context.Context) error { calls++; return ghErr(503, nil) })
 	var oe *OperationalError
 	if !errors.As(err, &oe) || oe.Attempts != 3 || calls != 3 || oe.Op != "read thing" {
 		t.Fatalf("err %v after %d calls", err, calls)
 	}
 	calls = 0
-	err = f.do(context.Background(), "read thing", func(context.Context) error { calls++; return ghErr(404, nil) })
-	if errors.As(err, &oe) || calls != 1 || !isNotFound(err) {
+	err = f.Do(context.Background(), "read thing", func(context.Context) error { calls++; return ghErr(404, nil) })
+	if errors.As(err, &oe) || calls != 1 || !IsNotFound(err) {
 		t.Fatalf("404: err %v after %d calls", err, calls)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(errors.New("superseded"))
-	err = f.do(ctx, "read thing", func(context.Context) error { return ghErr(503, nil) })
+	err = f.Do(ctx, "read thing", func(context.Context) error { return ghErr(503, nil) })
 	if errors.As(err, &oe) || err == nil {
 		t.Fatalf("cancelled: %v, want the cancellation, not an outage", err)
 	}
