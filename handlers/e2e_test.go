@@ -16,6 +16,7 @@ import (
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/pull"
+	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -55,7 +56,7 @@ func TestOpenedProducesDecisionForHead(t *testing.T) {
 	if !bytes.Equal(p.Subject.Diff, []byte(readmeDiff)) || len(p.Subject.Files) != 1 || p.Subject.Files[0].Path != "README.md" {
 		t.Fatalf("snapshot diff/files: %q %+v", p.Subject.Diff, p.Subject.Files)
 	}
-	if p.Config.Origin != handlers.OriginServer || p.App.Slug != githubfake.DefaultAppSlug {
+	if p.Config.Origin != repoconfig.OriginServer || p.App.Slug != githubfake.DefaultAppSlug {
 		t.Fatalf("config %+v app %+v", p.Config, p.App)
 	}
 	if len(e.pub.begun) != 1 {
@@ -241,7 +242,7 @@ func TestConfigEditInPullRequestUsesBasePolicy(t *testing.T) {
 		t.Fatalf("publications %d", len(pubs))
 	}
 	p := pubs[0]
-	if p.Config.Origin != handlers.OriginRepository || p.Config.Source != fixtureRepo+"@"+fixtureRef || p.Config.Path != ".asdd.yml" {
+	if p.Config.Origin != repoconfig.OriginRepository || p.Config.Source != fixtureRepo+"@"+fixtureRef || p.Config.Path != ".asdd.yml" {
 		t.Fatalf("config source %+v, want the base branch", p.Config)
 	}
 	if p.Repo == nil || p.Repo.Review.MaxDiffLines != 1234 {
@@ -297,7 +298,7 @@ func TestOrganizationConfigFallback(t *testing.T) {
 	e.send("pull_request", "d-org", fixture(t, "pull_request.opened.payload.json"))
 	e.drain()
 	pubs := e.pub.all()
-	if len(pubs) != 1 || pubs[0].Config.Origin != handlers.OriginOrganization || pubs[0].Config.Source != "Codertocat/.github" {
+	if len(pubs) != 1 || pubs[0].Config.Origin != repoconfig.OriginOrganization || pubs[0].Config.Source != "Codertocat/.github" {
 		t.Fatalf("publications %d config %+v", len(pubs), pubs[0].Config)
 	}
 	if e.reviewer.cfgs[0].Review.MaxDiffLines != 77 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
 
@@ -78,7 +79,7 @@ type hooks struct {
 	// delegates knows the bots lenses are delegated to (nil: none).
 	delegates *delegate.Runtime
 	// configs is told when an owner's organisation configuration may have appeared.
-	configs *ConfigLoader
+	configs *repoconfig.ConfigLoader
 }
 
 // enqueue offers a job and maps the queue's answers to the webhook's: a duplicate delivery is a

@@ -10,6 +10,7 @@ import (
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review/pdp"
 )
 
@@ -97,7 +98,7 @@ func TestRemoteReferenceToTheOwnersGithubRepository(t *testing.T) {
 	e.send("pull_request", "d-remote-ok", fixture(t, "pull_request.opened.payload.json"))
 	e.drain()
 	pubs := e.pub.all()
-	if len(pubs) != 1 || pubs[0].Config.Origin != handlers.OriginRemote || pubs[0].Config.Source != "Codertocat/.github@shared" ||
+	if len(pubs) != 1 || pubs[0].Config.Origin != repoconfig.OriginRemote || pubs[0].Config.Source != "Codertocat/.github@shared" ||
 		pubs[0].Config.Path != "policies/web.yml" {
 		t.Fatalf("config %+v", pubs[0].Config)
 	}

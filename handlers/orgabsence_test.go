@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/repoconfig"
 )
 
 // The in-memory absences hold per installation and owner until their time, and at most their
 // bound: beyond it the one expiring soonest goes.
 func TestMemoryOrgConfigAbsence(t *testing.T) {
 	ctx := context.Background()
-	a := handlers.NewMemoryOrgConfigAbsence(2)
+	a := repoconfig.NewMemoryOrgConfigAbsence(2)
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	absent := func(inst int64, owner string, at time.Time) bool {
 		t.Helper()

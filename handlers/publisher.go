@@ -9,6 +9,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -51,7 +52,7 @@ type Publication struct {
 	// Subject is the bound snapshot that was reviewed (for an issue, Kind is review.KindIssue).
 	Subject *review.Subject
 	// Config says where the policy came from.
-	Config ConfigSource
+	Config repoconfig.ConfigSource
 	// Repo is the trusted configuration the run used; nil when it is invalid.
 	Repo *config.Repo
 	// ConfigProblems lists what is wrong with the trusted configuration; when non-empty the
@@ -59,7 +60,7 @@ type Publication struct {
 	ConfigProblems config.Problems
 	// Proposed is set when the pull request changes the configuration file: the new file is
 	// validated and reported, never applied.
-	Proposed *ProposedConfig
+	Proposed *repoconfig.ProposedConfig
 	// Decision is the pull request outcome (nil for issues).
 	Decision *review.Decision
 	// Triage is the issue outcome (nil for pull requests).
@@ -88,26 +89,6 @@ func (a AppIdentity) BotLogin() string {
 		return ""
 	}
 	return a.Slug + "[bot]"
-}
-
-// ConfigSource says which file a repository's policy came from.
-type ConfigSource struct {
-	// Origin is "repository" (the base branch), "organization" (the owner's .github repository),
-	// "remote" (a remote: reference) or "server" (the server default, no file found).
-	Origin string
-	// Source is "owner/repo@ref" as the loader reports it; empty for the server default.
-	Source string
-	// Path is the file path inside Source.
-	Path string
-}
-
-// ProposedConfig is a configuration file changed by the pull request under review.
-type ProposedConfig struct {
-	Path     string
-	HeadSHA  string
-	Problems config.Problems // empty when the new file is valid
-	// Err is set when the file could not be read at the head (it is then not validated).
-	Err error
 }
 
 // LogPublisher only logs what it would publish. It is the default until a GitHub publisher is

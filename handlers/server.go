@@ -28,6 +28,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/catchup"
+	"github.com/lensgate/lensgate/handlers/repoconfig"
 )
 
 // Routes served by the App.
@@ -76,7 +77,7 @@ type Options struct {
 	// OrgConfigAbsence keeps which owners have no organisation configuration, for
 	// OrgConfigAbsentTTL (this process's memory when nil; durable.OrgConfigAbsence shares it
 	// through the durable queue's database, so a push received by one replica reaches all).
-	OrgConfigAbsence OrgConfigAbsence
+	OrgConfigAbsence repoconfig.OrgConfigAbsence
 	// Now is the clock of requests, waits and looks (time.Now when nil); tests move it.
 	Now func() time.Time
 	// Role splits a deployment: RoleAll (default) takes webhooks and runs reviews, RoleWeb only
@@ -179,7 +180,7 @@ func New(opts Options) (*Server, error) {
 			Now: now,
 		})
 	}
-	configs := NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo, opts.OrgConfigAbsence, now)
+	configs := repoconfig.NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo, opts.OrgConfigAbsence, now)
 	fetch := pull.Fetcher{Attempts: cfg.Review.SnapshotAttempts, InitialBackoff: opts.InitialBackoff, MaxBackoff: opts.MaxBackoff}
 	s := &Server{
 		cfg:      cfg,

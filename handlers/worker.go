@@ -19,6 +19,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -36,7 +37,7 @@ type Triager interface {
 // runs the pipeline and hands the outcome to the publisher.
 type Worker struct {
 	Clients   githubapp.ClientCreator
-	Configs   *ConfigLoader
+	Configs   *repoconfig.ConfigLoader
 	Fetch     pull.Fetcher
 	Reviewer  Reviewer
 	Triager   Triager
@@ -392,8 +393,8 @@ func (w *Worker) currentPull(ctx context.Context, client *github.Client, job que
 }
 
 // loadConfig reads the trusted configuration with retries on GitHub failures.
-func (w *Worker) loadConfig(ctx context.Context, client *github.Client, installation int64, owner, repo, ref string) (TrustedConfig, error) {
-	var tc TrustedConfig
+func (w *Worker) loadConfig(ctx context.Context, client *github.Client, installation int64, owner, repo, ref string) (repoconfig.TrustedConfig, error) {
+	var tc repoconfig.TrustedConfig
 	err := w.Fetch.Do(ctx, "load the configuration of "+owner+"/"+repo+"@"+ref, func(ctx context.Context) error {
 		var err error
 		tc, err = w.Configs.Load(ctx, client, installation, owner, repo, ref)
@@ -405,8 +406,8 @@ func (w *Worker) loadConfig(ctx context.Context, client *github.Client, installa
 // proposedConfig validates the configuration file as the pull request's head has it, when the
 // pull request changes it: the first changed one of .asdd.yml, .yaga.toml and a pyproject.toml
 // that holds (or held) the YAGA policy.
-func (w *Worker) proposedConfig(ctx context.Context, client *github.Client, subj *review.Subject, trusted TrustedConfig) *ProposedConfig {
-	for _, path := range []string{ConfigPath, YAGAPath, PyprojectPath} {
+func (w *Worker) proposedConfig(ctx context.Context, client *github.Client, subj *review.Subject, trusted repoconfig.TrustedConfig) *repoconfig.ProposedConfig {
+	for _, path := range []string{repoconfig.ConfigPath, repoconfig.YAGAPath, repoconfig.PyprojectPath} {
 		if p := w.proposedFile(ctx, client, subj, trusted, path); p != nil {
 			return p
 		}
@@ -416,14 +417,14 @@ func (w *Worker) proposedConfig(ctx context.Context, client *github.Client, subj
 
 // proposedFile validates one configuration file at the head, or returns nil when the pull
 // request does not change it (or it is a pyproject.toml without a YAGA policy on either side).
-func (w *Worker) proposedFile(ctx context.Context, client *github.Client, subj *review.Subject, trusted TrustedConfig, path string) *ProposedConfig {
+func (w *Worker) proposedFile(ctx context.Context, client *github.Client, subj *review.Subject, trusted repoconfig.TrustedConfig, path string) *repoconfig.ProposedConfig {
 	for _, f := range subj.Files {
 		if f.Path != path && f.PreviousPath != path {
 			continue
 		}
 		// Only the base's own pyproject policy makes losing it a configuration change.
-		wasPolicy := path != PyprojectPath || trusted.RepoFile == PyprojectPath
-		p := &ProposedConfig{Path: path, HeadSHA: subj.HeadSHA}
+		wasPolicy := path != repoconfig.PyprojectPath || trusted.RepoFile == repoconfig.PyprojectPath
+		p := &repoconfig.ProposedConfig{Path: path, HeadSHA: subj.HeadSHA}
 		if f.Path != path || f.Status == review.FileRemoved {
 			if !wasPolicy {
 				return nil
@@ -438,13 +439,13 @@ func (w *Worker) proposedFile(ctx context.Context, client *github.Client, subj *
 			p.Err = err
 		case !found:
 			p.Err = errors.New(path + " not found at the head commit")
-		case path == PyprojectPath && !IsYAGAPyproject(data):
+		case path == repoconfig.PyprojectPath && !repoconfig.IsYAGAPyproject(data):
 			if !wasPolicy {
 				return nil // an ordinary pyproject.toml edit
 			}
 			p.Problems = config.Problems{{File: path, Message: "the pull request removes the [tool.yaga] table from " + path + "; after merge the organisation or server default applies"}}
 		default:
-			p.Problems = ValidateProposed(path, data)
+			p.Problems = repoconfig.ValidateProposed(path, data)
 		}
 		return p
 	}
@@ -577,7 +578,7 @@ func SubjectContext(s *review.Subject) review.SubjectContext {
 
 // invalidConfigDecision is a failing gate that carries every configuration problem with its
 // file, line and message, instead of a review with defaults.
-func invalidConfigDecision(subj *review.Subject, tc TrustedConfig) *review.Decision {
+func invalidConfigDecision(subj *review.Subject, tc repoconfig.TrustedConfig) *review.Decision {
 	lines := make([]string, 0, len(tc.Problems))
 	d := &review.Decision{
 		Recommendation: review.RecommendRequestChanges,

@@ -1,6 +1,10 @@
 package handlers
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/lensgate/lensgate/handlers/repoconfig"
+)
 
 // FuzzYAGAPolicy: any base-branch policy file is parsed and located without a panic, and every
 // problem it yields names the file.
@@ -9,8 +13,8 @@ func FuzzYAGAPolicy(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, path := range []string{YAGAPath, PyprojectPath} {
-			for _, p := range ValidateProposed(path, []byte(s)) {
+		for _, path := range []string{repoconfig.YAGAPath, repoconfig.PyprojectPath} {
+			for _, p := range repoconfig.ValidateProposed(path, []byte(s)) {
 				if p.File != path || p.Line < 0 || p.Line > len(s)+1 {
 					t.Fatalf("%s: problem %+v", path, p)
 				}

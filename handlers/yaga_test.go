@@ -9,6 +9,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 )
@@ -66,10 +67,10 @@ func TestYAGAPolicyOfTheBaseApplies(t *testing.T) {
 			}
 			p := pubs[0]
 			if tt.wantPath == "" {
-				if p.Config.Origin != handlers.OriginServer {
+				if p.Config.Origin != repoconfig.OriginServer {
 					t.Fatalf("config %+v, want the server default", p.Config)
 				}
-			} else if p.Config.Origin != handlers.OriginRepository || p.Config.Source != fixtureRepo+"@"+fixtureRef || p.Config.Path != tt.wantPath {
+			} else if p.Config.Origin != repoconfig.OriginRepository || p.Config.Source != fixtureRepo+"@"+fixtureRef || p.Config.Path != tt.wantPath {
 				t.Fatalf("config %+v, want %s of the base branch", p.Config, tt.wantPath)
 			}
 			if e.reviewer.calls() != 1 || e.reviewer.cfgs[0].Review.MaxDiffLines != tt.wantDiffs {
@@ -142,7 +143,7 @@ func TestInvalidYAGAPolicyFailsGateWithLine(t *testing.T) {
 			if f.Path != tt.path || f.Line == 0 || f.Title == "" || !strings.Contains(p.Decision.Gate.Reason, tt.wantAt+":") && !strings.HasSuffix(p.Decision.Gate.Reason, tt.wantAt) {
 				t.Fatalf("finding %+v reason %q, want %s", f, p.Decision.Gate.Reason, tt.wantAt)
 			}
-			if p.Config.Path != tt.path || p.Config.Origin != handlers.OriginRepository {
+			if p.Config.Path != tt.path || p.Config.Origin != repoconfig.OriginRepository {
 				t.Fatalf("config source %+v", p.Config)
 			}
 		})

@@ -26,6 +26,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/publish"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
+	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -194,7 +195,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	if err != nil {
 		return failQ(err)
 	}
-	var absent handlers.OrgConfigAbsence
+	var absent repoconfig.OrgConfigAbsence
 	if q != nil {
 		// Every replica skips the read another found missing, and a push to the organisation
 		// configuration repository received by any replica reaches every worker.

@@ -13,6 +13,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
+	"github.com/lensgate/lensgate/handlers/repoconfig"
 )
 
 const (
@@ -117,12 +118,12 @@ func TestOrgConfigAbsenceIsRemembered(t *testing.T) {
 	st.gh.AddRepo(githubfake.Repo{Owner: owner, Name: ".github", DefaultBranch: "main"})
 	st.gh.SetFile(owner+"/.github", "main", ".asdd.yml", orgConfig)
 	st.gh.ResetCalls()
-	clock.advance(handlers.OrgConfigAbsentTTL / 2)
+	clock.advance(repoconfig.OrgConfigAbsentTTL / 2)
 	st.pushHead(heads[1], "d-push-2")
 	if n := orgReads(st.gh, owner); n != 0 || strings.Contains(st.decisions.lastSource(), ".github") {
 		t.Fatalf("within the TTL: %d reads, configuration %q; want 0 and the server default", n, st.decisions.lastSource())
 	}
-	clock.advance(handlers.OrgConfigAbsentTTL)
+	clock.advance(repoconfig.OrgConfigAbsentTTL)
 	st.pushHead(heads[2], "d-push-3")
 	if n := orgReads(st.gh, owner); n != 1 || !strings.Contains(st.decisions.lastSource(), owner+"/.github") {
 		t.Fatalf("after the TTL: %d reads, configuration %q; want 1 and the organisation's", n, st.decisions.lastSource())
@@ -131,7 +132,7 @@ func TestOrgConfigAbsenceIsRemembered(t *testing.T) {
 	// Removed again and remembered absent; a push to a branch other than the default changes
 	// nothing, the push to the default branch makes the next review read it at once.
 	st.gh.DeleteFile(owner+"/.github", "main", ".asdd.yml")
-	clock.advance(2 * handlers.OrgConfigAbsentTTL)
+	clock.advance(2 * repoconfig.OrgConfigAbsentTTL)
 	st.pushHead(heads[3], "d-push-4")
 	if src := st.decisions.lastSource(); strings.Contains(src, ".github") {
 		t.Fatalf("a removed organisation configuration still applies: %q", src)

@@ -22,6 +22,7 @@ import (
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 )
@@ -697,8 +698,8 @@ func TestProposedConfigFeedback(t *testing.T) {
 	e := newTestEnv(t)
 	s := e.subject()
 	pub := e.publication("d1", decision(s, review.OutcomePassed), s)
-	pub.Config = handlers.ConfigSource{Origin: "repository", Source: "acme/widgets@main", Path: ".asdd.yml"}
-	pub.Proposed = &handlers.ProposedConfig{Path: ".asdd.yml", HeadSHA: head1, Problems: config.Problems{
+	pub.Config = repoconfig.ConfigSource{Origin: "repository", Source: "acme/widgets@main", Path: ".asdd.yml"}
+	pub.Proposed = &repoconfig.ProposedConfig{Path: ".asdd.yml", HeadSHA: head1, Problems: config.Problems{
 		{File: ".asdd.yml", Line: 3, Key: "runtime", Message: "unknown runtime <!-- x -->", Hint: "use builtin"},
 	}}
 	ctx := context.Background()

@@ -1,4 +1,7 @@
-package handlers
+// Package repoconfig loads a repository's trusted configuration: the .asdd.yml (or yaga
+// pyproject.toml) on the base branch, the organization's .github repository, or a remote: reference,
+// never the pull request's own head.
+package repoconfig
 
 import (
 	"bytes"
@@ -515,4 +518,24 @@ func ValidateProposed(path string, data []byte) config.Problems {
 		return asProblems(path, err)
 	}
 	return nil
+}
+
+// ConfigSource says which file a repository's policy came from.
+type ConfigSource struct {
+	// Origin is "repository" (the base branch), "organization" (the owner's .github repository),
+	// "remote" (a remote: reference) or "server" (the server default, no file found).
+	Origin string
+	// Source is "owner/repo@ref" as the loader reports it; empty for the server default.
+	Source string
+	// Path is the file path inside Source.
+	Path string
+}
+
+// ProposedConfig is a configuration file changed by the pull request under review.
+type ProposedConfig struct {
+	Path     string
+	HeadSHA  string
+	Problems config.Problems // empty when the new file is valid
+	// Err is set when the file could not be read at the head (it is then not validated).
+	Err error
 }
