@@ -53,7 +53,7 @@ func (h checkHandler) Handle(ctx context.Context, eventType, deliveryID string, 
 		return badPayload(errors.New(eventType + " event without repository"))
 	}
 	ctx, log := githubapp.PrepareRepoContext(ctx, inst, repo)
-	reason := eventType + "." + action
+	reason := queue.EventReason(eventType, action)
 	if action != "rerequested" {
 		return h.skip(ctx, reason, "action "+action+" is not a re-run")
 	}
@@ -119,7 +119,7 @@ func (h checkHandler) Handle(ctx context.Context, eventType, deliveryID string, 
 	}
 	if queued == 0 {
 		log.Info().Str("head_sha", headSHA).Msg("re-run requested for a head without an open pull request")
-		h.events.outcome(reason, "ignored")
+		h.events.outcome(string(reason), "ignored")
 	}
 	return errors.Join(errs...)
 }

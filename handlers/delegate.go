@@ -405,7 +405,7 @@ func (w *Worker) afterDelegation(ctx context.Context, job queue.Job, subj *revie
 		Repo:           job.Repo,
 		Number:         job.Number,
 		HeadSHA:        subj.HeadSHA,
-		Reason:         "delegate.recheck",
+		Reason:         queue.ReasonDelegateRecheck,
 		EnqueuedAt:     now,
 		NotBefore:      at,
 		Extra:          JobExtra{Recheck: attempt + 1}.raw(),
@@ -451,19 +451,20 @@ func (w *Worker) recheckDelegate(ctx context.Context, client *github.Client, job
 		if v.Request == nil {
 			continue
 		}
-		reason, key := "", ""
+		var reason queue.Reason
+		key := ""
 		switch {
 		case v.Outcome != delegate.Pending:
-			reason, key = "delegate.answered", EvidenceDelivery(job.Owner, job.Repo, job.Number, v.Evidence.Kind, v.Evidence.ID)
+			reason, key = queue.ReasonDelegateAnswered, EvidenceDelivery(job.Owner, job.Repo, job.Number, v.Evidence.Kind, v.Evidence.ID)
 		case v.TimedOut:
-			reason, key = "delegate.timeout", "delegate-timeout/"+v.Request.ID
+			reason, key = queue.ReasonDelegateTimeout, "delegate-timeout/"+v.Request.ID
 		default:
 			if v.InProgress {
 				w.noteInProgress(ctx, client, job, subj, trusted.Repo, p, lenses[p.Name])
 			}
 			continue
 		}
-		log.Info().Str("preset", p.Name).Str("reason", reason).Msg("delegated lens settled; reviewing the head again")
+		log.Info().Str("preset", p.Name).Str("reason", string(reason)).Msg("delegated lens settled; reviewing the head again")
 		return w.enqueueSettled(ctx, job, pr, reason, key)
 	}
 	w.afterDelegation(ctx, job, subj, trusted.Repo, obs, attempt)
@@ -492,7 +493,7 @@ func EvidenceDelivery(owner, repo string, number int, kind string, id int64) str
 // answerJob queues the review that follows a bot's answer (a comment or a review) on pr. An
 // answer is never news of a head, so the job is a follow-up: it must not supersede a newer head's
 // review.
-func answerJob(inst int64, owner, repo string, pr *github.PullRequest, kind string, id int64, reason string) queue.Job {
+func answerJob(inst int64, owner, repo string, pr *github.PullRequest, kind string, id int64, reason queue.Reason) queue.Job {
 	return queue.Job{
 		Key:            JobKey(owner, repo, pr.GetNumber()),
 		DeliveryID:     EvidenceDelivery(owner, repo, pr.GetNumber(), kind, id),
@@ -502,12 +503,12 @@ func answerJob(inst int64, owner, repo string, pr *github.PullRequest, kind stri
 		Repo:           repo,
 		Number:         pr.GetNumber(),
 		HeadSHA:        pr.GetHead().GetSHA(),
-		Reason:         "delegate." + reason,
+		Reason:         queue.DelegateReason(reason),
 		FollowUp:       true,
 	}
 }
 
-func (w *Worker) enqueueSettled(ctx context.Context, job queue.Job, pr *github.PullRequest, reason, delivery string) error {
+func (w *Worker) enqueueSettled(ctx context.Context, job queue.Job, pr *github.PullRequest, reason queue.Reason, delivery string) error {
 	err := w.Queue.Enqueue(ctx, queue.Job{
 		Key: JobKey(job.Owner, job.Repo, job.Number), DeliveryID: delivery, Kind: queue.KindPullRequest,
 		InstallationID: job.InstallationID, Owner: job.Owner, Repo: job.Repo, Number: job.Number,

@@ -10,7 +10,7 @@ import (
 )
 
 // ReasonDetailsRerun is the job reason of a re-run asked for on the details page.
-const ReasonDetailsRerun = "details.rerun"
+const ReasonDetailsRerun = queue.ReasonDetailsRerun
 
 // newDetails builds the details page when the configuration turns it on (public_url set).
 func (s *Server) newDetails(h *hooks, opts Options) (*details.Handler, error) {

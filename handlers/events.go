@@ -103,12 +103,12 @@ func (h *hooks) enqueue(ctx context.Context, job queue.Job) error {
 	case err == nil:
 		log.Debug().Str("job_key", job.Key).Str("head_sha", job.HeadSHA).Msg("review job queued")
 		respond(ctx, http.StatusAccepted, "queued "+job.Key)
-		h.events.outcome(job.Reason, "queued")
+		h.events.outcome(string(job.Reason), "queued")
 		return nil
 	case errors.Is(err, queue.ErrDuplicate):
 		log.Info().Str("job_key", job.Key).Msg("delivery already accepted; nothing to do")
 		respond(ctx, http.StatusOK, "duplicate delivery")
-		h.events.outcome(job.Reason, "duplicate")
+		h.events.outcome(string(job.Reason), "duplicate")
 		return nil
 	case errors.As(err, &replay) && wb != nil:
 		// Answered as this process's replay store answers (see hookScheduler.Schedule).
@@ -117,16 +117,16 @@ func (h *hooks) enqueue(ctx context.Context, job queue.Job) error {
 		replayIgnored(ctx, h.events, wb.event, first)
 		return nil
 	default:
-		h.events.outcome(job.Reason, "refused")
+		h.events.outcome(string(job.Reason), "refused")
 		return fmt.Errorf("enqueue %s: %w", job.Key, err)
 	}
 }
 
 // skip answers 200 with the reason, so GitHub's delivery log shows why nothing happened.
-func (h *hooks) skip(ctx context.Context, reason, why string) error {
+func (h *hooks) skip(ctx context.Context, reason queue.Reason, why string) error {
 	zerolog.Ctx(ctx).Debug().Str("reason", why).Msg("event ignored")
 	respond(ctx, http.StatusOK, "ignored: "+why)
-	h.events.outcome(reason, "ignored")
+	h.events.outcome(string(reason), "ignored")
 	return nil
 }
 

@@ -107,7 +107,7 @@ func (h installationHandler) backfillRepos(ctx context.Context, inst int64, acco
 				Repo:           name,
 				Number:         pr.GetNumber(),
 				HeadSHA:        pr.GetHead().GetSHA(),
-				Reason:         "installation.backfill",
+				Reason:         queue.ReasonBackfill,
 			}); err != nil {
 				errs = append(errs, err)
 			}

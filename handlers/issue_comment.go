@@ -35,7 +35,7 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 	}
 	inst := githubapp.GetInstallationIDFromEvent(&ev)
 	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, is.GetNumber())
-	reason := eventType + "." + ev.GetAction()
+	reason := queue.EventReason(eventType, ev.GetAction())
 	if ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 && botOfPresets(h.delegates, c.GetUser()) != "" {
 		return h.delegateAnswer(ctx, ev, deliveryID, reason)
 	}
@@ -44,9 +44,9 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 		// it; a review of the same head costs no model call. Commands from bots and from
 		// people without write access are dropped here, unanswered.
 		if pull.IsBot(ev.GetSender()) || pull.IsBot(c.GetUser()) {
-			return h.skip(ctx, eventType+".dismiss", "dismiss command from a bot")
+			return h.skip(ctx, queue.EventReason(eventType, "dismiss"), "dismiss command from a bot")
 		}
-		return dismissFromWriter(ctx, h.hooks, inst, repo, is.GetNumber(), deliveryID, eventType+".dismiss", c.GetUser().GetLogin())
+		return dismissFromWriter(ctx, h.hooks, inst, repo, is.GetNumber(), deliveryID, queue.EventReason(eventType, "dismiss"), c.GetUser().GetLogin())
 	}
 	approve := pull.IsCommand(c.GetBody(), pull.ApproveDelegateCommand(h.command))
 	switch {
@@ -62,7 +62,7 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 		return h.skip(ctx, reason, "no installation in payload")
 	}
 	if approve {
-		reason = eventType + ".approve-delegate"
+		reason = queue.ReasonApproveDelegate
 	}
 	return h.reviewCommand(ctx, ev, deliveryID, reason, approve)
 }
@@ -70,7 +70,7 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 // reviewCommand queues a review of the head for a review or approve-delegate command from
 // someone with write access. Only the approve-delegate command approves asking another review
 // bot, and never from the pull request's author: approval is another person's.
-func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueCommentEvent, deliveryID, reason string, approve bool) error {
+func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueCommentEvent, deliveryID string, reason queue.Reason, approve bool) error {
 	repo, c := ev.GetRepo(), ev.GetComment()
 	inst := githubapp.GetInstallationIDFromEvent(&ev)
 	owner, name, login := repo.GetOwner().GetLogin(), repo.GetName(), c.GetUser().GetLogin()
@@ -83,8 +83,8 @@ func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueC
 		return err
 	}
 	if !canWrite(perm) {
-		zerolog.Ctx(ctx).Info().Str("user", login).Str("permission", perm.GetPermission()).Str("command", reason).Msg("command from a user without write access ignored")
-		h.events.outcome(reason, "ignored")
+		zerolog.Ctx(ctx).Info().Str("user", login).Str("permission", perm.GetPermission()).Str("command", string(reason)).Msg("command from a user without write access ignored")
+		h.events.outcome(string(reason), "ignored")
 		return nil
 	}
 	pr, err := h.fetch.GetPull(ctx, client, owner, name, ev.GetIssue().GetNumber())
@@ -98,7 +98,7 @@ func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueC
 	if approve {
 		if strings.EqualFold(pr.GetUser().GetLogin(), login) {
 			zerolog.Ctx(ctx).Info().Str("user", login).Msg("approve-delegate command from the pull request's author ignored")
-			h.events.outcome(reason, "ignored")
+			h.events.outcome(string(reason), "ignored")
 			return nil
 		}
 		x.ApprovedBy = login
@@ -132,7 +132,7 @@ func permissionOf(ctx context.Context, h *hooks, client *github.Client, owner, r
 // dismissFromWriter queues the review that answers a dismiss command when its author has write
 // access. A command from anyone else is dropped with a debug line and no reply, so comment spam
 // costs one permission read per comment, never an App comment or a review run.
-func dismissFromWriter(ctx context.Context, h *hooks, inst int64, repo *github.Repository, number int, deliveryID, reason, login string) error {
+func dismissFromWriter(ctx context.Context, h *hooks, inst int64, repo *github.Repository, number int, deliveryID string, reason queue.Reason, login string) error {
 	client, err := h.clients.NewInstallationClient(inst)
 	if err != nil {
 		return fmt.Errorf("installation client: %w", err)
@@ -150,7 +150,7 @@ func dismissFromWriter(ctx context.Context, h *hooks, inst int64, repo *github.R
 // delegateAnswer reviews the head again when a bot a lens is delegated to comments: the comment
 // may be its answer. The delivery id names the comment, so a redelivery and a later scheduled
 // look that finds the same answer do not review twice.
-func (h issueCommentHandler) delegateAnswer(ctx context.Context, ev github.IssueCommentEvent, deliveryID, reason string) error {
+func (h issueCommentHandler) delegateAnswer(ctx context.Context, ev github.IssueCommentEvent, deliveryID string, reason queue.Reason) error {
 	repo, is, c := ev.GetRepo(), ev.GetIssue(), ev.GetComment()
 	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
 	inst := githubapp.GetInstallationIDFromEvent(&ev)
@@ -172,7 +172,7 @@ func (h issueCommentHandler) delegateAnswer(ctx context.Context, ev github.Issue
 }
 
 // enqueueCommand queues a review of the pull request's current head for a dismiss command.
-func enqueueCommand(ctx context.Context, h *hooks, client *github.Client, inst int64, repo *github.Repository, number int, deliveryID, reason, login string) error {
+func enqueueCommand(ctx context.Context, h *hooks, client *github.Client, inst int64, repo *github.Repository, number int, deliveryID string, reason queue.Reason, login string) error {
 	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
 	pr, err := h.fetch.GetPull(ctx, client, owner, name, number)
 	if err != nil {

@@ -47,7 +47,7 @@ func (h issuesHandler) Handle(ctx context.Context, eventType, deliveryID string,
 		return badPayload(errors.New("issues event without issue or repository"))
 	}
 	ctx, _ = githubapp.PrepareRepoContext(ctx, inst, repo)
-	reason := eventType + "." + action
+	reason := queue.EventReason(eventType, action)
 	switch action {
 	case "opened":
 	case "edited":

@@ -54,7 +54,7 @@ func (h pullRequestHandler) Handle(ctx context.Context, eventType, deliveryID st
 	}
 	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
 	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, number)
-	reason := eventType + "." + action
+	reason := queue.EventReason(eventType, action)
 	switch action {
 	case "opened", "reopened", "ready_for_review", "synchronize":
 	case "edited":

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
+	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
@@ -57,7 +58,7 @@ func (h pullRequestReviewHandler) Handle(ctx context.Context, eventType, deliver
 		return badPayload(errors.New("pull_request_review event without pull_request, repository or review"))
 	}
 	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, number)
-	reason := eventType + "." + action
+	reason := queue.EventReason(eventType, action)
 	switch {
 	case action != "submitted":
 		return h.skip(ctx, reason, "only submitted reviews can answer a delegated lens")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/lensgate/lensgate/handlers/pull"
+	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -44,7 +45,7 @@ func (h reviewCommentHandler) Handle(ctx context.Context, eventType, deliveryID 
 		return badPayload(errors.New("pull_request_review_comment event without pull request, repository or comment"))
 	}
 	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, number)
-	reason := eventType + "." + action
+	reason := queue.EventReason(eventType, action)
 	switch {
 	case action != "created":
 		return h.skip(ctx, reason, "only new comments are commands")
@@ -55,7 +56,7 @@ func (h reviewCommentHandler) Handle(ctx context.Context, eventType, deliveryID 
 		return h.skip(ctx, reason, "not a command")
 	}
 	if pull.IsBot(&github.User{Login: &login, Type: &userType}) {
-		return h.skip(ctx, eventType+".dismiss", "dismiss command from a bot")
+		return h.skip(ctx, queue.EventReason(eventType, "dismiss"), "dismiss command from a bot")
 	}
-	return dismissFromWriter(ctx, h.hooks, inst, repo, number, deliveryID, eventType+".dismiss", login)
+	return dismissFromWriter(ctx, h.hooks, inst, repo, number, deliveryID, queue.EventReason(eventType, "dismiss"), login)
 }

@@ -156,7 +156,7 @@ func (w *Worker) Handle(ctx context.Context, job queue.Job) error {
 	log := w.Logger.With().Str(githubapp.LogKeyDeliveryID, job.DeliveryID).
 		Int64(githubapp.LogKeyInstallationID, job.InstallationID).
 		Str(githubapp.LogKeyRepositoryOwner, job.Owner).Str(githubapp.LogKeyRepositoryName, job.Repo).
-		Int(githubapp.LogKeyPRNum, job.Number).Str("job_reason", job.Reason).Logger()
+		Int(githubapp.LogKeyPRNum, job.Number).Str("job_reason", string(job.Reason)).Logger()
 	ctx = log.WithContext(ctx)
 	client, err := w.Clients.NewInstallationClient(job.InstallationID)
 	if err != nil {
@@ -205,7 +205,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	subj.InstallationID = job.InstallationID
 	// A review queued because a delegated lens settled reuses what the paid lenses concluded
 	// at this very head, instead of billing them again.
-	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && strings.HasPrefix(job.Reason, "delegate.") && job.HeadSHA == subj.HeadSHA
+	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && job.Reason.IsDelegate() && job.HeadSHA == subj.HeadSHA
 	if snap.FilesTruncated {
 		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
 	}
@@ -360,7 +360,7 @@ func (w *Worker) queueShownHead(ctx context.Context, job queue.Job, head string)
 		return
 	}
 	next := job
-	next.DeliveryID, next.HeadSHA, next.Reason, next.Extra = "", head, "pull_request.head_shown", nil
+	next.DeliveryID, next.HeadSHA, next.Reason, next.Extra = "", head, queue.ReasonHeadShown, nil
 	next.EnqueuedAt, next.Resumed, next.NotBefore, next.FollowUp = w.now(), 0, time.Time{}, false
 	if err := w.Queue.Enqueue(context.WithoutCancel(ctx), next); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("head_sha", head).Msg("review of the head GitHub shows not queued; its own event reviews it")

@@ -284,23 +284,13 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *handlers.
 		// so a review command) with a new run, which branch protection then reads; any other
 		// review of the same head (an edited body, a delegated answer) concludes the completed
 		// run in place rather than add a run per look.
-		if !freshCheckRun(pub.Job.Reason) {
+		if !pub.Job.Reason.OpensCheckRun() {
 			p.rememberCheck(r.checkKey(p.checkName), cr)
 			return nil
 		}
 		r.replaces, cr = cr.GetID(), nil
 	}
 	return r.putCheck(ctx, cr, p.checkName, nil, "in_progress", "", out)
-}
-
-// freshCheckRun reports the job reasons that ask for a new gate check run: someone asked for
-// the review again.
-func freshCheckRun(reason string) bool {
-	switch reason {
-	case "check_run.rerequested", "check_suite.rerequested", "issue_comment.created":
-		return true
-	}
-	return false
 }
 
 // resumingOutput is the gate check of a review that was interrupted and runs again.

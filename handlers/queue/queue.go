@@ -40,7 +40,7 @@ type Job struct {
 	// HeadSHA is the head the event saw; a job for a newer head supersedes this one.
 	HeadSHA string `json:"head_sha,omitempty"`
 	// Reason is the event that caused the job ("pull_request.opened", "check_run.rerequested", ...).
-	Reason string `json:"reason,omitempty"`
+	Reason Reason `json:"reason,omitempty"`
 	// Resumed counts how often the job was taken over from a worker that died while running it.
 	Resumed    int             `json:"resumed,omitempty"`
 	EnqueuedAt time.Time       `json:"enqueued_at"`

@@ -288,15 +288,6 @@ var activeStates = []rivertype.JobState{
 	rivertype.JobStateScheduled,
 }
 
-// ForcesRerun reports whether an event asks for a new review of a head that was already
-// reviewed: a re-run request (check run or suite), a review command in a comment, an edit of
-// the title, body or base (the receipt binds the body), or news of a delegated lens (its bot
-// answered, its wait ended, or it is time to look again). Other events for a reviewed head coalesce.
-func ForcesRerun(reason string) bool {
-	return strings.HasSuffix(reason, ".rerequested") || strings.HasSuffix(reason, ".edited") ||
-		strings.HasPrefix(reason, "issue_comment.") || strings.HasPrefix(reason, "delegate.")
-}
-
 // riverQueue implements queue.Queue over a River client of either driver.
 type riverQueue[TTx any] struct {
 	backend string

@@ -117,7 +117,7 @@ func (q *riverQueue[TTx]) enqueueTx(ctx context.Context, tx TTx, job queue.Job, 
 		received = max(received, adm.received)
 	}
 	rerun := ""
-	if ForcesRerun(job.Reason) {
+	if job.Reason.ForcesRerun() {
 		rerun = job.DeliveryID
 		if rerun == "" {
 			rerun = strconv.FormatInt(time.Now().UnixNano(), 36)
