@@ -101,7 +101,7 @@ func (h checkHandler) Handle(ctx context.Context, eventType, deliveryID string, 
 			did = fmt.Sprintf("%s/%d", deliveryID, pr.GetNumber())
 		}
 		err := h.enqueue(ctx, queue.Job{
-			Key:            JobKey(owner, name, pr.GetNumber()),
+			Key:            queue.Key(owner, name, pr.GetNumber()),
 			DeliveryID:     did,
 			Kind:           queue.KindPullRequest,
 			InstallationID: inst,
@@ -110,7 +110,7 @@ func (h checkHandler) Handle(ctx context.Context, eventType, deliveryID string, 
 			Number:         pr.GetNumber(),
 			HeadSHA:        head,
 			Reason:         reason,
-			Extra:          JobExtra{CheckRunID: checkRunID}.raw(),
+			Extra:          queue.Extra{CheckRunID: checkRunID}.Raw(),
 		})
 		if err != nil {
 			errs = append(errs, err)

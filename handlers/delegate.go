@@ -329,7 +329,7 @@ func (w *Worker) prepareDelegation(ctx context.Context, client *github.Client, j
 // who approved (the issue_comment handler checked their write access). Neither a review
 // command nor a dismissal approves, and neither a bot nor the pull request's author can.
 func (w *Worker) approvalNeeded(ctx context.Context, client *github.Client, job queue.Job, pr *github.PullRequest, cfg *config.Repo) string {
-	if cfg.Delegate.Approval == config.DelegateApprovalNever || validApprover(ParseJobExtra(job.Extra).ApprovedBy, pr) {
+	if cfg.Delegate.Approval == config.DelegateApprovalNever || validApprover(queue.ParseExtra(job.Extra).ApprovedBy, pr) {
 		return "-"
 	}
 	why := "a maintainer's approval is needed first: someone with write access other than the author comments " +
@@ -408,7 +408,7 @@ func (w *Worker) afterDelegation(ctx context.Context, job queue.Job, subj *revie
 		Reason:         queue.ReasonDelegateRecheck,
 		EnqueuedAt:     now,
 		NotBefore:      at,
-		Extra:          JobExtra{Recheck: attempt + 1}.raw(),
+		Extra:          queue.Extra{Recheck: attempt + 1}.Raw(),
 		// A look scheduled by a look continues its head; the first look of a head is news.
 		FollowUp: job.Kind == queue.KindDelegate,
 	}
@@ -445,7 +445,7 @@ func (w *Worker) recheckDelegate(ctx context.Context, client *github.Client, job
 		return err
 	}
 	subj := bindPartial(pr)
-	attempt := ParseJobExtra(job.Extra).Recheck
+	attempt := queue.ParseExtra(job.Extra).Recheck
 	for _, p := range presets {
 		v := verdicts([]delegate.Preset{p}, subj, trusted.Repo, obs)[p.Name]
 		if v.Request == nil {
@@ -455,7 +455,7 @@ func (w *Worker) recheckDelegate(ctx context.Context, client *github.Client, job
 		key := ""
 		switch {
 		case v.Outcome != delegate.Pending:
-			reason, key = queue.ReasonDelegateAnswered, EvidenceDelivery(job.Owner, job.Repo, job.Number, v.Evidence.Kind, v.Evidence.ID)
+			reason, key = queue.ReasonDelegateAnswered, queue.EvidenceDelivery(job.Owner, job.Repo, job.Number, v.Evidence.Kind, v.Evidence.ID)
 		case v.TimedOut:
 			reason, key = queue.ReasonDelegateTimeout, "delegate-timeout/"+v.Request.ID
 		default:
@@ -484,33 +484,9 @@ func (w *Worker) noteInProgress(ctx context.Context, client *github.Client, job 
 	}
 }
 
-// EvidenceDelivery is the delivery id of the review that follows a bot's answer: the webhook of
-// the answer and a later look at it name the same answer, so it is reviewed once.
-func EvidenceDelivery(owner, repo string, number int, kind string, id int64) string {
-	return fmt.Sprintf("delegate/%s/%s#%d/%s/%d", owner, repo, number, kind, id)
-}
-
-// answerJob queues the review that follows a bot's answer (a comment or a review) on pr. An
-// answer is never news of a head, so the job is a follow-up: it must not supersede a newer head's
-// review.
-func answerJob(inst int64, owner, repo string, pr *github.PullRequest, kind string, id int64, reason queue.Reason) queue.Job {
-	return queue.Job{
-		Key:            JobKey(owner, repo, pr.GetNumber()),
-		DeliveryID:     EvidenceDelivery(owner, repo, pr.GetNumber(), kind, id),
-		Kind:           queue.KindPullRequest,
-		InstallationID: inst,
-		Owner:          owner,
-		Repo:           repo,
-		Number:         pr.GetNumber(),
-		HeadSHA:        pr.GetHead().GetSHA(),
-		Reason:         queue.DelegateReason(reason),
-		FollowUp:       true,
-	}
-}
-
 func (w *Worker) enqueueSettled(ctx context.Context, job queue.Job, pr *github.PullRequest, reason queue.Reason, delivery string) error {
 	err := w.Queue.Enqueue(ctx, queue.Job{
-		Key: JobKey(job.Owner, job.Repo, job.Number), DeliveryID: delivery, Kind: queue.KindPullRequest,
+		Key: queue.Key(job.Owner, job.Repo, job.Number), DeliveryID: delivery, Kind: queue.KindPullRequest,
 		InstallationID: job.InstallationID, Owner: job.Owner, Repo: job.Repo, Number: job.Number,
 		HeadSHA: job.HeadSHA, Reason: reason, EnqueuedAt: w.now(), FollowUp: true,
 	})

@@ -43,7 +43,7 @@ func (s *Server) newDetails(h *hooks, opts Options) (*details.Handler, error) {
 			var b [8]byte
 			_, _ = rand.Read(b[:])
 			return h.enqueue(ctx, queue.Job{
-				Key:            JobKey(r.Owner, r.Repo, r.Number),
+				Key:            queue.Key(r.Owner, r.Repo, r.Number),
 				DeliveryID:     "details-" + hex.EncodeToString(b[:]),
 				Kind:           queue.KindPullRequest,
 				InstallationID: r.InstallationID,

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,47 +21,6 @@ import (
 var errBadPayload = errors.New("malformed webhook payload")
 
 func badPayload(err error) error { return fmt.Errorf("%w: %v", errBadPayload, err) }
-
-// JobExtra is what a job carries in queue.Job.Extra (JSON), for the worker and the publisher.
-type JobExtra struct {
-	// DefaultBranch is where an issue's configuration is read.
-	DefaultBranch string `json:"default_branch,omitempty"`
-	// RepositoryNodeID binds an issue subject (the issue API does not return its repository).
-	RepositoryNodeID string `json:"repository_node_id,omitempty"`
-	// RequestedBy is the user whose comment command asked for the review.
-	RequestedBy string `json:"requested_by,omitempty"`
-	// ApprovedBy is the user whose approve-delegate command, from someone with write access,
-	// approves asking another review bot for the head. Nothing else approves.
-	ApprovedBy string `json:"approved_by,omitempty"`
-	// CommentID is the comment carrying the command, for a reaction.
-	CommentID int64 `json:"comment_id,omitempty"`
-	// CheckRunID is the check run whose re-run was requested.
-	CheckRunID int64 `json:"check_run_id,omitempty"`
-	// Recheck counts the scheduled looks for a delegated answer.
-	Recheck int `json:"recheck,omitempty"`
-}
-
-func (x JobExtra) raw() json.RawMessage {
-	b, _ := json.Marshal(x)
-	if string(b) == "{}" {
-		return nil
-	}
-	return b
-}
-
-// ParseJobExtra decodes a job's Extra (unknown or malformed fields are ignored).
-func ParseJobExtra(raw json.RawMessage) JobExtra {
-	var x JobExtra
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &x)
-	}
-	return x
-}
-
-// JobKey is the coalescing key of a pull request or issue.
-func JobKey(owner, repo string, number int) string {
-	return fmt.Sprintf("%s/%s#%d", owner, repo, number)
-}
 
 // hooks holds what the event handlers share.
 type hooks struct {

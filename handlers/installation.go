@@ -99,7 +99,7 @@ func (h installationHandler) backfillRepos(ctx context.Context, inst int64, acco
 				continue
 			}
 			if err := h.enqueue(ctx, queue.Job{
-				Key:            JobKey(owner, name, pr.GetNumber()),
+				Key:            queue.Key(owner, name, pr.GetNumber()),
 				DeliveryID:     fmt.Sprintf("%s/%s/%s#%d", deliveryID, owner, name, pr.GetNumber()),
 				Kind:           queue.KindPullRequest,
 				InstallationID: inst,

@@ -94,7 +94,7 @@ func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueC
 	if pr.GetState() == "closed" {
 		return h.skip(ctx, reason, "pull request is closed")
 	}
-	x := JobExtra{RequestedBy: login, CommentID: c.GetID()}
+	x := queue.Extra{RequestedBy: login, CommentID: c.GetID()}
 	if approve {
 		if strings.EqualFold(pr.GetUser().GetLogin(), login) {
 			zerolog.Ctx(ctx).Info().Str("user", login).Msg("approve-delegate command from the pull request's author ignored")
@@ -105,7 +105,7 @@ func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueC
 		zerolog.Ctx(ctx).Info().Str("user", login).Str("head", pr.GetHead().GetSHA()).Msg("asking another review bot approved")
 	}
 	return h.enqueue(ctx, queue.Job{
-		Key:            JobKey(owner, name, pr.GetNumber()),
+		Key:            queue.Key(owner, name, pr.GetNumber()),
 		DeliveryID:     deliveryID,
 		Kind:           queue.KindPullRequest,
 		InstallationID: inst,
@@ -114,7 +114,7 @@ func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueC
 		Number:         pr.GetNumber(),
 		HeadSHA:        pr.GetHead().GetSHA(),
 		Reason:         reason,
-		Extra:          x.raw(),
+		Extra:          x.Raw(),
 	})
 }
 
@@ -168,7 +168,7 @@ func (h issueCommentHandler) delegateAnswer(ctx context.Context, ev github.Issue
 	if p, _ := h.delegates.Preset(botOfPresets(h.delegates, c.GetUser())); !p.CommentAnswers(c.GetBody(), pr.GetHead().GetSHA()) {
 		return h.skip(ctx, reason, "comment of "+p.Bot.Login+" is no answer for the head")
 	}
-	return h.enqueue(ctx, answerJob(inst, owner, name, pr, delegate.EvidenceComment, c.GetID(), reason))
+	return h.enqueue(ctx, queue.AnswerJob(inst, owner, name, pr.GetNumber(), pr.GetHead().GetSHA(), delegate.EvidenceComment, c.GetID(), reason))
 }
 
 // enqueueCommand queues a review of the pull request's current head for a dismiss command.
@@ -182,9 +182,9 @@ func enqueueCommand(ctx context.Context, h *hooks, client *github.Client, inst i
 		return h.skip(ctx, reason, "pull request is closed")
 	}
 	return h.enqueue(ctx, queue.Job{
-		Key: JobKey(owner, name, number), DeliveryID: deliveryID, Kind: queue.KindPullRequest,
+		Key: queue.Key(owner, name, number), DeliveryID: deliveryID, Kind: queue.KindPullRequest,
 		InstallationID: inst, Owner: owner, Repo: name, Number: number, HeadSHA: pr.GetHead().GetSHA(),
-		Reason: reason, Extra: JobExtra{RequestedBy: login}.raw(),
+		Reason: reason, Extra: queue.Extra{RequestedBy: login}.Raw(),
 	})
 }
 

@@ -64,7 +64,7 @@ func (h issuesHandler) Handle(ctx context.Context, eventType, deliveryID string,
 		return h.skip(ctx, reason, "no installation in payload")
 	}
 	return h.enqueue(ctx, queue.Job{
-		Key:            JobKey(repo.GetOwner().GetLogin(), repo.GetName(), number),
+		Key:            queue.Key(repo.GetOwner().GetLogin(), repo.GetName(), number),
 		DeliveryID:     deliveryID,
 		Kind:           queue.KindIssue,
 		InstallationID: inst,
@@ -72,6 +72,6 @@ func (h issuesHandler) Handle(ctx context.Context, eventType, deliveryID string,
 		Repo:           repo.GetName(),
 		Number:         number,
 		Reason:         reason,
-		Extra:          JobExtra{DefaultBranch: defaultBranch, RepositoryNodeID: nodeID}.raw(),
+		Extra:          queue.Extra{DefaultBranch: defaultBranch, RepositoryNodeID: nodeID}.Raw(),
 	})
 }

@@ -79,7 +79,7 @@ func (h pullRequestHandler) Handle(ctx context.Context, eventType, deliveryID st
 		return h.skip(ctx, reason, "no installation, repository or number in payload")
 	}
 	return h.enqueue(ctx, queue.Job{
-		Key:            JobKey(owner, name, number),
+		Key:            queue.Key(owner, name, number),
 		DeliveryID:     deliveryID,
 		Kind:           queue.KindPullRequest,
 		InstallationID: inst,

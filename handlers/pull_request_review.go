@@ -72,7 +72,7 @@ func (h pullRequestReviewHandler) Handle(ctx context.Context, eventType, deliver
 		return h.skip(ctx, reason, "no installation in payload")
 	}
 	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
-	return h.enqueue(ctx, answerJob(inst, owner, name, pr, delegate.EvidenceReview, rv.GetID(), reason))
+	return h.enqueue(ctx, queue.AnswerJob(inst, owner, name, pr.GetNumber(), pr.GetHead().GetSHA(), delegate.EvidenceReview, rv.GetID(), reason))
 }
 
 // answers reports whether a bot's review can answer a delegated lens for head.

@@ -285,7 +285,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 }
 
 func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job queue.Job) error {
-	x := ParseJobExtra(job.Extra)
+	x := queue.ParseExtra(job.Extra)
 	is, err := w.Fetch.GetIssue(ctx, client, job.Owner, job.Repo, job.Number)
 	if err != nil {
 		w.count("issue", "operational-failure")

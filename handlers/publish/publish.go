@@ -367,7 +367,7 @@ func shortSHA(s string) string {
 // acknowledgeCommand reacts with eyes to the comment that asked for this review, so the
 // person who typed the command sees it was taken even when the outcome does not change.
 func (r *run) acknowledgeCommand(ctx context.Context, pub *handlers.Publication) {
-	x := handlers.ParseJobExtra(pub.Job.Extra)
+	x := queue.ParseExtra(pub.Job.Extra)
 	if x.CommentID == 0 || !r.authorize(ctx, pdp.Action{Kind: pdp.KindReactionAdd, Target: "reaction:command", Reaction: "eyes"}) {
 		return
 	}
