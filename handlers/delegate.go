@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review"
@@ -28,42 +29,6 @@ type Delegation struct {
 	Recheck []time.Duration
 	// MaxRechecks bounds the looks per request (default 12).
 	MaxRechecks int
-}
-
-// DelegateRequester is a Publisher that can ask another review bot for a review: it posts the
-// request (through the policy decision point, audited like every write) and returns the
-// request comment's id and creation time, which is the request's time.
-type DelegateRequester interface {
-	RequestDelegate(ctx context.Context, client *github.Client, r *DelegateRequest) (commentID int64, at time.Time, err error)
-}
-
-// DelegateProgress is a Publisher that can say, in the gate check's text, that another review
-// bot is working on the head (it reacted eyes), without settling the lens or commenting.
-type DelegateProgress interface {
-	NoteDelegateInProgress(ctx context.Context, client *github.Client, n *DelegateNote) error
-}
-
-// DelegateNote is one "the bot is reviewing" note.
-type DelegateNote struct {
-	Job     queue.Job
-	App     AppIdentity
-	Subject *review.Subject
-	Repo    *config.Repo
-	Preset  delegate.Preset
-	// Lenses are the policy lenses waiting for the bot.
-	Lenses []string
-}
-
-// DelegateRequest is one request to post.
-type DelegateRequest struct {
-	Job     queue.Job
-	App     AppIdentity
-	Subject *review.Subject
-	Repo    *config.Repo
-	Preset  delegate.Preset
-	Binding delegate.Binding
-	// Lenses are the policy lenses the answer settles.
-	Lenses []string
 }
 
 // Bounds of what one look at a pull request reads.
@@ -303,13 +268,13 @@ func (w *Worker) prepareDelegation(ctx context.Context, client *github.Client, j
 			obs.Blocked[p.Name] = needApproval
 			continue
 		}
-		req, ok := w.Publisher.(DelegateRequester)
+		req, ok := w.Publisher.(publication.DelegateRequester)
 		if !ok {
 			obs.Blocked[p.Name] = "this server does not write to GitHub"
 			continue
 		}
 		b := delegate.Binding{Preset: p.Name, Repo: subj.Owner + "/" + subj.Repo, Number: subj.Number, Head: subj.HeadSHA, Base: subj.BaseSHA}
-		id, at, err := req.RequestDelegate(ctx, client, &DelegateRequest{Job: job, App: w.App, Subject: subj, Repo: cfg, Preset: p, Binding: b, Lenses: lenses[p.Name]})
+		id, at, err := req.RequestDelegate(ctx, client, &publication.DelegateRequest{Job: job, App: w.App, Subject: subj, Repo: cfg, Preset: p, Binding: b, Lenses: lenses[p.Name]})
 		if err != nil {
 			log.Warn().Err(err).Str("preset", p.Name).Msg("delegate request not posted")
 			obs.Blocked[p.Name] = "the request could not be posted: " + err.Error()
@@ -474,11 +439,11 @@ func (w *Worker) recheckDelegate(ctx context.Context, client *github.Client, job
 // noteInProgress tells the gate check that the bot is reviewing the head. The lens stays
 // pending; a failure only costs the note.
 func (w *Worker) noteInProgress(ctx context.Context, client *github.Client, job queue.Job, subj *review.Subject, cfg *config.Repo, p delegate.Preset, lenses []string) {
-	np, ok := w.Publisher.(DelegateProgress)
+	np, ok := w.Publisher.(publication.DelegateProgress)
 	if !ok {
 		return
 	}
-	err := np.NoteDelegateInProgress(ctx, client, &DelegateNote{Job: job, App: w.App, Subject: subj, Repo: cfg, Preset: p, Lenses: lenses})
+	err := np.NoteDelegateInProgress(ctx, client, &publication.DelegateNote{Job: job, App: w.App, Subject: subj, Repo: cfg, Preset: p, Lenses: lenses})
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Str("preset", p.Name).Msg("could not note on the gate check that the bot is reviewing")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/publish"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
 	"github.com/lensgate/lensgate/review"
@@ -66,10 +67,10 @@ func (c *testClock) advance(d time.Duration) {
 type decisions struct {
 	*publish.Publisher
 	mu   sync.Mutex
-	pubs []*handlers.Publication
+	pubs []*publication.Publication
 }
 
-func (d *decisions) Publish(ctx context.Context, gh *github.Client, p *handlers.Publication) error {
+func (d *decisions) Publish(ctx context.Context, gh *github.Client, p *publication.Publication) error {
 	err := d.Publisher.Publish(ctx, gh, p)
 
 	d.mu.Lock()

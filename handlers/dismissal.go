@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
 	"github.com/rs/zerolog"
@@ -16,9 +17,9 @@ import (
 // again, so re-reading the same commands costs nothing. Commands from bots and from people
 // without write access get no answer (a debug line only): comment spam must not become App
 // comments.
-func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *review.Subject, cfg *config.Repo, conv *pull.Conversation) ([]review.Dismissal, []Answer) {
+func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *review.Subject, cfg *config.Repo, conv *pull.Conversation) ([]review.Dismissal, []publication.Answer) {
 	var out []review.Dismissal
-	var answers []Answer
+	var answers []publication.Answer
 	perms := map[string]string{}
 	accepted := map[string]bool{}
 	log := zerolog.Ctx(ctx)
@@ -31,7 +32,7 @@ func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *re
 			continue
 		}
 		refuse := func(why string) {
-			answers = append(answers, Answer{CommentID: cmd.CommentID, InReplyTo: cmd.InReplyTo, Text: "Not dismissed: " + why})
+			answers = append(answers, publication.Answer{CommentID: cmd.CommentID, InReplyTo: cmd.InReplyTo, Text: "Not dismissed: " + why})
 		}
 		perm, ok := perms[cmd.User]
 		if !ok {
@@ -88,7 +89,7 @@ func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *re
 		log.Info().Str("user", cmd.User).Str("finding", id).Str("lens", prior.Lens).Msg("finding dismissed")
 		out = append(out, review.Dismissal{ID: id, Reason: reason, By: cmd.User})
 		if cmd.InReplyTo == 0 {
-			answers = append(answers, Answer{CommentID: cmd.CommentID, Text: "Dismissed `" + id + "`: " + reason +
+			answers = append(answers, publication.Answer{CommentID: cmd.CommentID, Text: "Dismissed `" + id + "`: " + reason +
 				". It no longer blocks the gate and is not posted again on this pull request."})
 		}
 	}

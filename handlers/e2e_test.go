@@ -15,6 +15,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review"
@@ -262,7 +263,7 @@ func TestConfigEditInPullRequestUsesBasePolicy(t *testing.T) {
 // configRejected requires the one publication of a run whose configuration or policy was
 // invalid: nothing reviewed, no defaults applied, and a failing gate whose findings are the
 // problems. It returns the publication and its first finding.
-func (e *env) configRejected() (*handlers.Publication, review.Finding) {
+func (e *env) configRejected() (*publication.Publication, review.Finding) {
 	e.t.Helper()
 	pubs := e.pub.all()
 	if len(pubs) != 1 {

@@ -21,6 +21,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -53,39 +54,39 @@ func fixture(t testing.TB, name string) []byte {
 // recordingPublisher keeps every publication.
 type recordingPublisher struct {
 	mu    sync.Mutex
-	begun []*handlers.Publication
-	pubs  []*handlers.Publication
+	begun []*publication.Publication
+	pubs  []*publication.Publication
 	// abandoned records every interruption reported instead of a publication.
-	abandoned []handlers.Interruption
+	abandoned []publication.Interruption
 }
 
 func newRecordingPublisher() *recordingPublisher { return &recordingPublisher{} }
 
-func (p *recordingPublisher) Begin(_ context.Context, _ *github.Client, pub *handlers.Publication) error {
+func (p *recordingPublisher) Begin(_ context.Context, _ *github.Client, pub *publication.Publication) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.begun = append(p.begun, pub)
 	return nil
 }
 
-func (p *recordingPublisher) Publish(_ context.Context, _ *github.Client, pub *handlers.Publication) error {
+func (p *recordingPublisher) Publish(_ context.Context, _ *github.Client, pub *publication.Publication) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pubs = append(p.pubs, pub)
 	return nil
 }
 
-func (p *recordingPublisher) Abandon(_ context.Context, _ *github.Client, pub *handlers.Publication, why handlers.Interruption) error {
+func (p *recordingPublisher) Abandon(_ context.Context, _ *github.Client, pub *publication.Publication, why publication.Interruption) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.abandoned = append(p.abandoned, why)
 	return nil
 }
 
-func (p *recordingPublisher) all() []*handlers.Publication {
+func (p *recordingPublisher) all() []*publication.Publication {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]*handlers.Publication(nil), p.pubs...)
+	return append([]*publication.Publication(nil), p.pubs...)
 }
 
 // countingReviewer wraps a reviewer, recording the configurations it was given.

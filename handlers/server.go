@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/catchup"
@@ -48,7 +49,7 @@ type Options struct {
 	Reviewer Reviewer
 	Triager  Triager
 	// Publisher writes outcomes to GitHub; nil logs them only.
-	Publisher Publisher
+	Publisher publication.Publisher
 	// Queue holds review jobs; nil builds the in-memory queue sized by Config.Queue.
 	Queue queue.Queue
 	// DefaultRepo is the server default configuration (config.DefaultRepo() when nil).
@@ -108,7 +109,7 @@ type Server struct {
 	// catchupDone is closed when the start-up catch-up finished (nil when it does not run).
 	catchupDone chan struct{}
 	// app is the App identity read at Start, for the details page.
-	app     atomic.Pointer[AppIdentity]
+	app     atomic.Pointer[publication.AppIdentity]
 	ready   atomic.Bool
 	started atomic.Bool
 }
@@ -126,7 +127,7 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("handlers: no reviewer")
 	}
 	if opts.Publisher == nil {
-		opts.Publisher = LogPublisher{}
+		opts.Publisher = publication.LogPublisher{}
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
@@ -263,7 +264,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Queue() queue.Queue { return s.queue }
 
 // App is lensgate's App identity as GitHub reported it at Start.
-func (s *Server) App() AppIdentity { return s.worker.App }
+func (s *Server) App() publication.AppIdentity { return s.worker.App }
 
 // Start fails fast on a wrong App id or key by calling GET /app, then starts the workers. The
 // queue's workers stop when ctx ends or Shutdown is called.
@@ -315,27 +316,27 @@ func (s *Server) CatchupDone() <-chan struct{} { return s.catchupDone }
 
 // CheckApp authenticates as the App and reads GET /app, so a wrong id, key or API URL stops the
 // server at start instead of at the first webhook.
-func (s *Server) CheckApp(ctx context.Context) (AppIdentity, error) {
+func (s *Server) CheckApp(ctx context.Context) (publication.AppIdentity, error) {
 	wantID := s.cfg.GitHub.App.IntegrationID
 	client, err := s.clients.NewAppClient()
 	if err != nil {
-		return AppIdentity{}, fmt.Errorf("github app client: %w", err)
+		return publication.AppIdentity{}, fmt.Errorf("github app client: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	app, _, err := client.Apps.Get(ctx, "")
 	if err != nil {
-		return AppIdentity{}, fmt.Errorf("github app check (GET /app) failed; check the App id, private key and API URL: %w", err)
+		return publication.AppIdentity{}, fmt.Errorf("github app check (GET /app) failed; check the App id, private key and API URL: %w", err)
 	}
 	if app.GetID() != wantID {
-		return AppIdentity{}, fmt.Errorf("github app check: GitHub reports App id %d, configured %d", app.GetID(), wantID)
+		return publication.AppIdentity{}, fmt.Errorf("github app check: GitHub reports App id %d, configured %d", app.GetID(), wantID)
 	}
 	if app.GetSlug() == "" {
 		// The slug gives the login ("slug[bot]") by which the App finds its own comment again;
 		// without it every run would post a new one.
-		return AppIdentity{}, fmt.Errorf("github app check: GitHub reports no slug for App %d", app.GetID())
+		return publication.AppIdentity{}, fmt.Errorf("github app check: GitHub reports no slug for App %d", app.GetID())
 	}
-	return AppIdentity{ID: app.GetID(), Slug: app.GetSlug()}, nil
+	return publication.AppIdentity{ID: app.GetID(), Slug: app.GetSlug()}, nil
 }
 
 // Shutdown marks the server not ready and stops the queue: running jobs finish until ctx's

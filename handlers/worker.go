@@ -17,6 +17,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
@@ -41,9 +42,9 @@ type Worker struct {
 	Fetch     pull.Fetcher
 	Reviewer  Reviewer
 	Triager   Triager
-	Publisher Publisher
+	Publisher publication.Publisher
 	// App is lensgate's own App, filled in at start-up.
-	App AppIdentity
+	App publication.AppIdentity
 	// JobTimeout bounds one job; zero means no bound beyond the queue's.
 	JobTimeout time.Duration
 	// Delegates configures lenses answered by another review bot.
@@ -209,7 +210,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	if snap.FilesTruncated {
 		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
 	}
-	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
+	pub := &publication.Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
 	if pr.Comments != nil && pr.ReviewComments != nil {
 		pub.Counts = &pull.PullCounts{IssueComments: pr.GetComments(), ReviewComments: pr.GetReviewComments()}
 	}
@@ -304,7 +305,7 @@ func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job que
 		return err
 	}
 	subj := pull.BindIssue(job.Owner, job.Repo, x.RepositoryNodeID, is)
-	pub := &Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
+	pub := &publication.Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
 	if len(trusted.Problems) > 0 || w.Triager == nil {
 		if len(trusted.Problems) > 0 {
 			w.count("issue", "invalid-config")
@@ -328,7 +329,7 @@ func (w *Worker) triageIssue(ctx context.Context, client *github.Client, job que
 // readConversation reads what the last review left (its state, its inline comments) and the
 // dismiss commands since, and the changes since the last reviewed head when that head is an
 // ancestor of this one. A failed read only costs the increment: the review is then a full one.
-func (w *Worker) readConversation(ctx context.Context, client *github.Client, subj *review.Subject, pub *Publication) {
+func (w *Worker) readConversation(ctx context.Context, client *github.Client, subj *review.Subject, pub *publication.Publication) {
 	log := zerolog.Ctx(ctx)
 	conv, err := w.Fetch.ReadConversation(ctx, client, subj.Owner, subj.Repo, subj.Number, w.App.BotLogin(), pull.DismissCommand(w.Command), pub.Counts)
 	if err != nil {
@@ -453,7 +454,7 @@ func (w *Worker) proposedFile(ctx context.Context, client *github.Client, subj *
 }
 
 // publish hands the publication to the publisher unless the job was superseded meanwhile.
-func (w *Worker) publish(ctx context.Context, client *github.Client, pub *Publication) error {
+func (w *Worker) publish(ctx context.Context, client *github.Client, pub *publication.Publication) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("not published: %w", context.Cause(ctx))
 	}
@@ -465,7 +466,7 @@ func (w *Worker) publish(ctx context.Context, client *github.Client, pub *Public
 
 // concludeAbandoned publishes a pending decision for a run that cannot finish (its context is
 // spent or it panicked), on a context of its own so the write still happens.
-func (w *Worker) concludeAbandoned(ctx context.Context, client *github.Client, pub *Publication, cause error) {
+func (w *Worker) concludeAbandoned(ctx context.Context, client *github.Client, pub *publication.Publication, cause error) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonedPublishTimeout)
 	defer cancel()
 	pub.Failure = cause
@@ -478,8 +479,8 @@ func (w *Worker) concludeAbandoned(ctx context.Context, client *github.Client, p
 
 // interrupted hands a run whose context ended before it published to the publisher's Abandon,
 // saying whether a newer job superseded it (and by which head) or the queue resumes it.
-func (w *Worker) interrupted(ctx context.Context, client *github.Client, pub *Publication) {
-	why := Interruption{Cause: context.Cause(ctx)}
+func (w *Worker) interrupted(ctx context.Context, client *github.Client, pub *publication.Publication) {
+	why := publication.Interruption{Cause: context.Cause(ctx)}
 	why.SupersededBy, why.Superseded = queue.Superseded(why.Cause)
 	if !why.Superseded {
 		// A durable queue learns of a newer job from its database, not through the cause.
@@ -496,7 +497,7 @@ func (w *Worker) interrupted(ctx context.Context, client *github.Client, pub *Pu
 // concludeOlderHeads concludes, as superseded by this head, the gate checks of older heads whose
 // reviews the queue saw begin but never complete: their worker died, or they stopped resuming
 // when this head arrived.
-func (w *Worker) concludeOlderHeads(ctx context.Context, client *github.Client, pub *Publication) {
+func (w *Worker) concludeOlderHeads(ctx context.Context, client *github.Client, pub *publication.Publication) {
 	for _, h := range queue.OpenHeads(ctx) {
 		if h == pub.Subject.HeadSHA {
 			continue
@@ -505,7 +506,7 @@ func (w *Worker) concludeOlderHeads(ctx context.Context, client *github.Client, 
 		subj := *pub.Subject
 		subj.HeadSHA = h
 		old.Subject = &subj
-		why := Interruption{Superseded: true, SupersededBy: pub.Subject.HeadSHA}
+		why := publication.Interruption{Superseded: true, SupersededBy: pub.Subject.HeadSHA}
 		if err := w.Publisher.Abandon(ctx, client, &old, why); err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Str("older_head", h).Msg("could not conclude an older head's check run")
 		}
@@ -538,7 +539,7 @@ func (w *Worker) operational(ctx context.Context, client *github.Client, job que
 	if subj == nil {
 		subj = &review.Subject{Kind: review.KindPullRequest, Owner: job.Owner, Repo: job.Repo, Number: job.Number, HeadSHA: job.HeadSHA}
 	}
-	pub := &Publication{Job: job, App: w.App, Subject: subj, Failure: err,
+	pub := &publication.Publication{Job: job, App: w.App, Subject: subj, Failure: err,
 		Decision: pendingDecision(subj, "review not possible: "+err.Error())}
 	if perr := w.Publisher.Publish(ctx, client, pub); perr != nil {
 		zerolog.Ctx(ctx).Warn().Err(perr).Msg("could not report the failure either")

@@ -23,6 +23,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/publish"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
@@ -179,7 +180,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		}
 		return fail(err)
 	}
-	var pub handlers.Publisher = handlers.LogPublisher{}
+	var pub publication.Publisher = publication.LogPublisher{}
 	if !cfg.DryRun {
 		p, closeSink, err := newPublisher(ctx, cfg, q, rk, wk, log)
 		if closeSink != nil {

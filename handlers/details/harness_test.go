@@ -28,6 +28,7 @@ import (
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/publish"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
@@ -339,21 +340,21 @@ func get(t testing.TB, c *http.Client, u string) (int, string, http.Header) {
 }
 
 type notifyingPublisher struct {
-	next handlers.Publisher
+	next publication.Publisher
 	done chan error
 }
 
-func (n notifyingPublisher) Begin(ctx context.Context, c *github.Client, p *handlers.Publication) error {
+func (n notifyingPublisher) Begin(ctx context.Context, c *github.Client, p *publication.Publication) error {
 	return n.next.Begin(ctx, c, p)
 }
 
-func (n notifyingPublisher) Publish(ctx context.Context, c *github.Client, p *handlers.Publication) error {
+func (n notifyingPublisher) Publish(ctx context.Context, c *github.Client, p *publication.Publication) error {
 	err := n.next.Publish(ctx, c, p)
 	n.done <- err
 	return err
 }
 
-func (n notifyingPublisher) Abandon(ctx context.Context, c *github.Client, p *handlers.Publication, why handlers.Interruption) error {
+func (n notifyingPublisher) Abandon(ctx context.Context, c *github.Client, p *publication.Publication, why publication.Interruption) error {
 	return n.next.Abandon(ctx, c, p, why)
 }
 

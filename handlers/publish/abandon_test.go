@@ -12,6 +12,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
 	"github.com/lensgate/lensgate/review"
@@ -140,22 +141,22 @@ func TestAbandonedGateCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		resumed       int
-		why           *handlers.Interruption
+		why           *publication.Interruption
 		concluded     bool // the gate check concluded before Abandon
 		status, concl string
 		title         string
 	}{
-		{name: "superseded by a newer head", why: &handlers.Interruption{Superseded: true, SupersededBy: head2},
+		{name: "superseded by a newer head", why: &publication.Interruption{Superseded: true, SupersededBy: head2},
 			status: "completed", concl: "cancelled", title: "superseded by " + head2[:12]},
-		{name: "superseded, head not known", why: &handlers.Interruption{Superseded: true},
+		{name: "superseded, head not known", why: &publication.Interruption{Superseded: true},
 			status: "completed", concl: "cancelled", title: "superseded by a newer head"},
-		{name: "re-run of the same head owns the check", why: &handlers.Interruption{Superseded: true, SupersededBy: head1},
+		{name: "re-run of the same head owns the check", why: &publication.Interruption{Superseded: true, SupersededBy: head1},
 			status: "in_progress", title: "review in progress"},
-		{name: "stopped, the queue resumes it", why: &handlers.Interruption{Resuming: true},
+		{name: "stopped, the queue resumes it", why: &publication.Interruption{Resuming: true},
 			status: "in_progress", title: "review interrupted, resuming"},
-		{name: "stopped for good", why: &handlers.Interruption{},
+		{name: "stopped for good", why: &publication.Interruption{},
 			status: "completed", concl: "cancelled", title: "review interrupted"},
-		{name: "already concluded", why: &handlers.Interruption{Superseded: true, SupersededBy: head2}, concluded: true,
+		{name: "already concluded", why: &publication.Interruption{Superseded: true, SupersededBy: head2}, concluded: true,
 			status: "completed", concl: "failure"},
 		{name: "resumed after its worker died", resumed: 1,
 			status: "in_progress", title: "review interrupted, resuming"},

@@ -10,14 +10,14 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
-	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
 
 var (
-	_ handlers.DelegateRequester = (*Publisher)(nil)
-	_ handlers.DelegateProgress  = (*Publisher)(nil)
+	_ publication.DelegateRequester = (*Publisher)(nil)
+	_ publication.DelegateProgress  = (*Publisher)(nil)
 )
 
 // InProgressNote is the line the gate check's text starts with while a bot that reacted eyes
@@ -31,11 +31,11 @@ func InProgressNote(bot string, lenses []string) string {
 // check-run update (authorised and audited), no comment, the conclusion untouched. It writes
 // nothing when the line is already there, when the head has no gate check yet, or when the
 // text would not fit GitHub's limit (the receipt in it is never cut).
-func (p *Publisher) NoteDelegateInProgress(ctx context.Context, gh *github.Client, n *handlers.DelegateNote) error {
+func (p *Publisher) NoteDelegateInProgress(ctx context.Context, gh *github.Client, n *publication.DelegateNote) error {
 	if n == nil || n.Subject == nil {
 		return errors.New("no delegate note")
 	}
-	pub := &handlers.Publication{Job: n.Job, App: n.App, Subject: n.Subject, Repo: n.Repo}
+	pub := &publication.Publication{Job: n.Job, App: n.App, Subject: n.Subject, Repo: n.Repo}
 	r := p.newRun(ctx, gh, pub, "delegate-progress-"+n.Preset.Name)
 	if n.Repo != nil {
 		for _, l := range n.Repo.Policy.Lenses {
@@ -73,11 +73,11 @@ func (p *Publisher) NoteDelegateInProgress(ctx context.Context, gh *github.Clien
 // and, for a reviewers preset, asks for the bot's review through the requested-reviewers API.
 // A failed answer to the POST is re-checked by listing the comments before it is repeated, so
 // the request is never posted twice.
-func (p *Publisher) RequestDelegate(ctx context.Context, gh *github.Client, dr *handlers.DelegateRequest) (int64, time.Time, error) {
+func (p *Publisher) RequestDelegate(ctx context.Context, gh *github.Client, dr *publication.DelegateRequest) (int64, time.Time, error) {
 	if dr == nil || dr.Subject == nil {
 		return 0, time.Time{}, errors.New("no delegate request")
 	}
-	pub := &handlers.Publication{Job: dr.Job, App: dr.App, Subject: dr.Subject, Repo: dr.Repo}
+	pub := &publication.Publication{Job: dr.Job, App: dr.App, Subject: dr.Subject, Repo: dr.Repo}
 	r := p.newRun(ctx, gh, pub, "delegate-"+dr.Preset.Name)
 	if dr.Repo != nil {
 		for _, l := range dr.Repo.Policy.Lenses {

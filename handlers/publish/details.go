@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/details"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -44,7 +44,7 @@ func (p *Publisher) checkDetailsURL(info subjectInfo) string {
 
 // setRecord renders the details record of this run's decision for the gate check run's text;
 // placed says which findings sit inline.
-func (r *run) setRecord(pub *handlers.Publication, placed map[string]bool) {
+func (r *run) setRecord(pub *publication.Publication, placed map[string]bool) {
 	d := pub.Decision
 	if d == nil {
 		return

@@ -28,6 +28,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -154,19 +155,19 @@ func addedLines(s *review.Subject) []addedLine {
 
 // notifyingPublisher signals every finished publication.
 type notifyingPublisher struct {
-	next handlers.Publisher
+	next publication.Publisher
 	done chan error
 }
 
-func (n notifyingPublisher) Begin(ctx context.Context, c *github.Client, p *handlers.Publication) error {
+func (n notifyingPublisher) Begin(ctx context.Context, c *github.Client, p *publication.Publication) error {
 	return n.next.Begin(ctx, c, p)
 }
 
-func (n notifyingPublisher) Abandon(ctx context.Context, c *github.Client, p *handlers.Publication, why handlers.Interruption) error {
+func (n notifyingPublisher) Abandon(ctx context.Context, c *github.Client, p *publication.Publication, why publication.Interruption) error {
 	return n.next.Abandon(ctx, c, p, why)
 }
 
-func (n notifyingPublisher) Publish(ctx context.Context, c *github.Client, p *handlers.Publication) error {
+func (n notifyingPublisher) Publish(ctx context.Context, c *github.Client, p *publication.Publication) error {
 	err := n.next.Publish(ctx, c, p)
 	n.done <- err
 	return err

@@ -22,8 +22,8 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/disclosure/observation"
-	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/details"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
@@ -83,7 +83,7 @@ type Options struct {
 	GraphQLURL string
 }
 
-// Publisher implements handlers.Publisher.
+// Publisher implements publication.Publisher.
 type Publisher struct {
 	signer              *disclosure.Signer
 	witness             *observation.Signer
@@ -106,7 +106,7 @@ type Publisher struct {
 	records queue.CheckRecords
 }
 
-var _ handlers.Publisher = (*Publisher)(nil)
+var _ publication.Publisher = (*Publisher)(nil)
 
 // New builds a Publisher.
 func New(o Options) (*Publisher, error) {
@@ -191,7 +191,7 @@ type run struct {
 	replaces int64
 }
 
-func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *handlers.Publication, phase string) *run {
+func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *publication.Publication, phase string) *run {
 	s := pub.Subject
 	info := subjectInfo{
 		owner: s.Owner, repo: s.Repo, number: s.Number, headSHA: s.HeadSHA, baseSHA: s.BaseSHA,
@@ -257,7 +257,7 @@ func (r *run) fail(err error) {
 }
 
 // Begin marks the review as started: the gate check run for the head is in_progress.
-func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *handlers.Publication) error {
+func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *publication.Publication) error {
 	if pub == nil || pub.Subject == nil || pub.Subject.Kind == review.KindIssue || pub.Subject.HeadSHA == "" {
 		return nil
 	}
@@ -301,11 +301,11 @@ func resumingOutput(head, why string) *github.CheckRunOutput {
 	}
 }
 
-// Abandon implements handlers.Publisher: the gate check Begin opened for this head concludes
+// Abandon implements publication.Publisher: the gate check Begin opened for this head concludes
 // cancelled, saying which head superseded it or that the review was interrupted, or, when the
 // queue resumes the job, stays in progress saying so. A check run that is already completed is
 // left alone, and so is the head's check when a newer job reviews the same head again.
-func (p *Publisher) Abandon(ctx context.Context, gh *github.Client, pub *handlers.Publication, why handlers.Interruption) error {
+func (p *Publisher) Abandon(ctx context.Context, gh *github.Client, pub *publication.Publication, why publication.Interruption) error {
 	if pub == nil || pub.Subject == nil || pub.Subject.Kind == review.KindIssue || pub.Subject.HeadSHA == "" {
 		return nil
 	}
@@ -366,7 +366,7 @@ func shortSHA(s string) string {
 
 // acknowledgeCommand reacts with eyes to the comment that asked for this review, so the
 // person who typed the command sees it was taken even when the outcome does not change.
-func (r *run) acknowledgeCommand(ctx context.Context, pub *handlers.Publication) {
+func (r *run) acknowledgeCommand(ctx context.Context, pub *publication.Publication) {
 	x := queue.ParseExtra(pub.Job.Extra)
 	if x.CommentID == 0 || !r.authorize(ctx, pdp.Action{Kind: pdp.KindReactionAdd, Target: "reaction:command", Reaction: "eyes"}) {
 		return
@@ -383,7 +383,7 @@ func (r *run) acknowledgeCommand(ctx context.Context, pub *handlers.Publication)
 
 // Publish writes a run's outcome. It returns an error only for GitHub writes that failed
 // after retries; PDP denials and degraded parts are logged and shown in the check run.
-func (p *Publisher) Publish(ctx context.Context, gh *github.Client, pub *handlers.Publication) error {
+func (p *Publisher) Publish(ctx context.Context, gh *github.Client, pub *publication.Publication) error {
 	if pub == nil || pub.Subject == nil {
 		return nil
 	}
@@ -417,7 +417,7 @@ func (r *run) finish(ctx context.Context) error {
 // publishPull publishes a pull request decision. Order: disclosure (so the receipt exists),
 // review (so what could not be placed inline is known), gate check, advisory comment,
 // reactions and per-lens checks.
-func (r *run) publishPull(ctx context.Context, pub *handlers.Publication) {
+func (r *run) publishPull(ctx context.Context, pub *publication.Publication) {
 	d := pub.Decision
 	r.setRecord(pub, nil)
 	var pr *github.PullRequest
@@ -513,7 +513,7 @@ func (r *run) getPull(ctx context.Context) (*github.PullRequest, error) {
 
 // publishTriage applies triage labels, the disclosure block with a signed receipt in the
 // issue body, and the sticky triage comment.
-func (r *run) publishTriage(ctx context.Context, pub *handlers.Publication) {
+func (r *run) publishTriage(ctx context.Context, pub *publication.Publication) {
 	t := pub.Triage
 	sticky, err := r.findSticky(ctx)
 	if err != nil {

@@ -19,8 +19,8 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
-	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review"
@@ -74,7 +74,7 @@ type testEnv struct {
 	p    *Publisher
 	sink *pdp.MemorySink
 	key  ed25519.PrivateKey
-	app  handlers.AppIdentity
+	app  publication.AppIdentity
 	pr   githubfake.PullRequest
 }
 
@@ -101,7 +101,7 @@ func newTestEnv(t *testing.T, opts ...func(*Options)) *testEnv {
 		t.Fatal(err)
 	}
 	return &testEnv{t: t, gh: gh, cl: gh.InstallationClient(t), p: p, sink: sink, key: key,
-		app: handlers.AppIdentity{ID: gh.AppID(), Slug: githubfake.DefaultAppSlug}, pr: pr}
+		app: publication.AppIdentity{ID: gh.AppID(), Slug: githubfake.DefaultAppSlug}, pr: pr}
 }
 
 // subject binds the pull request as the worker would, from the fake's current state.
@@ -167,8 +167,8 @@ func decision(s *review.Subject, gate review.Outcome) *review.Decision {
 	return d
 }
 
-func (e *testEnv) publication(delivery string, d *review.Decision, s *review.Subject) *handlers.Publication {
-	return &handlers.Publication{
+func (e *testEnv) publication(delivery string, d *review.Decision, s *review.Subject) *publication.Publication {
+	return &publication.Publication{
 		Job: queue.Job{Key: "acme/widgets#1", DeliveryID: delivery, Owner: "acme", Repo: "widgets", Number: s.Number, HeadSHA: s.HeadSHA},
 		App: e.app, Subject: s, Decision: d,
 	}
@@ -184,7 +184,7 @@ func (e *testEnv) runOnce(delivery string, gate review.Outcome) error {
 }
 
 // beginAndPublish runs both publisher steps for pub, as the worker does for one job.
-func (e *testEnv) beginAndPublish(ctx context.Context, pub *handlers.Publication) error {
+func (e *testEnv) beginAndPublish(ctx context.Context, pub *publication.Publication) error {
 	if err := e.p.Begin(ctx, e.cl, pub); err != nil {
 		return err
 	}
@@ -593,7 +593,7 @@ func TestTriageLabelsThroughPDP(t *testing.T) {
 		NodeID: is.NodeID, RepositoryNodeID: e.gh.RepoNodeID(repoFull), Author: "bob", Body: is.Body}
 	ctx := context.Background()
 	for _, labels := range [][]string{{"bug", "approved"}, {"bug", "needs-triage"}} {
-		pub := &handlers.Publication{Job: queue.Job{DeliveryID: "i1"}, App: e.app, Subject: s,
+		pub := &publication.Publication{Job: queue.Job{DeliveryID: "i1"}, App: e.app, Subject: s,
 			Triage: &review.TriageDecision{Labels: labels, Comment: "Looks like a crash. <!-- lensgate:advisory -->", Runtime: "builtin",
 				Runs: []review.Run{{Lens: "triage", Runtime: "builtin", Started: time.Unix(1e9, 0), Finished: time.Unix(1e9+1, 0), Outcome: review.OutcomePassed}}}}
 		if err := e.p.Publish(ctx, e.cl, pub); err != nil {
@@ -749,7 +749,7 @@ func TestRepositoryPolicyBoundsTheRun(t *testing.T) {
 		repo := config.DefaultRepo()
 		repo.TriageLabels = []string{"area/api", "perf"}
 		for _, labels := range [][]string{{"bug"}, {"area/api", "perf"}} {
-			pub := &handlers.Publication{Job: queue.Job{DeliveryID: "i-" + labels[0]}, App: e.app, Subject: s, Repo: repo,
+			pub := &publication.Publication{Job: queue.Job{DeliveryID: "i-" + labels[0]}, App: e.app, Subject: s, Repo: repo,
 				Triage: &review.TriageDecision{Labels: labels, Runtime: "builtin"}}
 			if err := e.p.Publish(context.Background(), e.cl, pub); err != nil {
 				t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/disclosure/observation"
-	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
@@ -148,7 +148,7 @@ func (r *run) commentLenses() []string {
 // upsertSticky renders the advisory comment: gate, lens table, findings of comment lenses and
 // every finding not placed inline, the signed receipt, and the state key that lets a re-run
 // recognise an unchanged publication.
-func (r *run) upsertSticky(ctx context.Context, pub *handlers.Publication, existing *github.IssueComment, rc *receiptInfo, plan inlinePlan) {
+func (r *run) upsertSticky(ctx context.Context, pub *publication.Publication, existing *github.IssueComment, rc *receiptInfo, plan inlinePlan) {
 	d := pub.Decision
 	var b strings.Builder
 	b.WriteString(markerAdvisory + "\n")
@@ -505,7 +505,7 @@ func (r *run) issueTarget(t *review.TriageDecision) bodyTarget {
 
 // configSection says where the policy came from and, when the pull request changes the
 // configuration file, what is wrong with the proposed one: it is validated, never applied.
-func configSection(pub *handlers.Publication) string {
+func configSection(pub *publication.Publication) string {
 	var b strings.Builder
 	if src := pub.Config; src.Origin != "" {
 		where := src.Origin

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
-	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
@@ -29,7 +29,7 @@ const (
 
 // memo is the review state to keep for the next run: the decision's, or the previous one when
 // this run reviewed nothing (an invalid configuration, an outage).
-func (r *run) memo(pub *handlers.Publication) string {
+func (r *run) memo(pub *publication.Publication) string {
 	st := pub.Decision.State
 	if st == nil {
 		st = pub.Subject.Prior
@@ -51,7 +51,7 @@ func (r *run) memo(pub *handlers.Publication) string {
 
 // answerCommands posts one reply per answered command: in the command's review thread or in
 // the conversation. A reply carries the command's id, so it is never repeated.
-func (r *run) answerCommands(ctx context.Context, answers []handlers.Answer) {
+func (r *run) answerCommands(ctx context.Context, answers []publication.Answer) {
 	for _, a := range answers {
 		body := oneLine(a.Text, 1500) + "\n\n" + pull.MarkerAnswer + fmt.Sprint(a.CommentID) + pull.MarkerEnd
 		if a.InReplyTo != 0 {

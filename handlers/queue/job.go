@@ -70,4 +70,3 @@ func AnswerJob(inst int64, owner, repo string, number int, head string, kind str
 		FollowUp:       true,
 	}
 }
-

@@ -1,7 +1,11 @@
-package handlers
+// Package publication holds what a review job hands to the publisher, and the Publisher
+// interface the worker calls: the contract between handlers/worker and handlers/publish, so
+// that neither imports the other.
+package publication
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
@@ -11,6 +15,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
 
 // Publisher is the only code that writes to GitHub. The worker calls Begin once the subject is
@@ -141,4 +146,40 @@ type Answer struct {
 	// InReplyTo is the inline comment whose thread the reply goes to (0: the conversation).
 	InReplyTo int64
 	Text      string
+}
+
+// DelegateRequester is a Publisher that can ask another review bot for a review: it posts the
+// request (through the policy decision point, audited like every write) and returns the
+// request comment's id and creation time, which is the request's time.
+type DelegateRequester interface {
+	RequestDelegate(ctx context.Context, client *github.Client, r *DelegateRequest) (commentID int64, at time.Time, err error)
+}
+
+// DelegateProgress is a Publisher that can say, in the gate check's text, that another review
+// bot is working on the head (it reacted eyes), without settling the lens or commenting.
+type DelegateProgress interface {
+	NoteDelegateInProgress(ctx context.Context, client *github.Client, n *DelegateNote) error
+}
+
+// DelegateNote is one "the bot is reviewing" note.
+type DelegateNote struct {
+	Job     queue.Job
+	App     AppIdentity
+	Subject *review.Subject
+	Repo    *config.Repo
+	Preset  delegate.Preset
+	// Lenses are the policy lenses waiting for the bot.
+	Lenses []string
+}
+
+// DelegateRequest is one request to post.
+type DelegateRequest struct {
+	Job     queue.Job
+	App     AppIdentity
+	Subject *review.Subject
+	Repo    *config.Repo
+	Preset  delegate.Preset
+	Binding delegate.Binding
+	// Lenses are the policy lenses the answer settles.
+	Lenses []string
 }
