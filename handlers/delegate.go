@@ -304,16 +304,11 @@ func (w *Worker) approvalNeeded(ctx context.Context, client *github.Client, job 
 		return why + " (the pull request comes from a fork)"
 	}
 	login := pr.GetUser().GetLogin()
-	var perm *github.RepositoryPermissionLevel
-	err := w.Fetch.Do(ctx, "get permission of "+login, func(ctx context.Context) error {
-		var err error
-		perm, _, err = client.Repositories.GetPermissionLevel(ctx, job.Owner, job.Repo, login)
-		return err
-	})
+	perm, err := w.Fetch.Permission(ctx, client, job.Owner, job.Repo, login)
 	if err != nil {
 		return "the author's permission could not be read: " + err.Error()
 	}
-	if !canWrite(perm) {
+	if !pull.CanWrite(perm) {
 		return why + " (the author has no write access)"
 	}
 	return "-"
@@ -459,20 +454,6 @@ func (w *Worker) enqueueSettled(ctx context.Context, job queue.Job, pr *github.P
 		return nil
 	}
 	return err
-}
-
-// botOfPresets names the preset whose bot an account is ("" for none).
-func botOfPresets(rt *delegate.Runtime, u *github.User) string {
-	if rt == nil || u == nil {
-		return ""
-	}
-	for _, n := range rt.PresetNames() {
-		p, _ := rt.Preset(n)
-		if p.Bot.Login == u.GetLogin() && p.Bot.UserID == u.GetID() {
-			return n
-		}
-	}
-	return ""
 }
 
 func (w *Worker) now() time.Time {

@@ -36,7 +36,7 @@ func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *re
 		}
 		perm, ok := perms[cmd.User]
 		if !ok {
-			level, err := w.permission(ctx, client, subj.Owner, subj.Repo, cmd.User)
+			level, err := w.Fetch.Permission(ctx, client, subj.Owner, subj.Repo, cmd.User)
 			if err != nil {
 				// Unknown is not write access; the command is read again on the next run.
 				log.Warn().Err(err).Msg("permission of a dismiss command's author unknown; command left for the next run")
@@ -45,7 +45,7 @@ func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *re
 			perm = level.GetPermission()
 			perms[cmd.User] = perm
 		}
-		if !canWrite(&github.RepositoryPermissionLevel{Permission: &perm}) {
+		if !pull.CanWrite(&github.RepositoryPermissionLevel{Permission: &perm}) {
 			log.Debug().Str("user", cmd.User).Str("permission", nonBlank(perm, "none")).Int64("comment_id", cmd.CommentID).
 				Msg("dismiss command from a user without write access ignored")
 			continue
@@ -94,17 +94,6 @@ func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *re
 		}
 	}
 	return out, answers
-}
-
-// permission reads a user's permission on the repository.
-func (w *Worker) permission(ctx context.Context, client *github.Client, owner, repo, login string) (*github.RepositoryPermissionLevel, error) {
-	var level *github.RepositoryPermissionLevel
-	err := w.Fetch.Do(ctx, "get permission of "+login, func(ctx context.Context) error {
-		var err error
-		level, _, err = client.Repositories.GetPermissionLevel(ctx, owner, repo, login)
-		return err
-	})
-	return level, err
 }
 
 // authorMayNotDismiss reports whether separation of duties refuses user's dismissal of f: user

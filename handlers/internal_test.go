@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -63,14 +62,6 @@ func TestGoMetricsBridge(t *testing.T) {
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
-		}
-	}
-}
-
-func TestCanWrite(t *testing.T) {
-	for perm, want := range map[string]bool{"admin": true, "maintain": true, "write": true, "triage": false, "read": false, "none": false, "": false} {
-		if got := canWrite(&github.RepositoryPermissionLevel{Permission: &perm}); got != want {
-			t.Errorf("canWrite(%q) = %v", perm, got)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 	inst := githubapp.GetInstallationIDFromEvent(&ev)
 	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, is.GetNumber())
 	reason := queue.EventReason(eventType, ev.GetAction())
-	if ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 && botOfPresets(h.delegates, c.GetUser()) != "" {
+	if ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 && h.delegates.PresetOfBot(c.GetUser().GetLogin(), c.GetUser().GetID()) != "" {
 		return h.delegateAnswer(ctx, ev, deliveryID, reason)
 	}
 	if _, ok := pull.ParseDismiss(c.GetBody(), pull.DismissCommand(h.command)); ok && ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 {
@@ -78,11 +78,11 @@ func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueC
 	if err != nil {
 		return fmt.Errorf("installation client: %w", err)
 	}
-	perm, err := permissionOf(ctx, h.hooks, client, owner, name, login)
+	perm, err := h.fetch.Permission(ctx, client, owner, name, login)
 	if err != nil {
 		return err
 	}
-	if !canWrite(perm) {
+	if !pull.CanWrite(perm) {
 		zerolog.Ctx(ctx).Info().Str("user", login).Str("permission", perm.GetPermission()).Str("command", string(reason)).Msg("command from a user without write access ignored")
 		h.events.outcome(string(reason), "ignored")
 		return nil
@@ -118,17 +118,6 @@ func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueC
 	})
 }
 
-// permissionOf reads a user's permission on the repository.
-func permissionOf(ctx context.Context, h *hooks, client *github.Client, owner, repo, login string) (*github.RepositoryPermissionLevel, error) {
-	var perm *github.RepositoryPermissionLevel
-	err := h.fetch.Do(ctx, "get permission of "+login, func(ctx context.Context) error {
-		var err error
-		perm, _, err = client.Repositories.GetPermissionLevel(ctx, owner, repo, login)
-		return err
-	})
-	return perm, err
-}
-
 // dismissFromWriter queues the review that answers a dismiss command when its author has write
 // access. A command from anyone else is dropped with a debug line and no reply, so comment spam
 // costs one permission read per comment, never an App comment or a review run.
@@ -137,11 +126,11 @@ func dismissFromWriter(ctx context.Context, h *hooks, inst int64, repo *github.R
 	if err != nil {
 		return fmt.Errorf("installation client: %w", err)
 	}
-	perm, err := permissionOf(ctx, h, client, repo.GetOwner().GetLogin(), repo.GetName(), login)
+	perm, err := h.fetch.Permission(ctx, client, repo.GetOwner().GetLogin(), repo.GetName(), login)
 	if err != nil {
 		return err
 	}
-	if !canWrite(perm) {
+	if !pull.CanWrite(perm) {
 		return h.skip(ctx, reason, "dismiss command from a user without write access")
 	}
 	return enqueueCommand(ctx, h, client, inst, repo, number, deliveryID, reason, login)
@@ -165,7 +154,7 @@ func (h issueCommentHandler) delegateAnswer(ctx context.Context, ev github.Issue
 	if pr.GetState() == "closed" {
 		return h.skip(ctx, reason, "pull request is closed")
 	}
-	if p, _ := h.delegates.Preset(botOfPresets(h.delegates, c.GetUser())); !p.CommentAnswers(c.GetBody(), pr.GetHead().GetSHA()) {
+	if p, _ := h.delegates.Preset(h.delegates.PresetOfBot(c.GetUser().GetLogin(), c.GetUser().GetID())); !p.CommentAnswers(c.GetBody(), pr.GetHead().GetSHA()) {
 		return h.skip(ctx, reason, "comment of "+p.Bot.Login+" is no answer for the head")
 	}
 	return h.enqueue(ctx, queue.AnswerJob(inst, owner, name, pr.GetNumber(), pr.GetHead().GetSHA(), delegate.EvidenceComment, c.GetID(), reason))
@@ -186,12 +175,4 @@ func enqueueCommand(ctx context.Context, h *hooks, client *github.Client, inst i
 		InstallationID: inst, Owner: owner, Repo: name, Number: number, HeadSHA: pr.GetHead().GetSHA(),
 		Reason: reason, Extra: queue.Extra{RequestedBy: login}.Raw(),
 	})
-}
-
-func canWrite(p *github.RepositoryPermissionLevel) bool {
-	switch p.GetPermission() {
-	case "admin", "maintain", "write":
-		return true
-	}
-	return false
 }

@@ -62,7 +62,7 @@ func (h pullRequestReviewHandler) Handle(ctx context.Context, eventType, deliver
 	switch {
 	case action != "submitted":
 		return h.skip(ctx, reason, "only submitted reviews can answer a delegated lens")
-	case botOfPresets(h.delegates, rv.GetUser()) == "":
+	case h.delegates.PresetOfBot(rv.GetUser().GetLogin(), rv.GetUser().GetID()) == "":
 		return h.skip(ctx, reason, "review is not from a bot a lens is delegated to")
 	case !answers(h.delegates, rv, head):
 		return h.skip(ctx, reason, "review is no answer for the head")
@@ -77,7 +77,7 @@ func (h pullRequestReviewHandler) Handle(ctx context.Context, eventType, deliver
 
 // answers reports whether a bot's review can answer a delegated lens for head.
 func answers(rt *delegate.Runtime, rv *github.PullRequestReview, head string) bool {
-	p, ok := rt.Preset(botOfPresets(rt, rv.GetUser()))
+	p, ok := rt.Preset(rt.PresetOfBot(rv.GetUser().GetLogin(), rv.GetUser().GetID()))
 	return ok && p.ReviewAnswers(runtime.BotReview{ID: rv.GetID(), User: runtime.Actor{Login: rv.GetUser().GetLogin(), ID: rv.GetUser().GetID()},
 		State: rv.GetState(), CommitID: rv.GetCommitID(), Body: rv.GetBody(), SubmittedAt: rv.GetSubmittedAt().Time}, head)
 }

@@ -40,6 +40,20 @@ func (r *Runtime) Preset(name string) (Preset, bool) {
 	return p, ok
 }
 
+// PresetOfBot names the preset whose bot an account is, by login and user id ("" for none, and
+// for a nil runtime).
+func (r *Runtime) PresetOfBot(login string, id int64) string {
+	if r == nil {
+		return ""
+	}
+	for _, n := range r.PresetNames() {
+		if p := r.presets[n]; p.Bot.Login == login && p.Bot.UserID == id {
+			return n
+		}
+	}
+	return ""
+}
+
 // PresetNames lists the presets in sorted order.
 func (r *Runtime) PresetNames() []string {
 	out := make([]string, 0, len(r.presets))
