@@ -24,6 +24,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/publish"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
+	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -167,7 +168,7 @@ func newDelegateEnvWith(t *testing.T, ds delegateSetup) *delegateEnv {
 		o.Reviewer.(*countingReviewer).next = review.NewPipeline(review.Options{Runtimes: reg, Logger: zerolog.Nop(), WorkRoot: t.TempDir(), Now: clk.now})
 		o.Publisher = de.pubs
 		o.Now = clk.now
-		o.Delegation = handlers.Delegation{Runtime: dl, Recheck: []time.Duration{50 * time.Millisecond}, MaxRechecks: 100000}
+		o.Delegation = worker.Delegation{Runtime: dl, Recheck: []time.Duration{50 * time.Millisecond}, MaxRechecks: 100000}
 		if ds.durable {
 			q, err := durable.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "queue.db"),
 				durable.Options{Workers: 2, JobTimeout: 30 * time.Second, FetchPollInterval: 20 * time.Millisecond, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond})

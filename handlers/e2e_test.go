@@ -18,6 +18,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
+	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -494,7 +495,7 @@ func TestDiffTooLargeFallsBackToPatches(t *testing.T) {
 	}
 }
 
-type panickyReviewer struct{ handlers.Reviewer }
+type panickyReviewer struct{ worker.Reviewer }
 
 func (p panickyReviewer) Review(ctx context.Context, s *review.Subject, c *config.Repo) (*review.Decision, error) {
 	if s.Number == fixturePR {

@@ -22,6 +22,7 @@ import (
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/publication"
+	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -91,7 +92,7 @@ func (p *recordingPublisher) all() []*publication.Publication {
 
 // countingReviewer wraps a reviewer, recording the configurations it was given.
 type countingReviewer struct {
-	next handlers.Reviewer
+	next worker.Reviewer
 	mu   sync.Mutex
 	cfgs []*config.Repo
 	subj []*review.Subject

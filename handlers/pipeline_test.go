@@ -5,7 +5,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
@@ -21,4 +21,4 @@ func newPipeline(t testing.TB) *review.Pipeline {
 	})
 }
 
-func newTriager(t testing.TB) handlers.Triager { return newPipeline(t) }
+func newTriager(t testing.TB) worker.Triager { return newPipeline(t) }

@@ -30,6 +30,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/catchup"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
+	"github.com/lensgate/lensgate/handlers/worker"
 )
 
 // Routes served by the App.
@@ -46,8 +47,8 @@ type Options struct {
 	Config *config.Server
 	Logger zerolog.Logger
 	// Reviewer and Triager run the pipelines. A nil Reviewer refuses to start.
-	Reviewer Reviewer
-	Triager  Triager
+	Reviewer worker.Reviewer
+	Triager  worker.Triager
 	// Publisher writes outcomes to GitHub; nil logs them only.
 	Publisher publication.Publisher
 	// Queue holds review jobs; nil builds the in-memory queue sized by Config.Queue.
@@ -74,7 +75,7 @@ type Options struct {
 	CheckName string
 	// Delegation configures lenses answered by another review bot (its Runtime must be the
 	// delegate runtime the Reviewer's pipeline uses).
-	Delegation Delegation
+	Delegation worker.Delegation
 	// OrgConfigAbsence keeps which owners have no organisation configuration, for
 	// OrgConfigAbsentTTL (this process's memory when nil; durable.OrgConfigAbsence shares it
 	// through the durable queue's database, so a push received by one replica reaches all).
@@ -99,7 +100,7 @@ type Server struct {
 	log      zerolog.Logger
 	clients  githubapp.ClientCreator
 	queue    queue.Queue
-	worker   *Worker
+	worker   *worker.Worker
 	registry *prometheus.Registry
 	handler  http.Handler
 	keys     []ed25519.PublicKey
@@ -193,7 +194,7 @@ func New(opts Options) (*Server, error) {
 		witness:  opts.WitnessKeys,
 		version:  opts.Version,
 		role:     opts.Role,
-		worker: &Worker{
+		worker: &worker.Worker{
 			Clients:    cc,
 			Configs:    configs,
 			Fetch:      fetch,
@@ -206,7 +207,7 @@ func New(opts Options) (*Server, error) {
 			Command:    cfg.Review.Command,
 			Now:        opts.Now,
 			Logger:     opts.Logger,
-			Metrics:    NewWorkerMetrics(reg),
+			Metrics:    worker.NewMetrics(reg),
 		},
 	}
 

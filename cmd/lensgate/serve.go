@@ -28,6 +28,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
+	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -221,7 +222,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		Registry:         promReg,
 		Version:          version,
 		Role:             role,
-		Delegation:       handlers.Delegation{Runtime: dl},
+		Delegation:       worker.Delegation{Runtime: dl},
 	})
 	if err != nil {
 		return fail(err)

@@ -30,6 +30,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/policy"
@@ -120,7 +121,7 @@ type stack struct {
 }
 
 type stackOptions struct {
-	reviewer    handlers.Reviewer
+	reviewer    worker.Reviewer
 	public      bool
 	publicRepos bool
 	title       string

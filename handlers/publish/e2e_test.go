@@ -29,6 +29,7 @@ import (
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/publication"
+	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -234,7 +235,7 @@ type stack struct {
 
 type decisionLog struct {
 	mu   sync.Mutex
-	next handlers.Reviewer
+	next worker.Reviewer
 	all  []*review.Decision
 	// sources are the configurations reviews were given (config.Repo.Source), in order.
 	sources []string
@@ -273,20 +274,20 @@ func (l *decisionLog) last() *review.Decision {
 	return l.all[len(l.all)-1]
 }
 
-func newStack(t *testing.T, reviewer handlers.Reviewer, diff string, with ...func(*handlers.Options)) *stack {
+func newStack(t *testing.T, reviewer worker.Reviewer, diff string, with ...func(*handlers.Options)) *stack {
 	t.Helper()
 	return newStackWith(t, reviewer, diff, nil, with...)
 }
 
 // newStackWith is newStack with the publisher's options adjusted by popts.
-func newStackWith(t *testing.T, reviewer handlers.Reviewer, diff string, popts func(*Options), with ...func(*handlers.Options)) *stack {
+func newStackWith(t *testing.T, reviewer worker.Reviewer, diff string, popts func(*Options), with ...func(*handlers.Options)) *stack {
 	t.Helper()
 	return newStackOn(t, nil, reviewer, diff, popts, with...)
 }
 
 // newStackOn is newStackWith against gh, a fake GitHub another stack already uses (a second
 // replica of the App); nil makes a new one.
-func newStackOn(t *testing.T, gh *githubfake.Server, reviewer handlers.Reviewer, diff string, popts func(*Options), with ...func(*handlers.Options)) *stack {
+func newStackOn(t *testing.T, gh *githubfake.Server, reviewer worker.Reviewer, diff string, popts func(*Options), with ...func(*handlers.Options)) *stack {
 	t.Helper()
 	st := &stack{t: t, gh: gh, done: make(chan error, 16), logs: &syncBuffer{},
 		calls: map[string][2]int{}, decisions: &decisionLog{next: reviewer}, publisherOptions: popts}
@@ -307,7 +308,7 @@ func newStackOn(t *testing.T, gh *githubfake.Server, reviewer handlers.Reviewer,
 
 // newReplica is another replica of base's App: the same fake GitHub and keys, its own
 // publisher (adjusted by popts), audit ledger, logs and webhook server.
-func newReplica(base *stack, reviewer handlers.Reviewer, popts func(*Options), with ...func(*handlers.Options)) *stack {
+func newReplica(base *stack, reviewer worker.Reviewer, popts func(*Options), with ...func(*handlers.Options)) *stack {
 	base.t.Helper()
 	st := &stack{t: base.t, gh: base.gh, done: make(chan error, 16), logs: &syncBuffer{},
 		calls: map[string][2]int{}, decisions: &decisionLog{next: reviewer}, publisherOptions: popts}

@@ -21,9 +21,9 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
-	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/pull"
+	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -139,7 +139,7 @@ func modelPipeline(t *testing.T, m *fakeModel) *review.Pipeline {
 }
 
 // fullEveryTime hides the last review from the pipeline: every push is reviewed whole.
-type fullEveryTime struct{ next handlers.Reviewer }
+type fullEveryTime struct{ next worker.Reviewer }
 
 func (f fullEveryTime) Review(ctx context.Context, s *review.Subject, c *config.Repo) (*review.Decision, error) {
 	s.Prior, s.Since, s.Dismissals = nil, nil, nil

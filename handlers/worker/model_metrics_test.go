@@ -1,4 +1,4 @@
-package handlers
+package worker
 
 import (
 	"strings"
@@ -16,7 +16,7 @@ import (
 // not), its result and, when it was sent, its latency.
 func TestModelMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	w := &Worker{Metrics: NewWorkerMetrics(reg)}
+	w := &Worker{Metrics: NewMetrics(reg)}
 	w.observeModel(review.Tokens{TokenCount: review.TokenCount{Prompt: 1700, Completion: 150, Total: 1850}, Calls: []review.ModelCall{
 		{Runtime: "openai", Call: runtime.Call{Attempts: 1, Duration: 3 * time.Second, Usage: runtime.Tokens{PromptTokens: 1000, CompletionTokens: 100}}},
 		{Runtime: "openai", Call: runtime.Call{Attempts: 2, Duration: time.Second, Cause: "refused",

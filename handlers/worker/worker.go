@@ -1,4 +1,8 @@
-package handlers
+// Package worker takes a job from the queue to a publication: it reads the pull request or issue
+// (handlers/pull), loads the trusted configuration (handlers/repoconfig), reads the conversation
+// and its dismiss commands, runs the review pipeline, re-checks delegated lenses, and hands the
+// outcome to the Publisher (handlers/publication).
+package worker
 
 import (
 	"context"
@@ -57,11 +61,11 @@ type Worker struct {
 	// Now is the clock (time.Now when nil).
 	Now     func() time.Time
 	Logger  zerolog.Logger
-	Metrics *WorkerMetrics
+	Metrics *Metrics
 }
 
-// WorkerMetrics count review outcomes and what the model calls of reviews cost.
-type WorkerMetrics struct {
+// Metrics count review outcomes and what the model calls of reviews cost.
+type Metrics struct {
 	Reviews *prometheus.CounterVec // by kind and result
 	// Tokens counts model tokens by kind (prompt, completion) and whether they are lensgate's
 	// estimate ("true") or the server's count ("false").
@@ -78,9 +82,9 @@ type WorkerMetrics struct {
 	ReviewCalls prometheus.Histogram
 }
 
-// NewWorkerMetrics creates the worker's collectors and registers them when reg is not nil.
-func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
-	m := &WorkerMetrics{
+// NewMetrics creates the worker's collectors and registers them when reg is not nil.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
 		Reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lensgate_reviews_total",
 			Help: "Review and triage runs by kind and result (passed, failed, pending, invalid-config, stale, operational-failure, error).",
