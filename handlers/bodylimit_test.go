@@ -14,6 +14,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/webhook"
 )
 
 // unsigned starts a POST whose body the test writes through the returned pipe.
@@ -129,7 +130,7 @@ func TestOversizedBodyGetsReadable413(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close()
-			size := handlers.MaxWebhookBytes + 4<<20
+			size := webhook.MaxWebhookBytes + 4<<20
 			head := "POST " + handlers.RouteHook + " HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: pull_request\r\nX-GitHub-Delivery: d-big\r\n" +
 				"X-Hub-Signature-256: sha256=" + strings.Repeat("ab", 32) + "\r\n"
 			if chunked {

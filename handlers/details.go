@@ -7,13 +7,14 @@ import (
 
 	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/handlers/webhook"
 )
 
 // ReasonDetailsRerun is the job reason of a re-run asked for on the details page.
 const ReasonDetailsRerun = queue.ReasonDetailsRerun
 
 // newDetails builds the details page when the configuration turns it on (public_url set).
-func (s *Server) newDetails(h *hooks, opts Options) (*details.Handler, error) {
+func (s *Server) newDetails(hooks *webhook.Receiver, opts Options) (*details.Handler, error) {
 	cfg := s.cfg
 	if cfg.PublicURL == "" {
 		return nil, nil
@@ -42,7 +43,7 @@ func (s *Server) newDetails(h *hooks, opts Options) (*details.Handler, error) {
 		Rerun: func(ctx context.Context, r details.Rerun) error {
 			var b [8]byte
 			_, _ = rand.Read(b[:])
-			return h.enqueue(ctx, queue.Job{
+			return hooks.Enqueue(ctx, queue.Job{
 				Key:            queue.Key(r.Owner, r.Repo, r.Number),
 				DeliveryID:     "details-" + hex.EncodeToString(b[:]),
 				Kind:           queue.KindPullRequest,

@@ -18,6 +18,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
+	"github.com/lensgate/lensgate/handlers/webhook"
 	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/review"
 )
@@ -175,7 +176,7 @@ func TestWebhookRejections(t *testing.T) {
 	secret := e.gh.WebhookSecret()
 	notJSON := []byte(`{"action": "opened", "pull_request": `)
 	wrongShape := []byte(`{"action": "opened", "pull_request": "a string", "repository": 7}`)
-	big := bytes.Repeat([]byte(" "), handlers.MaxWebhookBytes+1)
+	big := bytes.Repeat([]byte(" "), webhook.MaxWebhookBytes+1)
 	sha1Only := build("pull_request", "", payload)
 	sha1Only.Header.Set("X-Hub-Signature", "sha1=0000000000000000000000000000000000000000")
 	tests := []struct {

@@ -5,9 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lensgate/lensgate/handlers/webhook"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/lensgate/lensgate/handlers"
 )
 
 // The manifest must ask for exactly the events the App handles and the least privilege it needs.
@@ -27,8 +26,8 @@ func TestAppManifest(t *testing.T) {
 	if err := yaml.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(m.Events, handlers.SubscribedEvents()) {
-		t.Fatalf("default_events %v, handled %v", m.Events, handlers.SubscribedEvents())
+	if !slices.Equal(m.Events, webhook.SubscribedEvents()) {
+		t.Fatalf("default_events %v, handled %v", m.Events, webhook.SubscribedEvents())
 	}
 	want := map[string]string{"contents": "read", "metadata": "read", "pull_requests": "write", "issues": "write", "checks": "write"}
 	if len(m.Permissions) != len(want) {

@@ -1,7 +1,7 @@
-// Package handlers is lensgate's GitHub App: the webhook endpoint (go-githubapp's dispatcher),
-// the event handlers that turn events into review jobs, the worker that reads the trusted
-// configuration and a snapshot from GitHub and runs the pipeline, and the publisher interface
-// through which the outcome reaches GitHub.
+// Package handlers assembles lensgate's GitHub App: the GitHub clients and their response
+// cache, the webhook receiver (handlers/webhook), the worker that runs review jobs
+// (handlers/worker), the queue, the details page, metrics and the HTTP routes. The jobs
+// themselves live in the sub-packages; this package only wires them together.
 package handlers
 
 import (
@@ -30,6 +30,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/catchup"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
+	"github.com/lensgate/lensgate/handlers/webhook"
 	"github.com/lensgate/lensgate/handlers/worker"
 )
 
@@ -66,7 +67,7 @@ type Options struct {
 	// Backoff overrides the retry delays of GitHub reads (tests shorten them).
 	InitialBackoff, MaxBackoff time.Duration
 	// MaxUnverifiedBytes bounds the body bytes held by webhook requests whose signature is not
-	// checked yet, all together (DefaultMaxUnverifiedBytes when zero); beyond it they get 503.
+	// checked yet, all together (webhook.DefaultMaxUnverifiedBytes when zero); beyond it they get 503.
 	MaxUnverifiedBytes int64
 	// Version is reported in the User-Agent and /healthz.
 	Version string
@@ -165,7 +166,6 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("github client creator: %w", err)
 	}
 
-	em := newEventMetrics(reg)
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -211,40 +211,25 @@ func New(opts Options) (*Server, error) {
 		},
 	}
 
-	h := &hooks{queue: q, clients: cc, fetch: fetch, reviewDrafts: cfg.Review.ReviewDrafts, backfill: cfg.Review.BackfillOnInstall,
-		command: cfg.Review.Command, now: now, events: em, appID: cfg.GitHub.App.IntegrationID, delegates: opts.Delegation.Runtime, configs: configs}
-	async := githubapp.QueueAsyncScheduler(cfg.Queue.EventQueueSize, cfg.Queue.EventWorkers,
-		githubapp.WithSchedulingMetrics(gm),
-		githubapp.WithContextDeriver(asyncContext),
-		githubapp.WithAsyncErrorCallback(func(ctx context.Context, d githubapp.Dispatch, err error) {
-			var pe githubapp.HandlerPanicError
-			if errors.As(err, &pe) {
-				zerolog.Ctx(ctx).Error().Str("panic", fmt.Sprint(pe.Value())).Msgf("event handler panicked: %+v", pe)
-			}
-			em.outcome(d.EventType, "error")
-			githubapp.MetricsAsyncErrorCallback(gm)(ctx, d, err)
-		}))
-	dispatcher := githubapp.NewEventDispatcher(
-		[]githubapp.EventHandler{pullRequestHandler{h}, pullRequestReviewHandler{h}, issuesHandler{h}, issueCommentHandler{h}, reviewCommentHandler{h}, checkHandler{h}, installationHandler{h}, pushHandler{h}},
-		// hookHandler checks every signature before the dispatcher sees the request, and removes
-		// it; an empty secret keeps the dispatcher from hashing the body a second time.
-		"",
-		githubapp.WithScheduler(hookScheduler{async: async, replays: newReplayGuard(maxRememberedBodies), events: em}),
-		githubapp.WithErrorCallback(hookErrorCallback(em, githubapp.MetricsErrorCallback(gm))),
-	)
+	hooks := webhook.New(webhook.Options{
+		Queue: q, Clients: cc, Fetch: fetch, Configs: configs, Delegates: opts.Delegation.Runtime,
+		AppID: cfg.GitHub.App.IntegrationID, Command: cfg.Review.Command,
+		ReviewDrafts: cfg.Review.ReviewDrafts, Backfill: cfg.Review.BackfillOnInstall,
+		Secret: cfg.GitHub.App.WebhookSecret, MaxUnverifiedBytes: opts.MaxUnverifiedBytes,
+		EventQueueSize: cfg.Queue.EventQueueSize, EventWorkers: cfg.Queue.EventWorkers,
+		Registry: reg, GoMetrics: gm, Now: now, Logger: opts.Logger,
+	})
 
 	mux := http.NewServeMux()
 	if opts.Role != RoleWorker {
-		hh := newHookHandler(dispatcher, em, opts.Logger, cfg.GitHub.App.WebhookSecret, opts.MaxUnverifiedBytes)
-		hh.now = now
-		mux.Handle(RouteHook, recoverer(hh, opts.Logger))
+		mux.Handle(RouteHook, recoverer(hooks, opts.Logger))
 	}
 	mux.HandleFunc("GET "+RouteHealth, s.health)
 	mux.HandleFunc("GET "+RouteReady, s.readiness)
 	mux.Handle("GET "+RouteMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET "+RouteKeys, s.serveKeys)
 	if opts.Role != RoleWorker {
-		page, err := s.newDetails(h, opts)
+		page, err := s.newDetails(hooks, opts)
 		if err != nil {
 			return nil, fmt.Errorf("details page: %w", err)
 		}
@@ -431,10 +416,4 @@ func recoverer(next http.Handler, log zerolog.Logger) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
-}
-
-// SubscribedEvents are the webhook events the App must subscribe to (app.yml default_events).
-// installation and installation_repositories are handled too but always delivered.
-func SubscribedEvents() []string {
-	return []string{"check_run", "check_suite", "issue_comment", "issues", "pull_request", "pull_request_review", "pull_request_review_comment"}
 }

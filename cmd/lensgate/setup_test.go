@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/lensgate/lensgate/config"
-	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/webhook"
 )
 
 // fakeManifestAPI is GitHub's manifest conversion for one code, counting the conversions.
@@ -192,7 +192,7 @@ func TestSetupManifestFromAppYML(t *testing.T) {
 	if m.Hook["url"] != "https://lg.example.com/api/github/hook" || m.Hook["active"] != true {
 		t.Errorf("hook_attributes %v", m.Hook)
 	}
-	want := handlers.SubscribedEvents()
+	want := webhook.SubscribedEvents()
 	got := append([]string(nil), m.Events...)
 	slices.Sort(want)
 	slices.Sort(got)

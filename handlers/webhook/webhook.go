@@ -1,4 +1,8 @@
-package handlers
+// Package webhook is the App's webhook endpoint: it checks each delivery's signature and size,
+// drops replayed bodies, reads the few payload fields each event needs, and turns events into
+// review jobs on the queue. It answers GitHub within milliseconds; the reviews run in
+// handlers/worker.
+package webhook
 
 import (
 	"bytes"

@@ -1,9 +1,7 @@
-package handlers
+package repoconfig
 
 import (
 	"testing"
-
-	"github.com/lensgate/lensgate/handlers/repoconfig"
 )
 
 // FuzzYAGAPolicy: any base-branch policy file is parsed and located without a panic, and every
@@ -13,8 +11,8 @@ func FuzzYAGAPolicy(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, path := range []string{repoconfig.YAGAPath, repoconfig.PyprojectPath} {
-			for _, p := range repoconfig.ValidateProposed(path, []byte(s)) {
+		for _, path := range []string{YAGAPath, PyprojectPath} {
+			for _, p := range ValidateProposed(path, []byte(s)) {
 				if p.File != path || p.Line < 0 || p.Line > len(s)+1 {
 					t.Fatalf("%s: problem %+v", path, p)
 				}
