@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
-	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/policy"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -94,10 +93,7 @@ func (p *Pipeline) planReview(subj *Subject, cfg *config.Repo, plan policy.Plan)
 		log:      p.opts.Logger.With().Str("component", "review").Str("head", ShortSHA(subj.HeadSHA)).Logger(),
 		observed: &Observed{Started: p.opts.Now()}, incremental: map[string]bool{}, reviewedBy: map[string]bool{},
 	}
-	r.diffBytes = subj.Diff
-	if len(r.diffBytes) == 0 {
-		r.diffBytes = patchesToDiff(subj.Files)
-	}
+	r.diffBytes = subj.reviewedDiff()
 	r.files = diff.Parse(r.diffBytes)
 	r.changed = changedFiles(subj.Files, r.files)
 	for i := range r.files {
@@ -520,16 +516,7 @@ func (r *reviewRun) assemble() (*Decision, error) {
 	dec := &Decision{
 		Gate: gate, PlanDigest: r.plan.Digest(), Lenses: results, Intake: r.intake,
 		Runs: runs, Observed: r.observed, Session: r.session, Tokens: tokens, ModelInput: ModelInput{WithheldFiles: []string{}},
-		Subject: SubjectContext{
-			Kind: subj.Kind, Owner: subj.Owner, Repo: subj.Repo, Number: subj.Number,
-			RepositoryNodeID: subj.RepositoryNodeID, NodeID: subj.NodeID, HeadSHA: subj.HeadSHA,
-			BaseSHA: subj.BaseSHA, ReviewedDiffDigest: sha256Hex(r.diffBytes),
-		},
-	}
-	if prepared, err := disclosure.PrepareBody(subj.Body); err == nil {
-		if d, err := disclosure.BodyCoreDigest(prepared); err == nil {
-			dec.Subject.BodyCoreDigest = d
-		}
+		Subject: subj.Context(),
 	}
 	dec.Findings = []Finding{}
 	var open []Finding

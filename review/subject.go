@@ -3,7 +3,10 @@
 // repository configuration, and get back a Decision that a publisher renders.
 package review
 
-import "github.com/lensgate/lensgate/review/runtime"
+import (
+	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/review/runtime"
+)
 
 // Subject kinds.
 const (
@@ -135,4 +138,31 @@ type Dismissal struct {
 	ID     string
 	Reason string
 	By     string
+}
+
+// reviewedDiff is the diff a review of s reads: Diff, or one built from the files' patches when
+// the forge gave no full diff.
+func (s *Subject) reviewedDiff() []byte {
+	if len(s.Diff) > 0 {
+		return s.Diff
+	}
+	return patchesToDiff(s.Files)
+}
+
+// Context is what a decision about s binds: the same for a reviewed decision and for one the
+// caller synthesises without a review (an invalid configuration, an outage). The body core is
+// that of the prepared body (disclosure.PrepareBody), which is the body the publisher signs and
+// splices; a body whose markers are ambiguous binds none.
+func (s *Subject) Context() SubjectContext {
+	sc := SubjectContext{
+		Kind: s.Kind, Owner: s.Owner, Repo: s.Repo, Number: s.Number,
+		RepositoryNodeID: s.RepositoryNodeID, NodeID: s.NodeID, HeadSHA: s.HeadSHA,
+		BaseSHA: s.BaseSHA, ReviewedDiffDigest: sha256Hex(s.reviewedDiff()),
+	}
+	if prepared, err := disclosure.PrepareBody(s.Body); err == nil {
+		if d, err := disclosure.BodyCoreDigest(prepared); err == nil {
+			sc.BodyCoreDigest = d
+		}
+	}
+	return sc
 }

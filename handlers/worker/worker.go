@@ -6,8 +6,6 @@ package worker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -20,7 +18,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
-	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
@@ -277,7 +274,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		return err
 	}
 	if d.Subject.HeadSHA == "" {
-		d.Subject = SubjectContext(subj)
+		d.Subject = subj.Context()
 	}
 	pub.Decision = d
 	w.count("pull_request", string(d.Gate.State))
@@ -560,34 +557,13 @@ func bindPartial(pr *github.PullRequest) *review.Subject {
 	return pull.BindPull(&pull.PullSnapshot{PR: pr, OpenPRsByAuthor: -1})
 }
 
-// SubjectContext binds a decision to exactly what was reviewed: ids, SHAs, the SHA-256 of the
-// exact diff bytes, and the body core digest.
-func SubjectContext(s *review.Subject) review.SubjectContext {
-	sum := sha256.Sum256(s.Diff)
-	sc := review.SubjectContext{
-		Kind:               s.Kind,
-		Owner:              s.Owner,
-		Repo:               s.Repo,
-		Number:             s.Number,
-		RepositoryNodeID:   s.RepositoryNodeID,
-		NodeID:             s.NodeID,
-		HeadSHA:            s.HeadSHA,
-		BaseSHA:            s.BaseSHA,
-		ReviewedDiffDigest: hex.EncodeToString(sum[:]),
-	}
-	if d, err := disclosure.BodyCoreDigest(s.Body); err == nil {
-		sc.BodyCoreDigest = d
-	}
-	return sc
-}
-
 // invalidConfigDecision is a failing gate that carries every configuration problem with its
 // file, line and message, instead of a review with defaults.
 func invalidConfigDecision(subj *review.Subject, tc repoconfig.TrustedConfig) *review.Decision {
 	lines := make([]string, 0, len(tc.Problems))
 	d := &review.Decision{
 		Recommendation: review.RecommendRequestChanges,
-		Subject:        SubjectContext(subj),
+		Subject:        subj.Context(),
 		Coverage:       review.Coverage{Status: review.CoverageUnknown},
 	}
 	for _, p := range tc.Problems {
@@ -625,7 +601,7 @@ func pendingDecision(subj *review.Subject, reason string) *review.Decision {
 			BlockingPending: []string{"review"},
 		},
 		Recommendation: review.RecommendComment,
-		Subject:        SubjectContext(subj),
+		Subject:        subj.Context(),
 		Coverage:       review.Coverage{Status: review.CoverageUnknown},
 		Comment:        "lensgate could not complete this review: " + reason,
 	}
