@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/lensgate/lensgate/config"
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 // localModel is an OpenAI-compatible endpoint that answers every lens with request-changes

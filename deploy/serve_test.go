@@ -30,7 +30,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 // testVersion is stamped into the test build; /healthz and --version must report it.

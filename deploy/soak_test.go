@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/lensgate/lensgate/disclosure/block"
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 // soakDiff adds merge-conflict markers, which the built-in runtime flags on their lines, so

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 // reviewCommentPayload is a pull_request_review_comment "created" webhook for a reply by user,

@@ -14,12 +14,12 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
-	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/handlers/webhook"
 	"github.com/lensgate/lensgate/handlers/worker"
+	"github.com/lensgate/lensgate/internal/githubfake"
 	"github.com/lensgate/lensgate/review"
 )
 

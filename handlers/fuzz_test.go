@@ -10,7 +10,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 // FuzzWebhook sends signed arbitrary bodies under every handled event type: the endpoint must

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 // oldPullRequestEvent is how the pull_request handler once decoded its payload, kept as the

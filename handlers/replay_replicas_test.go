@@ -13,8 +13,8 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
-	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 // replicaDSNs returns a SQLite database and, when the test cluster is set, a fresh PostgreSQL

@@ -9,7 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
 

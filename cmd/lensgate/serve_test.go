@@ -19,7 +19,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers"
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 	"github.com/rs/zerolog"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lensgate/lensgate/handlers"
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 // TestPrivateRepositoryWithPublicReposIsA404: with public_repos on, an anonymous reader of a

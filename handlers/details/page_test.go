@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 func TestCheckRunAndCommentLinkThePage(t *testing.T) {

@@ -16,9 +16,9 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/lensgate/lensgate/handlers"
-	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 // heldWrites holds every content write to one repository until the test releases the pull

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 const (

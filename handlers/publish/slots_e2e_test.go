@@ -19,8 +19,8 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/lensgate/lensgate/handlers"
-	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 // prPayload is the opened payload turned into pull request number of owner/name (repository

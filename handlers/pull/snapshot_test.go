@@ -10,7 +10,7 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/google/go-github/v62/github"
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 // The files a review binds from the diff are the files GitHub's files API lists for it.

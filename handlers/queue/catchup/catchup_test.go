@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
-	"github.com/lensgate/lensgate/handlers/githubfake"
+	"github.com/lensgate/lensgate/internal/githubfake"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
