@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/disclosure/severity"
 )
 
 // envelopeOverhead covers what a signed envelope adds around the base64 payload: the member
@@ -30,8 +31,6 @@ func (p *Predicate) EnvelopeSize() (int, error) {
 	return base64.StdEncoding.EncodedLen(len(payload)) + envelopeOverhead, nil
 }
 
-var severityRank = map[string]int{"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
-
 // BoundFindings keeps the signed envelope of p within maxEnvelope bytes by listing only the
 // most severe findings (in their original order). It never hides that it did: FindingsTotal
 // keeps the full count, a coverage gap names how many findings are not listed, and a COMPLETE
@@ -50,7 +49,7 @@ func (p *Predicate) BoundFindings(maxEnvelope int) (int, error) {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
-		return rank(all[a].Severity) - rank(all[b].Severity)
+		return severity.Rank(all[b].Severity) - severity.Rank(all[a].Severity)
 	})
 	origCoverage, origTotal := p.Coverage, p.FindingsTotal
 	try := func(k int) (bool, error) {
@@ -92,11 +91,4 @@ func (p *Predicate) BoundFindings(maxEnvelope int) (int, error) {
 		return 0, err
 	}
 	return total - lo, nil
-}
-
-func rank(severity string) int {
-	if r, ok := severityRank[severity]; ok {
-		return r
-	}
-	return len(severityRank)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lensgate/lensgate/disclosure/dsse"
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // ChainResolution orders a set of receipts by their supersession claims. It verifies no
@@ -34,7 +35,7 @@ func ReceiptDigest(envelope any) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return sha256Hex(b), true
+	return digest.SHA256Hex(b), true
 }
 
 // ResolveChain resolves supersession among envelopes (parsed JSON trees). verified holds the
@@ -55,13 +56,13 @@ func ResolveChain(envelopes []any, verified map[string]bool) ChainResolution {
 			continue
 		}
 		if b, err := dsse.DecodeStdBase64(p); err == nil {
-			d := sha256Hex(b)
+			d := digest.SHA256Hex(b)
 			if _, dup := present[d]; !dup {
 				order = append(order, d)
 			}
 			present[d] = b
 		} else if b, alpha, err := dsse.DecodeBase64(p); err == nil && alpha == dsse.URLSafe {
-			unaddressable[sha256Hex(b)] = true
+			unaddressable[digest.SHA256Hex(b)] = true
 		}
 	}
 	corrected := map[string]bool{}

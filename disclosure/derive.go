@@ -10,17 +10,11 @@ import (
 	"time"
 
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // EmptyFindingsRoot is the findings root of an empty list: the SHA-256 of no bytes.
 const EmptyFindingsRoot = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	var h [2 * sha256.Size]byte
-	hex.Encode(h[:], sum[:])
-	return string(h[:])
-}
 
 // SubjectDigest is the hex SHA-256 of the canonical subjectContext.
 func SubjectDigest(subjectContext any) (string, error) {
@@ -28,7 +22,7 @@ func SubjectDigest(subjectContext any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("subject digest: %w", err)
 	}
-	return sha256Hex(b), nil
+	return digest.SHA256Hex(b), nil
 }
 
 // SubjectName derives the statement's subject name from a subjectContext; ok is false when no

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lensgate/lensgate/disclosure/dsse"
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // RefusedError is returned when the emitter will not sign a predicate: it would claim more
@@ -128,7 +129,7 @@ func emit(pred any, v Version, s Signer, honest bool) (*Receipt, error) {
 		return nil, fmt.Errorf("emit: %w", err)
 	}
 	name, _ := SubjectName(p["subjectContext"])
-	return &Receipt{Envelope: env, Version: v, ReceiptDigest: sha256Hex(payload),
+	return &Receipt{Envelope: env, Version: v, ReceiptDigest: digest.SHA256Hex(payload),
 		SubjectDigest: subjectDigest, SubjectName: name}, nil
 }
 

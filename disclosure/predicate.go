@@ -7,6 +7,7 @@ import (
 
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // Predicate is what the review pipeline knows about one review. Tree turns it into the signed
@@ -373,7 +374,7 @@ func Disclose(body string, p *Predicate, s Signer) (*Disclosure, error) {
 	if err != nil {
 		return nil, fmt.Errorf("disclose: %w", err)
 	}
-	final, err := RenderBlockJSON(signed, sha256Hex(rc.Envelope))
+	final, err := RenderBlockJSON(signed, digest.SHA256Hex(rc.Envelope))
 	if err != nil {
 		return nil, fmt.Errorf("disclose: %w", err)
 	}

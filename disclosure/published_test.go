@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 const corpusDir = "testdata/proofbundle"
@@ -230,7 +231,7 @@ func TestUpstreamRegressionTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyText := readFile(t, filepath.Join(corpusDir, "published-receipts", "proofbundle_185.r2.publickey.hex"))
-	if got := sha256Hex(bytes.TrimSpace(keyText))[:16]; got != table.PubkeySHA256Prefix {
+	if got := digest.SHA256Hex(bytes.TrimSpace(keyText))[:16]; got != table.PubkeySHA256Prefix {
 		t.Fatalf("house key fingerprint %s, table has %s", got, table.PubkeySHA256Prefix)
 	}
 	house, _ := ParsePublicKey(keyText)

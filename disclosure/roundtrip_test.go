@@ -17,6 +17,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/disclosure/dsse"
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 func testSigner() Signer {
@@ -231,7 +232,7 @@ func TestDiscloseRoundTrip(t *testing.T) {
 		!strings.Contains(d.Block, "- **Review:** 2 run(s), coverage PARTIAL") {
 		t.Errorf("block:\n%s", d.Block)
 	}
-	if lines, _ := block.Parse(d.Body); block.ReceiptDigest(lines) != sha256Hex(d.Receipt.Envelope) {
+	if lines, _ := block.Parse(d.Body); block.ReceiptDigest(lines) != digest.SHA256Hex(d.Receipt.Envelope) {
 		t.Error("Receipt line does not carry the envelope file hash")
 	}
 	// A later edit of the author text, with the block kept, must be detected.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // The verifier hashes spans of a canonical payload instead of re-serialising the tree; both
@@ -37,7 +38,7 @@ func TestCanonicalSpansAgreeWithTheTree(t *testing.T) {
 		pred := p.statement["predicate"].(map[string]any)
 		canonPred := jcs.Member(p.payload, "predicate")
 		want, err := SubjectDigest(pred["subjectContext"])
-		if err != nil || sha256Hex(jcs.Member(canonPred, "subjectContext")) != want {
+		if err != nil || digest.SHA256Hex(jcs.Member(canonPred, "subjectContext")) != want {
 			t.Errorf("envelope %d: subject digest differs (%v)", i, err)
 		}
 		list, _ := asArr(pred["declaration"].(map[string]any)["findings"])

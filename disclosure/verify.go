@@ -9,6 +9,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/disclosure/dsse"
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // MaxEnvelopeBytes bounds the envelope JSON a verifier reads: an 8 MiB payload in base64 plus
@@ -103,7 +104,7 @@ func checkReceiptLine(r *Report, envelope []byte, body *string) {
 		return
 	}
 	got := block.ReceiptDigest(lines)
-	if got == "" || got == sha256Hex(envelope) || got == r.ReceiptDigest {
+	if got == "" || got == digest.SHA256Hex(envelope) || got == r.ReceiptDigest {
 		return
 	}
 	r.Warnings = append(r.Warnings, "the block's Receipt: line names sha256:"+got+
@@ -254,7 +255,7 @@ func openSigned(r *Report, env any, opts Options, pre *parsed) (o *dsse.Opened, 
 		return nil, false, false
 	}
 	if o.Alphabet == dsse.Standard {
-		r.ReceiptDigest = sha256Hex(o.Payload)
+		r.ReceiptDigest = digest.SHA256Hex(o.Payload)
 	}
 	if kerr := dsse.CheckPublicKey(opts.PublicKey); kerr != nil {
 		r.Errors = append(r.Errors, "public key refused: "+kerr.Error())
@@ -398,7 +399,7 @@ func bindSubject(r *Report, st, pred map[string]any, expected string, canonPred 
 	var derived string
 	var err error
 	if sc := jcs.Member(canonPred, "subjectContext"); sc != nil {
-		derived = sha256Hex(sc)
+		derived = digest.SHA256Hex(sc)
 	} else {
 		derived, err = SubjectDigest(pred["subjectContext"])
 	}

@@ -3,6 +3,7 @@ package review
 import (
 	"time"
 
+	"github.com/lensgate/lensgate/disclosure/severity"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
@@ -33,22 +34,8 @@ const (
 // Blocks reports whether a finding of this severity fails its lens.
 func (s Severity) Blocks() bool { return s == SeverityCritical || s == SeverityHigh }
 
-// Rank orders severities: critical is 4, info 0, anything unknown -1.
-func (s Severity) Rank() int {
-	switch s {
-	case SeverityCritical:
-		return 4
-	case SeverityHigh:
-		return 3
-	case SeverityMedium:
-		return 2
-	case SeverityLow:
-		return 1
-	case SeverityInfo:
-		return 0
-	}
-	return -1
-}
+// Rank orders severities: critical is 4, info 0, anything unknown -1 (severity.Rank).
+func (s Severity) Rank() int { return severity.Rank(string(s)) }
 
 // Recommendations, in ASDD's vocabulary. lensgate recommends; it never approves or merges.
 const (

@@ -15,6 +15,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/jcs"
 	"github.com/lensgate/lensgate/disclosure/observation"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/runtime"
 )
@@ -61,11 +62,11 @@ func requestDocument(req *runtime.Request, filesDigest string) []byte {
 	lenses := make([]any, 0, len(req.Lenses))
 	for _, l := range req.Lenses {
 		lenses = append(lenses, map[string]any{
-			"name": clean(l.Name), "preset": clean(l.Preset), "instructionSha256": sha256Hex([]byte(l.Instruction)),
+			"name": clean(l.Name), "preset": clean(l.Preset), "instructionSha256": digest.SHA256Hex([]byte(l.Instruction)),
 		})
 	}
 	doc := map[string]any{
-		"kind": req.Kind, "lenses": lenses, "diffSha256": sha256Hex(req.Diff), "files": filesDigest,
+		"kind": req.Kind, "lenses": lenses, "diffSha256": digest.SHA256Hex(req.Diff), "files": filesDigest,
 		"headSha": clean(req.Subject.HeadSHA), "baseSha": clean(req.Subject.BaseSHA), "model": clean(req.Settings.Model),
 	}
 	b, _ := jcs.Canonical(doc) // strings and arrays only
@@ -115,7 +116,7 @@ func filesGiven(files []diff.File, blobs map[string]string) observation.Files {
 			entries[p] = b
 			continue
 		}
-		entries[p] = "sha256:" + sha256Hex(files[i].Raw)
+		entries[p] = "sha256:" + digest.SHA256Hex(files[i].Raw)
 	}
 	return observation.Files{Digest: observation.FilesDigest(entries), Count: len(entries)}
 }
@@ -136,7 +137,7 @@ func (p *Pipeline) observeCall(rt runtime.Runtime, req *runtime.Request, files o
 	var review []byte
 	if rec.err == nil {
 		review = reviewDocument(rec.res)
-		c.ReviewDigest = sha256Hex(review)
+		c.ReviewDigest = digest.SHA256Hex(review)
 	} else {
 		c.Error = field(rec.err.Error(), observation.MaxErrorBytes)
 		if c.Error == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/pathglob"
 	"github.com/lensgate/lensgate/review/policy"
@@ -164,7 +165,7 @@ func configDigest(cfg *config.Repo) string {
 	if err != nil {
 		return ""
 	}
-	return sha256Hex(raw)
+	return digest.SHA256Hex(raw)
 }
 
 // reusable returns the paid lenses whose result the earlier review of this very head may
@@ -192,9 +193,9 @@ func (p *Pipeline) reusable(subj *Subject, plan policy.Plan, cfgDigest string, l
 	case pr.Reuse == nil:
 		why = "the earlier review recorded no lens results"
 	case pr.Reuse.Head != subj.HeadSHA:
-		why = "the recorded results are of head " + ShortSHA(pr.Reuse.Head) + ", not this one"
+		why = "the recorded results are of head " + digest.Short(pr.Reuse.Head) + ", not this one"
 	case pr.PlanDigest != plan.Digest():
-		why = "the review policy changed (plan digest " + ShortSHA(pr.PlanDigest) + " -> " + ShortSHA(plan.Digest()) + ")"
+		why = "the review policy changed (plan digest " + digest.Short(pr.PlanDigest) + " -> " + digest.Short(plan.Digest()) + ")"
 	case pr.BaseSHA != subj.BaseSHA:
 		why = "the base moved since the recorded review"
 	case cfgDigest == "" || pr.Reuse.Config != cfgDigest:
@@ -641,19 +642,6 @@ func changedFiles(files []File, parsed []diff.File) []runtime.Changed {
 func findingID(lens, rule, path, key string) string {
 	h := sha256.Sum256([]byte(lens + "\x00" + rule + "\x00" + path + "\x00" + key))
 	return "LG-" + hex.EncodeToString(h[:6])
-}
-
-func sha256Hex(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
-}
-
-// ShortSHA abbreviates a commit SHA to the 12 characters used in every message and log line.
-func ShortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 // boundText cuts s to at most n bytes on a rune boundary and drops invalid UTF-8.

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
 	"github.com/lensgate/lensgate/review/runtime/dryrun"
@@ -350,7 +351,7 @@ func TestDiffBudgetNamesGaps(t *testing.T) {
 	if d.Coverage.Status != CoveragePartial || len(d.Coverage.Gaps) != 1 || d.Coverage.Gaps[0].Path != "big.md" {
 		t.Fatalf("coverage %+v", d.Coverage)
 	}
-	if d.Subject.ReviewedDiffDigest != sha256Hex(subj.Diff) {
+	if d.Subject.ReviewedDiffDigest != digest.SHA256Hex(subj.Diff) {
 		t.Fatal("reviewed diff digest is not the digest of the diff bytes")
 	}
 }

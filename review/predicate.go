@@ -6,6 +6,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // ProducerID names lensgate as the producer of receipts.
@@ -34,7 +35,7 @@ func Predicate(d *Decision, subj *Subject, now time.Time) *disclosure.Predicate 
 		}
 	}
 	p := &disclosure.Predicate{
-		ReviewID:   "lensgate:" + ShortSHA(d.Subject.HeadSHA) + ":" + ShortSHA(d.Subject.ReviewedDiffDigest),
+		ReviewID:   "lensgate:" + digest.Short(d.Subject.HeadSHA) + ":" + digest.Short(d.Subject.ReviewedDiffDigest),
 		Subject:    sc,
 		Authoring:  []disclosure.AssuredItem{{AssertedBy: "author:" + nonEmpty(subj.Author, "unknown")}},
 		DeclaredAt: now.UTC(),

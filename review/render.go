@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/pathglob"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -229,8 +230,8 @@ func RenderComment(d *Decision) string {
 	if w := d.ModelInput.WithheldFiles; len(w) > 0 {
 		fmt.Fprintf(&b, "\n%d file(s) withheld from the model (models.exclude_paths); see the coverage gaps.\n", len(w))
 	}
-	fmt.Fprintf(&b, "\n<sub>Head `%s`, plan `%s`, diff sha256 `%s`.", ShortSHA(d.Subject.HeadSHA),
-		ShortSHA(d.PlanDigest), ShortSHA(d.Subject.ReviewedDiffDigest))
+	fmt.Fprintf(&b, "\n<sub>Head `%s`, plan `%s`, diff sha256 `%s`.", digest.Short(d.Subject.HeadSHA),
+		digest.Short(d.PlanDigest), digest.Short(d.Subject.ReviewedDiffDigest))
 	if line := TokensLine(d); line != "" {
 		b.WriteString(" " + line)
 	}

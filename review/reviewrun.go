@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/policy"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -90,7 +91,7 @@ type reviewRun struct {
 func (p *Pipeline) planReview(subj *Subject, cfg *config.Repo, plan policy.Plan) *reviewRun {
 	r := &reviewRun{
 		p: p, subj: subj, cfg: cfg, plan: plan,
-		log:      p.opts.Logger.With().Str("component", "review").Str("head", ShortSHA(subj.HeadSHA)).Logger(),
+		log:      p.opts.Logger.With().Str("component", "review").Str("head", digest.Short(subj.HeadSHA)).Logger(),
 		observed: &Observed{Started: p.opts.Now()}, incremental: map[string]bool{}, reviewedBy: map[string]bool{},
 	}
 	r.diffBytes = subj.reviewedDiff()
@@ -231,7 +232,7 @@ func (r *reviewRun) prepare() {
 	}
 	// What the review declares before its first call, for a runtime that records the calls of
 	// the whole review (a runner in another process).
-	r.session = &runtime.Session{DiffDigest: sha256Hex(r.diffBytes), PlanDigest: r.plan.Digest(), Blobs: r.blobs}
+	r.session = &runtime.Session{DiffDigest: digest.SHA256Hex(r.diffBytes), PlanDigest: r.plan.Digest(), Blobs: r.blobs}
 	// One budget for the whole review, shared by every model runtime it calls.
 	r.spend = &reviewBudget{max: cfg.Models.MaxTokensPerReview, ledger: r.p.opts.Tokens, installation: subj.InstallationID,
 		log: r.log.With().Int64("github_installation_id", subj.InstallationID).Logger()}
@@ -461,13 +462,13 @@ func (r *reviewRun) lensResult(i int) (LensResult, bool) {
 		lr.Summary = "No changed file matches this lens's paths."
 	case g.unchanged:
 		lr.Outcome = OutcomePassed
-		lr.Summary = "No changes since " + ShortSHA(r.sc.since) + ", the head this lens last reviewed; its findings are carried forward."
+		lr.Summary = "No changes since " + digest.Short(r.sc.since) + ", the head this lens last reviewed; its findings are carried forward."
 	default:
 		rep := mergeReports(g.reports[l.item.Name])
 		lr = mapReport(lr, rep)
 		requestChanges = rep != nil && rep.Verdict == runtime.VerdictRequestChanges
 		if lr.Outcome != OutcomePending && r.incremental[l.item.Name] {
-			lr.Summary = strings.TrimSpace("Changes since " + ShortSHA(r.sc.since) + ": " + lr.Summary)
+			lr.Summary = strings.TrimSpace("Changes since " + digest.Short(r.sc.since) + ": " + lr.Summary)
 		}
 	}
 	if lr.Outcome == OutcomePending && lr.Summary == "" {

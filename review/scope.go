@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/policy"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -40,15 +41,15 @@ func scopeOf(subj *Subject, plan policy.Plan) scope {
 	case pr.Head() == "":
 		return scope{reason: "no lens completed in the earlier review"}
 	case pr.PlanDigest != plan.Digest():
-		return scope{reason: "the review policy changed since the last review (plan digest " + ShortSHA(pr.PlanDigest) + " -> " + ShortSHA(plan.Digest()) + ")"}
+		return scope{reason: "the review policy changed since the last review (plan digest " + digest.Short(pr.PlanDigest) + " -> " + digest.Short(plan.Digest()) + ")"}
 	case pr.BaseSHA != subj.BaseSHA:
-		return scope{reason: "the base moved since the last review (" + ShortSHA(pr.BaseSHA) + " -> " + ShortSHA(subj.BaseSHA) + ")"}
+		return scope{reason: "the base moved since the last review (" + digest.Short(pr.BaseSHA) + " -> " + digest.Short(subj.BaseSHA) + ")"}
 	case pr.Head() == subj.HeadSHA:
 		return scope{incremental: true, since: subj.HeadSHA, touched: map[string]bool{}}
 	case subj.Since == nil || subj.Since.From != pr.Head():
-		return scope{reason: "the last reviewed head " + ShortSHA(pr.Head()) + " is not an ancestor of this head (force-push or rebase)"}
+		return scope{reason: "the last reviewed head " + digest.Short(pr.Head()) + " is not an ancestor of this head (force-push or rebase)"}
 	case subj.Since.Truncated:
-		return scope{reason: "the changes since " + ShortSHA(pr.Head()) + " are too many to list"}
+		return scope{reason: "the changes since " + digest.Short(pr.Head()) + " are too many to list"}
 	}
 	sc := scope{incremental: true, since: pr.Head(), touched: map[string]bool{}}
 	sc.diff = subj.Since.Diff

@@ -5,6 +5,7 @@ package review
 
 import (
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
@@ -157,7 +158,7 @@ func (s *Subject) Context() SubjectContext {
 	sc := SubjectContext{
 		Kind: s.Kind, Owner: s.Owner, Repo: s.Repo, Number: s.Number,
 		RepositoryNodeID: s.RepositoryNodeID, NodeID: s.NodeID, HeadSHA: s.HeadSHA,
-		BaseSHA: s.BaseSHA, ReviewedDiffDigest: sha256Hex(s.reviewedDiff()),
+		BaseSHA: s.BaseSHA, ReviewedDiffDigest: digest.SHA256Hex(s.reviewedDiff()),
 	}
 	if prepared, err := disclosure.PrepareBody(s.Body); err == nil {
 		if d, err := disclosure.BodyCoreDigest(prepared); err == nil {

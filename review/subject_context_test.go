@@ -6,6 +6,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // A decision the pipeline reaches and one a caller synthesises for the same subject (an invalid
@@ -32,7 +33,7 @@ func TestSubjectContextIsTheReviewedOne(t *testing.T) {
 		if core, _ := disclosure.BodyCoreDigest(prepared); core == "" || d.Subject.BodyCoreDigest != core {
 			t.Fatalf("body core %q, want the prepared body's %q", d.Subject.BodyCoreDigest, core)
 		}
-		if d.Subject.ReviewedDiffDigest != sha256Hex(subj.reviewedDiff()) || len(subj.reviewedDiff()) == 0 {
+		if d.Subject.ReviewedDiffDigest != digest.SHA256Hex(subj.reviewedDiff()) || len(subj.reviewedDiff()) == 0 {
 			t.Fatal("reviewed diff digest is not the digest of the diff the review read")
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/observation"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runner"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -329,7 +330,7 @@ func writeText(w io.Writer, d *review.Decision) {
 	fmt.Fprintf(w, "Gate: %s (%s)\n", d.Gate.State, review.PlainText(d.Gate.Reason))
 	fmt.Fprintf(w, "Recommendation: %s\n", d.Recommendation)
 	fmt.Fprintf(w, "Plan digest: %s\n", d.PlanDigest)
-	fmt.Fprintf(w, "Reviewed: %s..%s, diff sha256 %s\n\n", short(d.Subject.BaseSHA), short(d.Subject.HeadSHA), d.Subject.ReviewedDiffDigest)
+	fmt.Fprintf(w, "Reviewed: %s..%s, diff sha256 %s\n\n", digest.Short(d.Subject.BaseSHA), digest.Short(d.Subject.HeadSHA), d.Subject.ReviewedDiffDigest)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LENS\tROLE\tOUTCOME\tRUNTIME\tSUMMARY")
 	for _, l := range d.Lenses {
@@ -377,11 +378,4 @@ func writeText(w io.Writer, d *review.Decision) {
 	if line := review.TokensLine(d); line != "" {
 		fmt.Fprintf(w, "\n%s\n", line)
 	}
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }

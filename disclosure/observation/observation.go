@@ -20,6 +20,7 @@ import (
 
 	"github.com/lensgate/lensgate/disclosure/dsse"
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/disclosure/severity"
 )
 
 // Wire constants.
@@ -372,10 +373,8 @@ func (s *Statement) Bound(maxBytes int) (int, error) {
 	}
 }
 
-var severityRank = map[string]int{"critical": 4, "high": 3, "medium": 2, "low": 1, "info": 0}
-
 func sortBySeverity(fs []Finding) {
-	sort.SliceStable(fs, func(i, j int) bool { return severityRank[fs[i].Severity] > severityRank[fs[j].Severity] })
+	sort.SliceStable(fs, func(i, j int) bool { return severity.Rank(fs[i].Severity) > severity.Rank(fs[j].Severity) })
 }
 
 func digestRef(hex string) map[string]any { return map[string]any{"sha256": hex} }

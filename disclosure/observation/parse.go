@@ -13,6 +13,7 @@ import (
 
 	"github.com/lensgate/lensgate/disclosure/dsse"
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/disclosure/severity"
 )
 
 // Parsed is an envelope whose structure, statement and predicate passed every rule of the
@@ -281,7 +282,7 @@ func parseStatement(v any) (*Statement, error) {
 		where := "findings.listed[" + strconv.Itoa(i) + "]"
 		fm := r.object(fv, where, []string{"id", "lens", "severity"}, nil)
 		fd := Finding{ID: r.str(fm, "id", where, 256), Lens: r.str(fm, "lens", where, 256), Severity: r.str(fm, "severity", where, 16)}
-		if _, ok := severityRank[fd.Severity]; r.err == nil && !ok {
+		if r.err == nil && severity.Rank(fd.Severity) < 0 {
 			r.fail("%s.severity %q is not critical, high, medium, low or info", where, bound(fd.Severity))
 		}
 		s.Findings = append(s.Findings, fd)

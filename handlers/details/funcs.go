@@ -4,6 +4,8 @@ import (
 	"html/template"
 	"strings"
 	"time"
+
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // status is a state shown as a word and a symbol, never by colour alone; the class only adds
@@ -26,7 +28,7 @@ func statusOf(s string) status {
 
 var funcs = template.FuncMap{
 	"status": statusOf,
-	"short":  shortSHA,
+	"short":  digest.Short,
 	"join":   strings.Join,
 	"when": func(t time.Time) string {
 		if t.IsZero() {

@@ -2,8 +2,6 @@ package details
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v62/github"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // Markers of the advisory comment the page reads.
@@ -131,7 +130,7 @@ func (h *Handler) load(ctx context.Context, a *access, t target) (*view, error) 
 			}
 			hv = &headView{SHA: heads[i]}
 		}
-		hv.Short = shortSHA(hv.SHA)
+		hv.Short = digest.Short(hv.SHA)
 		hv.Current = hv.SHA == v.CurrentHead
 		hv.Link = Path(t.owner, t.repo, t.number, hv.SHA)
 		if hv.Receipt != nil && hv.Receipt.PayloadDigest != "" {
@@ -203,11 +202,11 @@ func staleness(v *view) string {
 	}
 	switch {
 	case current == nil || (current.Record == nil && current.Status == ""):
-		return "The pull request's head " + shortSHA(v.CurrentHead) + " has not been reviewed: no review of it has started (a webhook may have been missed)."
+		return "The pull request's head " + digest.Short(v.CurrentHead) + " has not been reviewed: no review of it has started (a webhook may have been missed)."
 	case current.Record == nil && current.Status != "completed":
-		return "The review of head " + shortSHA(v.CurrentHead) + " has not finished yet (" + current.Status + ")."
+		return "The review of head " + digest.Short(v.CurrentHead) + " has not finished yet (" + current.Status + ")."
 	case current.Record == nil:
-		return "The check run of head " + shortSHA(v.CurrentHead) + " carries no review record."
+		return "The check run of head " + digest.Short(v.CurrentHead) + " carries no review record."
 	}
 	return ""
 }
@@ -289,7 +288,7 @@ func (h *Handler) loadHead(ctx context.Context, gh *github.Client, t target, hea
 		if resp != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusUnprocessableEntity) {
 			return nil, nil // a head GitHub no longer knows
 		}
-		return nil, fmt.Errorf("list check runs of %s: %w", shortSHA(head), err)
+		return nil, fmt.Errorf("list check runs of %s: %w", digest.Short(head), err)
 	}
 	var cr *github.CheckRun
 	for _, c := range res.CheckRuns {
@@ -322,18 +321,6 @@ func (h *Handler) loadHead(ctx context.Context, gh *github.Client, t target, hea
 		hv.observation = ExtractObservation(text)
 	}
 	return hv, nil
-}
-
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
-}
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // policyURL links the policy file at the ref it was read from ("owner/repo@ref").

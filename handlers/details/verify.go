@@ -16,6 +16,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/jcs"
 	"github.com/lensgate/lensgate/disclosure/observation"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/pdp"
 )
 
@@ -44,7 +45,7 @@ type receiptFinding struct {
 
 // readReceipt decodes the payload of an envelope without trusting it.
 func readReceipt(env []byte) *receiptFacts {
-	f := &receiptFacts{FileDigest: sha256Hex(env), Bytes: len(env)}
+	f := &receiptFacts{FileDigest: digest.SHA256Hex(env), Bytes: len(env)}
 	var e struct {
 		Payload    string `json:"payload"`
 		Signatures []struct {
@@ -61,7 +62,7 @@ func readReceipt(env []byte) *receiptFacts {
 	if err != nil {
 		return f
 	}
-	f.PayloadDigest = sha256Hex(raw)
+	f.PayloadDigest = digest.SHA256Hex(raw)
 	var st struct {
 		PredicateType string `json:"predicateType"`
 		Predicate     struct {

@@ -3,8 +3,6 @@ package publish
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,6 +15,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 )
@@ -495,12 +494,7 @@ func (r *run) receiptFromEnvelope(env []byte) *receiptInfo {
 	if rep.CryptoOK == nil || !*rep.CryptoOK || rep.ReceiptDigest == "" {
 		return nil
 	}
-	return &receiptInfo{envelope: env, receiptDigest: rep.ReceiptDigest, fileDigest: sha256Hex(env), subjectDigest: rep.SubjectDigest}
-}
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return &receiptInfo{envelope: env, receiptDigest: rep.ReceiptDigest, fileDigest: digest.SHA256Hex(env), subjectDigest: rep.SubjectDigest}
 }
 
 // maxRememberedChecks bounds the check runs remembered between Begin and Publish.

@@ -28,6 +28,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/publication"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/internal/githubfake"
 	"github.com/lensgate/lensgate/review"
@@ -478,7 +479,7 @@ func (st *stack) assertPublished(authorBody string, first []byte) (comment strin
 	}
 	seen := map[string]int{}
 	for _, c := range st.gh.ReviewComments(e2eRepo, e2ePR) {
-		seen[hiddenValue(c.Body, markerFP)]++
+		seen[pull.HiddenValue(c.Body, markerFP)]++
 	}
 	for fp, n := range seen {
 		if n != 1 || fp == "" {
@@ -579,7 +580,7 @@ func TestServerStackEndToEnd(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, c := range st.gh.ReviewComments(e2eRepo, e2ePR) {
-		seen[hiddenValue(c.Body, markerFP)] = true
+		seen[pull.HiddenValue(c.Body, markerFP)] = true
 	}
 	if len(seen) != 3 {
 		t.Errorf("inline comments = %v, want exec and TODO in README.md and exec in run.sh", seen)

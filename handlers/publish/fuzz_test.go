@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lensgate/lensgate/disclosure/block"
+	"github.com/lensgate/lensgate/handlers/pull"
 )
 
 // FuzzRender: untrusted text through the renderers never panics, never exceeds its limit,
@@ -45,7 +46,7 @@ func FuzzRender(f *testing.F) {
 				t.Fatalf("code(%q) = %q carries %q", s, k, bad)
 			}
 		}
-		_ = hiddenValue(s, markerState)
+		_ = pull.HiddenValue(s, markerState)
 		_ = extractEnvelope(s)
 		_ = short(s)
 	})

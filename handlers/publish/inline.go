@@ -93,10 +93,10 @@ func (r *run) postedFingerprints(ctx context.Context) (map[string]bool, int, err
 				if c.GetUser().GetLogin() != r.info.botLogin {
 					continue
 				}
-				if fp := hiddenValue(c.GetBody(), pull.MarkerClosed); fp != "" {
+				if fp := pull.HiddenValue(c.GetBody(), pull.MarkerClosed); fp != "" {
 					idx.closed[fp] = true
 				}
-				if fp := hiddenValue(c.GetBody(), markerFP); fp != "" {
+				if fp := pull.HiddenValue(c.GetBody(), markerFP); fp != "" {
 					if old, ok := idx.top[fp]; !ok || c.GetID() < old {
 						idx.top[fp] = c.GetID()
 					}

@@ -24,7 +24,9 @@ import (
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/handlers/publication"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 )
@@ -328,7 +330,7 @@ func (p *Publisher) Abandon(ctx context.Context, gh *github.Client, pub *publica
 	switch {
 	case why.Superseded && why.SupersededBy != "":
 		out = &github.CheckRunOutput{
-			Title:   github.String("lensgate: superseded by " + shortSHA(why.SupersededBy)),
+			Title:   github.String("lensgate: superseded by " + digest.Short(why.SupersededBy)),
 			Summary: github.String("The review of head `" + head + "` stopped because head `" + why.SupersededBy + "` arrived; that head's own check run reports its review."),
 		}
 	case why.Superseded:
@@ -355,13 +357,6 @@ func (p *Publisher) Abandon(ctx context.Context, gh *github.Client, pub *publica
 		return err
 	}
 	return r.finish(ctx)
-}
-
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 // acknowledgeCommand reacts with eyes to the comment that asked for this review, so the
@@ -462,7 +457,7 @@ func (r *run) publishPull(ctx context.Context, pub *publication.Publication) {
 	if err != nil {
 		r.fail(err)
 	}
-	r.unchanged = sticky != nil && hiddenValue(sticky.GetBody(), markerState) == r.stateOf(d, pr.GetBody())
+	r.unchanged = sticky != nil && pull.HiddenValue(sticky.GetBody(), markerState) == r.stateOf(d, pr.GetBody())
 	rc := r.disclose(ctx, r.pullTarget(d), pr.GetBody(), pr.GetUpdatedAt().Time, sticky)
 	if r.movedOn {
 		r.notes = append(r.notes, "pull request moved on (head or state changed); only the check run for the reviewed head is updated")
@@ -530,7 +525,7 @@ func (r *run) publishTriage(ctx context.Context, pub *publication.Publication) {
 	if prepared, perr := block.Prepare(body); perr == nil {
 		if core, cerr := block.BodyCoreDigest(prepared); cerr == nil {
 			r.state = tgt.state(core)
-			r.unchanged = sticky != nil && hiddenValue(sticky.GetBody(), markerState) == r.state
+			r.unchanged = sticky != nil && pull.HiddenValue(sticky.GetBody(), markerState) == r.state
 		}
 	}
 	if len(t.Labels) > 0 && !r.unchanged && r.authorize(ctx, pdp.Action{Kind: pdp.KindLabelsAdd, Target: "labels", Labels: t.Labels}) {

@@ -20,6 +20,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/handlers/publication"
+	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/internal/githubfake"
@@ -307,7 +308,7 @@ func TestLifecycle(t *testing.T) {
 	// Inline comments only on diff lines (the fake enforces it) and none repeated.
 	seen := map[string]bool{}
 	for _, c := range e.gh.ReviewComments(repoFull, e.pr.Number) {
-		fp := hiddenValue(c.Body, markerFP)
+		fp := pull.HiddenValue(c.Body, markerFP)
 		if seen[fp] {
 			t.Errorf("inline comment %s repeated", fp)
 		}

@@ -277,19 +277,6 @@ func extractEnvelope(body string) []byte { return details.ExtractEnvelope(body) 
 // extractObservation reads the runner's observation back from a comment lensgate wrote.
 func extractObservation(body string) []byte { return details.ExtractObservation(body) }
 
-func hiddenValue(body, marker string) string {
-	i := strings.Index(body, marker)
-	if i < 0 {
-		return ""
-	}
-	rest := body[i+len(marker):]
-	j := strings.Index(rest, markerEnd)
-	if j < 0 {
-		return ""
-	}
-	return rest[:j]
-}
-
 // checkText is the check-run text: every finding and the receipt, within GitHub's limit. The
 // receipt is kept whole; findings are cut first.
 func checkText(d *review.Decision, moved []string, notes, receipt, record string) string {

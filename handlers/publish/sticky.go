@@ -16,6 +16,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runner"
@@ -210,7 +211,7 @@ func (r *run) upsertSticky(ctx context.Context, pub *publication.Publication, ex
 		b.WriteString(strings.TrimPrefix(m, "\n") + "\n")
 	}
 	b.WriteString("lensgate recommends; it never approves or merges. A human decides.\n\n")
-	r.writeSticky(ctx, existing, fitComment(b.String(), r.stickyTail(rc, hiddenValue(existing.GetBody(), markerHeads))))
+	r.writeSticky(ctx, existing, fitComment(b.String(), r.stickyTail(rc, pull.HiddenValue(existing.GetBody(), markerHeads))))
 }
 
 // refusedBlockNotice says in the comment, not only in the check text, that the body's
@@ -273,12 +274,8 @@ func subjectLine(info subjectInfo, d *review.Decision) string {
 	return line + "."
 }
 
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return oneLine(sha, 12)
-}
+// short is a SHA as comments show it: abbreviated, and on one line whatever GitHub sent.
+func short(sha string) string { return oneLine(digest.Short(sha), digest.ShortLen) }
 
 // bodyTarget is a body that carries a disclosure block: a pull request's or an issue's.
 type bodyTarget struct {
@@ -309,7 +306,7 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 	priorState := ""
 	if sticky != nil {
 		prior = r.receiptFromEnvelope(extractEnvelope(sticky.GetBody()))
-		priorState = hiddenValue(sticky.GetBody(), markerState)
+		priorState = pull.HiddenValue(sticky.GetBody(), markerState)
 		if prior != nil && tgt.observe != nil {
 			// The runner checks the earlier observation itself (its own key, current or retired).
 			priorObservation = extractObservation(sticky.GetBody())
@@ -350,7 +347,7 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 		}
 		rc := &receiptInfo{
 			envelope: disc.Receipt.Envelope, receiptDigest: disc.Receipt.ReceiptDigest,
-			fileDigest: sha256Hex(disc.Receipt.Envelope), subjectDigest: disc.Receipt.SubjectDigest,
+			fileDigest: digest.SHA256Hex(disc.Receipt.Envelope), subjectDigest: disc.Receipt.SubjectDigest,
 			fresh: true, state: state,
 		}
 		if tgt.observe != nil {

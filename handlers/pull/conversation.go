@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -205,7 +206,7 @@ func markAnswered(conv *Conversation, body string) {
 // increments.
 func (f Fetcher) Compare(ctx context.Context, c *github.Client, owner, repo, from, head string) (*review.Increment, error) {
 	var cmp *github.CommitsComparison
-	err := f.Do(ctx, fmt.Sprintf("compare %s...%s in %s/%s", review.ShortSHA(from), review.ShortSHA(head), owner, repo), func(ctx context.Context) error {
+	err := f.Do(ctx, fmt.Sprintf("compare %s...%s in %s/%s", digest.Short(from), digest.Short(head), owner, repo), func(ctx context.Context) error {
 		var err error
 		cmp, _, err = c.Repositories.CompareCommits(ctx, owner, repo, from, head, &github.ListOptions{PerPage: PerPage})
 		return err

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/google/go-github/v62/github"
-	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // unlistedPaths names the changed files GitHub's file list of a pull request left out (it lists
@@ -32,7 +32,7 @@ func (f Fetcher) unlistedPaths(ctx context.Context, c *github.Client, owner, rep
 	}
 	blobs := func(sha string) (map[string]string, error) {
 		var t *github.Tree
-		err := f.Do(ctx, fmt.Sprintf("read the tree of %s in %s/%s", review.ShortSHA(sha), owner, repo), func(ctx context.Context) error {
+		err := f.Do(ctx, fmt.Sprintf("read the tree of %s in %s/%s", digest.Short(sha), owner, repo), func(ctx context.Context) error {
 			var err error
 			t, _, err = c.Git.GetTree(ctx, owner, repo, sha, true)
 			return err

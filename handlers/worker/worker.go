@@ -22,6 +22,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -345,7 +346,7 @@ func (w *Worker) readConversation(ctx context.Context, client *github.Client, su
 		case err != nil:
 			log.Warn().Err(err).Msg("compare with the last reviewed head failed; reviewing the whole pull request")
 		case inc == nil:
-			log.Info().Str("last_reviewed", review.ShortSHA(p.Head())).Msg("last reviewed head is not an ancestor (force-push); reviewing the whole pull request")
+			log.Info().Str("last_reviewed", digest.Short(p.Head())).Msg("last reviewed head is not an ancestor (force-push); reviewing the whole pull request")
 		default:
 			subj.Since = inc
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/disclosure/observation"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 )
@@ -487,7 +488,7 @@ func (rn *run) sameReview(rc *observation.ReceiptFacts, now time.Time) error {
 	switch {
 	case rc.HeadSHA != rn.head || rc.BaseSHA != rn.base:
 		return refused("the receipt is about head %s and base %s, the run reviewed head %s and base %s",
-			short(rc.HeadSHA), short(rc.BaseSHA), short(rn.head), short(rn.base))
+			digest.Short(rc.HeadSHA), digest.Short(rc.BaseSHA), digest.Short(rn.head), digest.Short(rn.base))
 	case rc.ReviewedDiff != rn.diffDigest:
 		return refused("the receipt's reviewedDiffDigest is not the diff declared for the run")
 	case rc.Plan != rn.plan && !(rc.Plan == "" && !isHex64(rn.plan)):
@@ -625,13 +626,6 @@ func (g *grantBudget) used() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return max(g.spent, 0)
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 func bounded(s string) string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
@@ -117,7 +118,7 @@ func Evaluate(in Input) Verdict {
 		if why := in.Observed.Blocked[p.Name]; why != "" {
 			return Verdict{Outcome: Pending, Cause: "review not requested from " + bot + ": " + why}
 		}
-		return Verdict{Outcome: Pending, Cause: "no request to " + bot + " for head " + short(in.Head) + " yet"}
+		return Verdict{Outcome: Pending, Cause: "no request to " + bot + " for head " + digest.Short(in.Head) + " yet"}
 	}
 	v := Verdict{Outcome: Pending, Request: req, Deadline: req.At.Add(timeout)}
 	threshold := req.At
@@ -172,18 +173,18 @@ func Evaluate(in Input) Verdict {
 	v.Outcome = Passed
 	switch best.ev.Kind {
 	case EvidenceComment:
-		v.Summary = bot + " found no major issues (comment on " + short(in.Head) + ")."
+		v.Summary = bot + " found no major issues (comment on " + digest.Short(in.Head) + ")."
 	case EvidenceReaction:
-		v.Summary = bot + " reacted 👍: no suggestions for " + short(in.Head) + "."
+		v.Summary = bot + " reacted 👍: no suggestions for " + digest.Short(in.Head) + "."
 	case EvidenceReview:
 		v.Findings = findingsOf(p, *best.review)
 		if len(v.Findings) > 0 || p.ReviewIsFindings {
-			v.Summary = fmt.Sprintf("%s reviewed %s with %d suggestion(s).", bot, short(in.Head), len(v.Findings))
+			v.Summary = fmt.Sprintf("%s reviewed %s with %d suggestion(s).", bot, digest.Short(in.Head), len(v.Findings))
 			if in.OnFindings != OnFindingsPass {
 				v.Outcome = Failed
 			}
 		} else {
-			v.Summary = bot + " reviewed " + short(in.Head) + " without suggestions."
+			v.Summary = bot + " reviewed " + digest.Short(in.Head) + " without suggestions."
 		}
 	}
 	return v
@@ -231,11 +232,4 @@ func firstText(body string) string {
 		}
 	}
 	return "Suggestion"
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
