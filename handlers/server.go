@@ -118,71 +118,18 @@ type Server struct {
 
 // New assembles the App without contacting GitHub; Start does that.
 func New(opts Options) (*Server, error) {
-	cfg := opts.Config
-	if cfg == nil {
-		return nil, errors.New("handlers: no server configuration")
-	}
-	if err := cfg.Validate(); err != nil {
+	opts, err := withDefaults(opts)
+	if err != nil {
 		return nil, err
 	}
-	if opts.Reviewer == nil {
-		return nil, errors.New("handlers: no reviewer")
-	}
-	if opts.Publisher == nil {
-		opts.Publisher = publication.LogPublisher{}
-	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
-	switch opts.Role {
-	case "":
-		opts.Role = RoleAll
-	case RoleAll, RoleWeb, RoleWorker:
-	default:
-		return nil, fmt.Errorf("handlers: unknown role %q (want all, web or worker)", opts.Role)
-	}
-	reg := opts.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	}
-	// go-githubapp records into go-metrics; one registry per server, bridged at scrape time.
-	gm := metrics.NewRegistry()
-	reg.MustRegister(goMetricsCollector{reg: gm})
-
-	respCache := newResponseCache(maxCacheBytes)
-	ghc := githubapp.Config{WebURL: cfg.GitHub.WebURL, V3APIURL: cfg.GitHub.V3APIURL, V4APIURL: cfg.GitHub.V4APIURL}
-	ghc.App.IntegrationID = cfg.GitHub.App.IntegrationID
-	ghc.App.WebhookSecret = cfg.GitHub.App.WebhookSecret
-	ghc.App.PrivateKey = cfg.GitHub.App.PrivateKey
-	copts := append([]githubapp.ClientOption{
-		githubapp.WithClientUserAgent("lensgate/" + opts.Version),
-		githubapp.WithClientTimeout(cfg.GitHub.Timeout),
-		// One cache for every client of this server; every stored response is revalidated.
-		githubapp.WithClientMiddleware(githubapp.ClientMetrics(gm), githubapp.ClientLogging(zerolog.DebugLevel), conditionalRequests(respCache)),
-	}, opts.ClientOptions...)
-	cc, err := githubapp.NewDefaultCachingClientCreator(ghc, copts...)
+	cfg := opts.Config
+	reg, gm := registries(opts)
+	cc, err := newClients(cfg, opts, gm)
 	if err != nil {
-		return nil, fmt.Errorf("github client creator: %w", err)
+		return nil, err
 	}
-
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	q := opts.Queue
-	if q == nil {
-		q = queue.NewMemory(queue.MemoryOptions{
-			Capacity:                  cfg.Queue.Size,
-			Workers:                   cfg.Queue.Workers,
-			MaxRunningPerInstallation: cfg.Queue.MaxRunningPerInstallation,
-			Metrics:                   queue.NewMetrics(reg),
-			Logger:                    opts.Logger,
-			// Scheduled jobs wait by the same clock that scheduled them.
-			Now: now,
-		})
-	}
-	configs := repoconfig.NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo, opts.OrgConfigAbsence, now)
+	q := newQueue(cfg, opts, reg)
+	configs := repoconfig.NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo, opts.OrgConfigAbsence, opts.Now)
 	fetch := pull.Fetcher{Attempts: cfg.Review.SnapshotAttempts, InitialBackoff: opts.InitialBackoff, MaxBackoff: opts.MaxBackoff}
 	s := &Server{
 		cfg:      cfg,
@@ -210,37 +157,121 @@ func New(opts Options) (*Server, error) {
 			Metrics:    worker.NewMetrics(reg),
 		},
 	}
-
 	hooks := webhook.New(webhook.Options{
 		Queue: q, Clients: cc, Fetch: fetch, Configs: configs, Delegates: opts.Delegation.Runtime,
 		AppID: cfg.GitHub.App.IntegrationID, Command: cfg.Review.Command,
 		ReviewDrafts: cfg.Review.ReviewDrafts, Backfill: cfg.Review.BackfillOnInstall,
 		Secret: cfg.GitHub.App.WebhookSecret, MaxUnverifiedBytes: opts.MaxUnverifiedBytes,
 		EventQueueSize: cfg.Queue.EventQueueSize, EventWorkers: cfg.Queue.EventWorkers,
-		Registry: reg, GoMetrics: gm, Now: now, Logger: opts.Logger,
+		Registry: reg, GoMetrics: gm, Now: opts.Now, Logger: opts.Logger,
 	})
-
-	mux := http.NewServeMux()
-	if opts.Role != RoleWorker {
-		mux.Handle(RouteHook, recoverer(hooks, opts.Logger))
+	if s.handler, err = s.routes(hooks, opts); err != nil {
+		return nil, err
 	}
+	return s, nil
+}
+
+// withDefaults checks what New requires and fills in the defaults of the rest.
+func withDefaults(opts Options) (Options, error) {
+	if opts.Config == nil {
+		return opts, errors.New("handlers: no server configuration")
+	}
+	if err := opts.Config.Validate(); err != nil {
+		return opts, err
+	}
+	if opts.Reviewer == nil {
+		return opts, errors.New("handlers: no reviewer")
+	}
+	if opts.Publisher == nil {
+		opts.Publisher = publication.LogPublisher{}
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	switch opts.Role {
+	case "":
+		opts.Role = RoleAll
+	case RoleAll, RoleWeb, RoleWorker:
+	default:
+		return opts, fmt.Errorf("handlers: unknown role %q (want all, web or worker)", opts.Role)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return opts, nil
+}
+
+// registries returns the Prometheus registry every metric goes to, and the go-metrics registry
+// go-githubapp records into, bridged to it at scrape time (one per server).
+func registries(opts Options) (*prometheus.Registry, metrics.Registry) {
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	gm := metrics.NewRegistry()
+	reg.MustRegister(goMetricsCollector{reg: gm})
+	return reg, gm
+}
+
+// newClients makes the GitHub client creator: one response cache for every client of this
+// server, every stored response revalidated.
+func newClients(cfg *config.Server, opts Options, gm metrics.Registry) (githubapp.ClientCreator, error) {
+	respCache := newResponseCache(maxCacheBytes)
+	ghc := githubapp.Config{WebURL: cfg.GitHub.WebURL, V3APIURL: cfg.GitHub.V3APIURL, V4APIURL: cfg.GitHub.V4APIURL}
+	ghc.App.IntegrationID = cfg.GitHub.App.IntegrationID
+	ghc.App.WebhookSecret = cfg.GitHub.App.WebhookSecret
+	ghc.App.PrivateKey = cfg.GitHub.App.PrivateKey
+	copts := append([]githubapp.ClientOption{
+		githubapp.WithClientUserAgent("lensgate/" + opts.Version),
+		githubapp.WithClientTimeout(cfg.GitHub.Timeout),
+		githubapp.WithClientMiddleware(githubapp.ClientMetrics(gm), githubapp.ClientLogging(zerolog.DebugLevel), conditionalRequests(respCache)),
+	}, opts.ClientOptions...)
+	cc, err := githubapp.NewDefaultCachingClientCreator(ghc, copts...)
+	if err != nil {
+		return nil, fmt.Errorf("github client creator: %w", err)
+	}
+	return cc, nil
+}
+
+// newQueue is opts.Queue, or the in-memory queue sized by the configuration.
+func newQueue(cfg *config.Server, opts Options, reg prometheus.Registerer) queue.Queue {
+	if opts.Queue != nil {
+		return opts.Queue
+	}
+	return queue.NewMemory(queue.MemoryOptions{
+		Capacity:                  cfg.Queue.Size,
+		Workers:                   cfg.Queue.Workers,
+		MaxRunningPerInstallation: cfg.Queue.MaxRunningPerInstallation,
+		Metrics:                   queue.NewMetrics(reg),
+		Logger:                    opts.Logger,
+		// Scheduled jobs wait by the same clock that scheduled them.
+		Now: opts.Now,
+	})
+}
+
+// routes serves the webhook and the details page (except on a worker replica), health,
+// readiness, metrics and the public keys.
+func (s *Server) routes(hooks *webhook.Receiver, opts Options) (http.Handler, error) {
+	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+RouteHealth, s.health)
 	mux.HandleFunc("GET "+RouteReady, s.readiness)
-	mux.Handle("GET "+RouteMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET "+RouteMetrics, promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET "+RouteKeys, s.serveKeys)
-	if opts.Role != RoleWorker {
-		page, err := s.newDetails(hooks, opts)
-		if err != nil {
-			return nil, fmt.Errorf("details page: %w", err)
-		}
-		if page != nil {
-			for _, route := range page.Routes() {
-				mux.Handle(route, recoverer(page, opts.Logger))
-			}
+	if opts.Role == RoleWorker {
+		return mux, nil
+	}
+	mux.Handle(RouteHook, recoverer(hooks, opts.Logger))
+	page, err := s.newDetails(hooks, opts)
+	if err != nil {
+		return nil, fmt.Errorf("details page: %w", err)
+	}
+	if page != nil {
+		for _, route := range page.Routes() {
+			mux.Handle(route, recoverer(page, opts.Logger))
 		}
 	}
-	s.handler = mux
-	return s, nil
+	return mux, nil
 }
 
 // Handler is the App's HTTP handler.
