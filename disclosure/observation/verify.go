@@ -238,6 +238,7 @@ func checkFindings(res *Result, rc *receipt, s *Statement) {
 // signature, its rules) is the agent-review verifier's job and a separate axis.
 type receipt struct {
 	digest, subjectName, subjectDigest, reviewedDiff, plan string
+	headSHA, baseSHA                                       string
 	findings                                               []Finding
 	total                                                  int
 	completed                                              []string
@@ -274,6 +275,8 @@ func readReceipt(env []byte) (*receipt, error) {
 	pred, _ := m["predicate"].(map[string]any)
 	sc, _ := pred["subjectContext"].(map[string]any)
 	rc.reviewedDiff, _ = sc["reviewedDiffDigest"].(string)
+	rc.headSHA, _ = sc["headSha"].(string)
+	rc.baseSHA, _ = sc["baseSha"].(string)
 	if pr, ok := pred["planRef"].(map[string]any); ok {
 		rc.plan, _ = pr["sha256"].(string)
 	}
