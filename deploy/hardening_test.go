@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lensgate/lensgate/review/pdp"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 )
 
 // A crash in the middle of an audit append leaves a torn last line. The binary keeps it in a

@@ -9,9 +9,9 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/internal/githubfake"
-	"github.com/lensgate/lensgate/review/pdp"
 )
 
 // withRealPublisher publishes through handlers/publish, so a test sees what reaches GitHub.

@@ -14,8 +14,8 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/internal/githubfake"
-	"github.com/lensgate/lensgate/review/pdp"
 )
 
 var (

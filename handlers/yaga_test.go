@@ -9,9 +9,9 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/review"
-	"github.com/lensgate/lensgate/review/pdp"
 )
 
 // yagaPolicy names two lenses no default policy has, so their presence proves the file applied.

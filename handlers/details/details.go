@@ -289,9 +289,9 @@ func (h *Handler) authorize(ctx context.Context, r *http.Request, t target) (*ac
 	return a, nil
 }
 
-// gate runs authorize and answers the request itself when the page cannot be shown: a login
+// checkAccess runs authorize and answers the request itself when the page cannot be shown: a login
 // redirect, a vague 404 or an error page. It returns nil then.
-func (h *Handler) gate(w http.ResponseWriter, r *http.Request, t target, ctx context.Context) *access {
+func (h *Handler) checkAccess(w http.ResponseWriter, r *http.Request, t target, ctx context.Context) *access {
 	a, err := h.authorize(ctx, r, t)
 	switch {
 	case err == nil && a != nil:
@@ -327,7 +327,7 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) (target, context.
 		return t, nil, nil, nil
 	}
 	ctx, cancel := h.context(r, t)
-	a := h.gate(w, r, t, ctx)
+	a := h.checkAccess(w, r, t, ctx)
 	if a == nil {
 		cancel()
 		return t, nil, nil, nil
@@ -423,7 +423,7 @@ func (h *Handler) serveRerun(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := h.context(r, t)
 	defer cancel()
-	a := h.gate(w, r, t, ctx)
+	a := h.checkAccess(w, r, t, ctx)
 	if a == nil {
 		return
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lensgate/lensgate/review/pdp"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 )
 
 // FillLedgerForTest writes a chained ledger of about size bytes of decisions on pull requests

@@ -29,10 +29,10 @@ import (
 	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/internal/githubfake"
 	"github.com/lensgate/lensgate/review"
-	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/policy"
 )
 

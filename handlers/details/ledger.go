@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lensgate/lensgate/review/pdp"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 )
 
 // maxLedgerLine is the longest ledger line read (the ledger's own bound).

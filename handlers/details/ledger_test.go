@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lensgate/lensgate/review/pdp"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 )
 
 func appendRecords(t *testing.T, sink *pdp.FileSink, repo string, pr, n int) {

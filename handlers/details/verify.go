@@ -16,8 +16,8 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/jcs"
 	"github.com/lensgate/lensgate/disclosure/observation"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/internal/digest"
-	"github.com/lensgate/lensgate/review/pdp"
 )
 
 // receiptFacts is what the page reads from a receipt's payload to show it (the verification

@@ -14,10 +14,10 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review"
-	"github.com/lensgate/lensgate/review/pdp"
 )
 
 // Check-run conclusions. A pending required lens concludes action_required: it blocks a

@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/handlers/publication"
-	"github.com/lensgate/lensgate/review/pdp"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/review/runtime/delegate"
 )
 

@@ -28,11 +28,11 @@ import (
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/publication"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/internal/githubfake"
 	"github.com/lensgate/lensgate/review"
-	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/review"
-	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/exec"
 )

@@ -13,9 +13,9 @@ import (
 	"github.com/google/go-github/v62/github"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
-	"github.com/lensgate/lensgate/review/pdp"
 )
 
 type planned struct {

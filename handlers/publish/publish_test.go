@@ -20,12 +20,12 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/handlers/publication"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/repoconfig"
 	"github.com/lensgate/lensgate/internal/githubfake"
 	"github.com/lensgate/lensgate/review"
-	"github.com/lensgate/lensgate/review/pdp"
 )
 
 const (

@@ -15,10 +15,10 @@ import (
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers/publication"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review"
-	"github.com/lensgate/lensgate/review/pdp"
 	"github.com/lensgate/lensgate/review/runner"
 )
 

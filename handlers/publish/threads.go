@@ -10,9 +10,9 @@ import (
 	"github.com/google/go-github/v62/github"
 
 	"github.com/lensgate/lensgate/handlers/publication"
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
-	"github.com/lensgate/lensgate/review/pdp"
 )
 
 // maxMemoBytes bounds the review state kept in the advisory comment; a larger one is left out
