@@ -19,6 +19,7 @@ import (
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/testkit"
 )
 
 // localModel is an OpenAI-compatible endpoint that answers every lens with request-changes
@@ -66,7 +67,7 @@ func startRunnerProcess(t *testing.T, vars map[string]string) *server {
 	for k, v := range vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	s := &server{t: t, cmd: cmd, logs: &syncBuffer{}, done: make(chan error, 1)}
+	s := &server{t: t, cmd: cmd, logs: &testkit.SyncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr, cmd.Stdout = s.logs, s.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

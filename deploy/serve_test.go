@@ -31,6 +31,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/testkit"
 )
 
 // testVersion is stamped into the test build; /healthz and --version must report it.
@@ -117,25 +118,8 @@ type server struct {
 	t    testing.TB
 	cmd  *exec.Cmd
 	base string
-	logs *syncBuffer
+	logs *testkit.SyncBuffer
 	done chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func freeAddr(t testing.TB) string {
@@ -200,7 +184,7 @@ func startServe(t testing.TB, vars map[string]string, args ...string) *server {
 	for k, v := range vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	s := &server{t: t, cmd: cmd, base: "http://" + vars["LENSGATE_LISTEN"], logs: &syncBuffer{}, done: make(chan error, 1)}
+	s := &server{t: t, cmd: cmd, base: "http://" + vars["LENSGATE_LISTEN"], logs: &testkit.SyncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = s.logs
 	cmd.Stdout = s.logs
 	if err := cmd.Start(); err != nil {

@@ -1,7 +1,6 @@
 package handlers_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -23,6 +22,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/testkit"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -130,7 +130,7 @@ type env struct {
 	http     *httptest.Server
 	pub      *recordingPublisher
 	reviewer *countingReviewer
-	logs     *lockedWriter
+	logs     *testkit.SyncBuffer
 	reg      *prometheus.Registry
 	stopped  bool
 }
@@ -155,7 +155,7 @@ func newEnvOn(t testing.TB, gh *githubfake.Server, opts ...envOption) *env {
 	cfg.Review.SnapshotAttempts = 3
 	cfg.Queue.CatchupWindow = 0 // tests that want catch-up turn it on
 	cfg.AuditFile = filepath.Join(t.TempDir(), "audit.jsonl")
-	e := &env{t: t, gh: gh, pub: newRecordingPublisher(), logs: &lockedWriter{w: &bytes.Buffer{}}, reg: prometheus.NewRegistry()}
+	e := &env{t: t, gh: gh, pub: newRecordingPublisher(), logs: &testkit.SyncBuffer{}, reg: prometheus.NewRegistry()}
 	e.reviewer = &countingReviewer{next: newPipeline(t)}
 	o := handlers.Options{
 		Config:         cfg,
@@ -265,23 +265,6 @@ func (e *env) get(path string) (int, string) {
 	e.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, e.http.URL+path, nil)
 	return e.do(req)
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // metric sums the samples of a counter or gauge whose labels include want.

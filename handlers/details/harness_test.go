@@ -15,11 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
@@ -27,11 +25,11 @@ import (
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/details"
-	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/publish"
 	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/testkit"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/policy"
 )
@@ -117,7 +115,7 @@ type stack struct {
 	srv     *httptest.Server
 	done    chan error
 	ledger  string
-	logs    *syncBuffer
+	logs    *testkit.SyncBuffer
 }
 
 type stackOptions struct {
@@ -136,7 +134,7 @@ type stackOptions struct {
 
 func newStack(t testing.TB, o stackOptions) *stack {
 	t.Helper()
-	st := &stack{t: t, gh: githubfake.New(t), done: make(chan error, 16), logs: &syncBuffer{}}
+	st := &stack{t: t, gh: githubfake.New(t), done: make(chan error, 16), logs: &testkit.SyncBuffer{}}
 	payload := st.payload(o)
 	if _, _, err := st.gh.AddFromPullRequestEvent(payload, []byte(fixtureDiff)); err != nil {
 		t.Fatal(err)
@@ -189,7 +187,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	}
 	app, err = handlers.New(handlers.Options{
 		Config: cfg, Logger: zerolog.New(st.logs), Reviewer: reviewer,
-		Publisher:      notifyingPublisher{next: pubr, done: st.done},
+		Publisher:      testkit.NotifyingPublisher{Next: pubr, Done: st.done},
 		SigningKeys:    []ed25519.PublicKey{st.key.Public().(ed25519.PublicKey)},
 		WitnessKeys:    witnessKeys,
 		InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Version: "test",
@@ -338,40 +336,4 @@ func get(t testing.TB, c *http.Client, u string) (int, string, http.Header) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), resp.Header
-}
-
-type notifyingPublisher struct {
-	next publication.Publisher
-	done chan error
-}
-
-func (n notifyingPublisher) Begin(ctx context.Context, c *github.Client, p *publication.Publication) error {
-	return n.next.Begin(ctx, c, p)
-}
-
-func (n notifyingPublisher) Publish(ctx context.Context, c *github.Client, p *publication.Publication) error {
-	err := n.next.Publish(ctx, c, p)
-	n.done <- err
-	return err
-}
-
-func (n notifyingPublisher) Abandon(ctx context.Context, c *github.Client, p *publication.Publication, why publication.Interruption) error {
-	return n.next.Abandon(ctx, c, p, why)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

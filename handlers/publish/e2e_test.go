@@ -1,7 +1,6 @@
 package publish
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -19,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
@@ -27,11 +25,11 @@ import (
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
-	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/testkit"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
@@ -155,43 +153,6 @@ func addedLines(s *review.Subject) []addedLine {
 	return out
 }
 
-// notifyingPublisher signals every finished publication.
-type notifyingPublisher struct {
-	next publication.Publisher
-	done chan error
-}
-
-func (n notifyingPublisher) Begin(ctx context.Context, c *github.Client, p *publication.Publication) error {
-	return n.next.Begin(ctx, c, p)
-}
-
-func (n notifyingPublisher) Abandon(ctx context.Context, c *github.Client, p *publication.Publication, why publication.Interruption) error {
-	return n.next.Abandon(ctx, c, p, why)
-}
-
-func (n notifyingPublisher) Publish(ctx context.Context, c *github.Client, p *publication.Publication) error {
-	err := n.next.Publish(ctx, c, p)
-	n.done <- err
-	return err
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func readPayload(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -225,7 +186,7 @@ type stack struct {
 	witness ed25519.PrivateKey
 	srv     *httptest.Server
 	done    chan error
-	logs    *syncBuffer
+	logs    *testkit.SyncBuffer
 	ledger  string
 	calls   map[string][2]int
 	// decisions records what the reviewer decided, in order.
@@ -290,7 +251,7 @@ func newStackWith(t *testing.T, reviewer worker.Reviewer, diff string, popts fun
 // replica of the App); nil makes a new one.
 func newStackOn(t *testing.T, gh *githubfake.Server, reviewer worker.Reviewer, diff string, popts func(*Options), with ...func(*handlers.Options)) *stack {
 	t.Helper()
-	st := &stack{t: t, gh: gh, done: make(chan error, 16), logs: &syncBuffer{},
+	st := &stack{t: t, gh: gh, done: make(chan error, 16), logs: &testkit.SyncBuffer{},
 		calls: map[string][2]int{}, decisions: &decisionLog{next: reviewer}, publisherOptions: popts}
 	if st.gh == nil {
 		st.gh = githubfake.New(t)
@@ -311,7 +272,7 @@ func newStackOn(t *testing.T, gh *githubfake.Server, reviewer worker.Reviewer, d
 // publisher (adjusted by popts), audit ledger, logs and webhook server.
 func newReplica(base *stack, reviewer worker.Reviewer, popts func(*Options), with ...func(*handlers.Options)) *stack {
 	base.t.Helper()
-	st := &stack{t: base.t, gh: base.gh, done: make(chan error, 16), logs: &syncBuffer{},
+	st := &stack{t: base.t, gh: base.gh, done: make(chan error, 16), logs: &testkit.SyncBuffer{},
 		calls: map[string][2]int{}, decisions: &decisionLog{next: reviewer}, publisherOptions: popts}
 	st.start(with...)
 	return st
@@ -350,7 +311,7 @@ func (st *stack) start(with ...func(*handlers.Options)) {
 	cfg.Queue.CatchupWindow = 0 // the start-up catch-up would land in the measured calls
 	opts := handlers.Options{
 		Config: cfg, Logger: zerolog.New(st.logs), Reviewer: st.decisions,
-		Publisher:      notifyingPublisher{next: pubr, done: st.done},
+		Publisher:      testkit.NotifyingPublisher{Next: pubr, Done: st.done},
 		SigningKeys:    []ed25519.PublicKey{st.key.Public().(ed25519.PublicKey)},
 		WitnessKeys:    []ed25519.PublicKey{st.witness.Public().(ed25519.PublicKey)},
 		InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Version: "test",

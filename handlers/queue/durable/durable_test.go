@@ -1,7 +1,6 @@
 package durable
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/internal/testkit"
 )
 
 // recorder is a handler that records every call and the jobs that ran to completion.
@@ -270,7 +270,7 @@ func testRetryThenSuccess(t *testing.T, dsn string) {
 func testPermanentNotRetried(t *testing.T, dsn string) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	logger := zerolog.New(&logs)
 	opts := testOptions()
 	opts.Registerer = reg
@@ -304,7 +304,7 @@ func testPermanentNotRetried(t *testing.T, dsn string) {
 func testDeadLetter(t *testing.T, dsn string) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	logger := zerolog.New(&logs)
 	opts := testOptions()
 	opts.MaxAttempts = 3
@@ -496,24 +496,6 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, label string) flo
 		}
 	}
 	return 0
-}
-
-// syncBuffer is a log sink safe for the workers' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestSQLiteSettings checks the file is opened in WAL mode (readers do not block the writer and
