@@ -135,27 +135,11 @@ func (q *riverQueue[TTx]) enqueueTx(ctx context.Context, tx TTx, job queue.Job, 
 			return resultError, fmt.Errorf("current job: %w", err)
 		}
 	}
-	if q.opts.MaxQueued > 0 {
-		if st.waiting < 0 {
-			if err := q.db.queryRow(ctx, tx, sqlCountWaiting, nil, &st.waiting); err != nil {
-				return resultError, fmt.Errorf("count waiting jobs: %w", err)
-			}
-		}
-		if st.waiting >= int64(q.opts.MaxQueued) {
-			// Forget the delivery id and the body, so that GitHub's redelivery is not taken for a
-			// duplicate or a replay.
-			if job.DeliveryID != "" {
-				if _, err := q.db.exec(ctx, tx, sqlForgetDelivery, job.DeliveryID); err != nil {
-					return resultError, fmt.Errorf("forget delivery: %w", err)
-				}
-			}
-			if adm.claimed {
-				if _, err := q.db.exec(ctx, tx, sqlForgetBody, job.Body.Digest); err != nil {
-					return resultError, fmt.Errorf("forget body: %w", err)
-				}
-			}
-			return resultFull, nil
-		}
+	switch full, err := q.refuseWhenFull(ctx, tx, job, adm.claimed, st); {
+	case err != nil:
+		return resultError, err
+	case full:
+		return resultFull, nil
 	}
 	res := resultQueued
 	args := reviewArgs{Key: job.Key, Head: job.HeadSHA, Rerun: rerun, Job: job}
@@ -205,6 +189,34 @@ func (q *riverQueue[TTx]) enqueueTx(ctx context.Context, tx TTx, job queue.Job, 
 	}
 	q.metrics.superseded.Inc()
 	return res, nil
+}
+
+// refuseWhenFull reports whether the queue holds MaxQueued waiting jobs already. A refused job's
+// delivery id and body (when this job claimed it) are forgotten, so that GitHub's redelivery is
+// not taken for a duplicate or a replay.
+func (q *riverQueue[TTx]) refuseWhenFull(ctx context.Context, tx TTx, job queue.Job, claimedBody bool, st *batchState) (bool, error) {
+	if q.opts.MaxQueued <= 0 {
+		return false, nil
+	}
+	if st.waiting < 0 {
+		if err := q.db.queryRow(ctx, tx, sqlCountWaiting, nil, &st.waiting); err != nil {
+			return false, fmt.Errorf("count waiting jobs: %w", err)
+		}
+	}
+	if st.waiting < int64(q.opts.MaxQueued) {
+		return false, nil
+	}
+	if job.DeliveryID != "" {
+		if _, err := q.db.exec(ctx, tx, sqlForgetDelivery, job.DeliveryID); err != nil {
+			return false, fmt.Errorf("forget delivery: %w", err)
+		}
+	}
+	if claimedBody {
+		if _, err := q.db.exec(ctx, tx, sqlForgetBody, job.Body.Digest); err != nil {
+			return false, fmt.Errorf("forget body: %w", err)
+		}
+	}
+	return true, nil
 }
 
 // enqueueBatch enqueues jobs in one transaction (see enqueueWriter).
