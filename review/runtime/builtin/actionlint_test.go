@@ -240,8 +240,14 @@ func TestProtectedPathsAreOneAdvisoryNotePerPattern(t *testing.T) {
 }
 
 func TestDisabledTLSInTestsIsLow(t *testing.T) {
-	d := addedFile("tests/test_client.py", "import requests\nr = requests.get(url, verify=False)\n") +
-		addedFile("app/client.py", "import requests\nr = requests.get(url, verify=False)\n")
+	// The planted lines are split so that this file does not plant them in lensgate's own tree.
+	off, skip, none := "verify="+"False", "InsecureSkipVerify: "+"true", "ssl.CERT_"+"NONE"
+	d := addedFile("tests/test_client.py", "import requests\nr = requests.get(url, "+off+")\n") +
+		addedFile("app/client.py", "import requests\nr = requests.get(url, "+off+")\n") +
+		addedFile("vendor/k8s.io/client-go/cert.go", "package cert\nvar c = &tls.Config{"+skip+"}\n") +
+		// Naming the constant is not switching verification off.
+		addedFile("lib/ssl.py", "def mode(v):\n    return ssl.CERT_REQUIRED if v else "+none+"\n") +
+		addedFile("lib/conn.py", "pool = PoolManager(cert_reqs="+none+")\n")
 	req := requestFor(t, []byte(d))
 	req.Lenses = []runtime.Lens{{Name: "security", Preset: "security"}}
 	res, err := New(Options{}).Review(context.Background(), req)
@@ -252,7 +258,8 @@ func TestDisabledTLSInTestsIsLow(t *testing.T) {
 	for _, f := range res.Lenses[0].Findings {
 		sev[f.Path] = f.Severity
 	}
-	if sev["tests/test_client.py"] != runtime.SeverityLow || sev["app/client.py"] != runtime.SeverityHigh {
+	if sev["tests/test_client.py"] != runtime.SeverityLow || sev["app/client.py"] != runtime.SeverityHigh ||
+		sev["vendor/k8s.io/client-go/cert.go"] != runtime.SeverityLow || sev["lib/ssl.py"] != "" || sev["lib/conn.py"] != runtime.SeverityHigh {
 		t.Fatalf("severities %v", sev)
 	}
 }

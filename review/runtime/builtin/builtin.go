@@ -379,16 +379,35 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 	return out, nil
 }
 
-// lowerInTests reports disabled protections in test files at low severity: a test talking to
-// its own self-signed local server is the common, harmless case, and it must not fail the gate.
+// lowerInTests reports disabled protections in test files and vendored third-party code at low
+// severity: a test talking to its own self-signed local server is the common, harmless case,
+// and vendored code is reviewed upstream; neither must fail the gate.
 func lowerInTests(fs []runtime.Finding) []runtime.Finding {
 	for i := range fs {
-		if isTestPath(fs[i].Path) && rank(fs[i].Severity) > rank(runtime.SeverityLow) {
+		if rank(fs[i].Severity) <= rank(runtime.SeverityLow) {
+			continue
+		}
+		switch {
+		case isTestPath(fs[i].Path):
 			fs[i].Severity = runtime.SeverityLow
 			fs[i].Message += " (In a test file, so reported as low: make sure this code is never used outside tests.)"
+		case isVendored(fs[i].Path):
+			fs[i].Severity = runtime.SeverityLow
+			fs[i].Message += " (In vendored third-party code, so reported as low: the fix belongs upstream.)"
 		}
 	}
 	return fs
+}
+
+// isVendored recognises directories of vendored third-party code.
+func isVendored(path string) bool {
+	for _, seg := range strings.Split(path, "/") {
+		switch seg {
+		case "vendor", "third_party", "third-party", "node_modules":
+			return true
+		}
+	}
+	return false
 }
 
 // maxListedPaths bounds the files named in one protected-paths note.

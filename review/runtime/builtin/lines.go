@@ -47,7 +47,7 @@ var unsafeRules = []secretRule{
 	{
 		id: "tls-verification-disabled", foldWords: []string{"insecureskipverify", "verify", "unauthorized", "cert_none", "unverified"},
 		re: regexp.MustCompile(`InsecureSkipVerify\s*:\s*true|\bverify\s*=\s*False\b|rejectUnauthorized\s*:\s*false|` +
-			`NODE_TLS_REJECT_UNAUTHORIZED\s*=\s*['"]?0|ssl\._create_unverified_context|ssl\.CERT_NONE`),
+			`NODE_TLS_REJECT_UNAUTHORIZED\s*=\s*['"]?0|ssl\._create_unverified_context|(cert_reqs|verify_mode)\s*=\s*ssl\.CERT_NONE`),
 		severity: runtime.SeverityHigh, title: "TLS certificate verification disabled",
 		message: "Certificate checks are switched off, so anyone on the network path can impersonate the server. " +
 			"Trust the right CA instead.",
