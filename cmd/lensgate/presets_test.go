@@ -100,3 +100,29 @@ func TestReadmePolicyReviewsACleanChangeClean(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewTextShowsMessageAndFix: the text format prints each finding's message, with its
+// lines, under its title, and a workflow finding of a pull_request_target workflow is found.
+func TestReviewTextShowsMessageAndFix(t *testing.T) {
+	dir := throwAwayRepo(t)
+	marker := strings.Repeat("<", 7)
+	commit(t, dir, map[string]string{
+		"src/app.go": "package src\n\n" + marker + " HEAD\nfunc Add(a, b int) int {\n" + marker + " other\n\treturn a + b\n}\n",
+		".github/workflows/size.yml": "on: [pull_request_target]\npermissions:\n  contents: read\njobs:\n  size:\n    runs-on: ubuntu-latest\n" +
+			"    steps:\n      - uses: codelytv/pr-size-labeler@v1.8.1\n        with:\n          GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}\n",
+	}, "Change")
+	code, out, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1")
+	if code != exitNegative {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{
+		"Merge-conflict marker committed",
+		"resolve the conflict before merging. (2 places: lines 3, 5.)",
+		".github/workflows/size.yml:8  pull_request_target hands secrets to an action pinned only by tag",
+		"Fix: pin the action to a full commit SHA",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -357,6 +357,10 @@ func writeText(w io.Writer, d *review.Decision) {
 				loc = fmt.Sprintf("%s:%d", loc, f.Line)
 			}
 			fmt.Fprintf(w, "  %-8s %-12s %s  %s  [%s]\n", f.Severity, f.Lens, loc, review.PlainText(f.Title), f.ID)
+			// The message says what is wrong and how to fix it; the title alone does not.
+			if body := review.PlainText(f.Body); body != "" {
+				fmt.Fprintf(w, "           %s\n", body)
+			}
 		}
 	}
 	status, pending := d.ReportedCoverage()
