@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 )
 
 func TestDoctorRefusesPresetsTheBuiltinRuntimeCannotReview(t *testing.T) {
@@ -124,5 +126,49 @@ func TestReviewTextShowsMessageAndFix(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestReviewSARIFValidates: --format sarif writes a SARIF 2.1.0 log that validates against the
+// schema, with one result per finding, its level, location and stable fingerprint.
+func TestReviewSARIFValidates(t *testing.T) {
+	dir := throwAwayRepo(t)
+	commit(t, dir, map[string]string{
+		"src/app.go": "package src\n\n" + strings.Repeat("<", 7) + " HEAD\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
+	}, "Change")
+	code, out, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--format", "sarif")
+	if code != exitNegative {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	log, err := sarif.FromString(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := log.Validate(); err != nil {
+		t.Fatalf("invalid SARIF: %v\n%s", err, out)
+	}
+	_, jsonOut, _ := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--format", "json")
+	var doc struct {
+		Findings []struct{ ID, Path string } `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(jsonOut), &doc); err != nil {
+		t.Fatal(err)
+	}
+	res := log.Runs[0].Results
+	if log.Version != "2.1.0" || len(res) != len(doc.Findings) || len(res) == 0 {
+		t.Fatalf("%d results for %d findings", len(res), len(doc.Findings))
+	}
+	var conflict *sarif.Result
+	for _, r := range res {
+		if *r.RuleID == "conflict-marker" {
+			conflict = r
+		}
+	}
+	if conflict == nil || conflict.Level != "error" || *conflict.Locations[0].PhysicalLocation.ArtifactLocation.URI != "src/app.go" ||
+		*conflict.Locations[0].PhysicalLocation.Region.StartLine != 3 || conflict.PartialFingerprints["lensgate/v1"] == "" {
+		t.Fatalf("conflict result %+v", conflict)
+	}
+	if log.Runs[0].Properties.Properties["gate"] != "failed" {
+		t.Fatalf("run properties %+v", log.Runs[0].Properties)
 	}
 }
