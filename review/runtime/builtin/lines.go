@@ -54,8 +54,10 @@ var unsafeRules = []secretRule{
 	},
 	{
 		id: "remote-script-piped-to-shell", foldWords: []string{"curl", "wget"},
-		re:       regexp.MustCompile(`\b(curl|wget)\b[^|\n]*\|\s*(sudo\s+)?(ba|z|da)?sh\b`),
-		severity: runtime.SeverityHigh, title: "Remote script piped into a shell",
+		re: regexp.MustCompile(`\b(curl|wget)\b[^|\n]*\|\s*(sudo\s+)?(ba|z|da)?sh\b`),
+		// Medium: it is how many tools document their installation (golangci-lint, rustup), so
+		// it is a concern to weigh, not a reason to fail the gate.
+		severity: runtime.SeverityMedium, title: "Remote script piped into a shell",
 		message: "A script downloaded at run time is executed unseen; a compromised or spoofed host runs code here. " +
 			"Pin and verify what is downloaded (checksum or signature) before running it.",
 	},
