@@ -51,7 +51,7 @@ var groupsFor = map[string][]string{
 // groupTitles say, in the lens summary, what each group checks.
 var groupTitles = map[string]string{
 	GroupSecrets:      "committed secrets and private keys",
-	GroupWorkflows:    "CI workflow security (untrusted input in scripts, pull_request_target checkouts, unpinned actions, token permissions)",
+	GroupWorkflows:    "CI workflow security (untrusted input in scripts, pull_request_target, unpinned actions, permissions)",
 	GroupWorkflowLint: "CI workflow validity (actionlint)",
 	GroupUnicode:      "hidden Unicode",
 	GroupUnsafe:       "disabled TLS verification and remote scripts piped to a shell",
@@ -200,18 +200,19 @@ func verdict(fs []runtime.Finding) string {
 	return v
 }
 
-// summary names what was checked and counts the findings as they are listed.
+// summary counts the findings as they are listed, then names what was checked. The result
+// comes first: the check run's lens table shows only the start of a summary.
 func summary(preset string, groups []string, fs []runtime.Finding) string {
 	names := make([]string, len(groups))
 	for i, g := range groups {
 		names[i] = groupTitles[g]
 	}
-	checked := "Checked " + strings.Join(names, "; ")
+	checked := "Checked: " + strings.Join(names, "; ") + "."
 	if mechanical[preset] {
 		checked = "Mechanical checks only, the logic of the change was not reviewed (that needs a model runtime). " + checked
 	}
 	if len(fs) == 0 {
-		return checked + ": nothing found."
+		return "Nothing found. " + checked
 	}
 	counts := map[string]int{}
 	for _, f := range fs {
@@ -224,7 +225,7 @@ func summary(preset string, groups []string, fs []runtime.Finding) string {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
-	return fmt.Sprintf("%s: %d finding(s) (%s).", checked, len(fs), strings.Join(parts, ", "))
+	return fmt.Sprintf("%d finding(s) (%s). %s", len(fs), strings.Join(parts, ", "), checked)
 }
 
 func sortFindings(fs []runtime.Finding) {
