@@ -130,15 +130,31 @@ func triggers(wf *actionlint.Workflow) map[string]*actionlint.Pos {
 	return out
 }
 
+// trigger is a privileged event a workflow runs on: pull_request_target, or workflow_run (which
+// runs after a fork's workflow with the base repository's secrets).
+type trigger struct {
+	name string
+	line int
+}
+
+func privilegedTrigger(on map[string]*actionlint.Pos) *trigger {
+	for _, name := range []string{"pull_request_target", "workflow_run"} {
+		if pos, ok := on[name]; ok {
+			t := &trigger{name: name}
+			if pos != nil {
+				t.line = pos.Line
+			}
+			return t
+		}
+	}
+	return nil
+}
+
 // securityRules applies the workflow-security rules actionlint does not have.
 func securityRules(path string, wf *actionlint.Workflow) []wfFinding {
 	var out []wfFinding
 	on := triggers(wf)
-	prt, isPRT := on["pull_request_target"]
-	var prtLine int
-	if isPRT && prt != nil {
-		prtLine = prt.Line
-	}
+	trig := privilegedTrigger(on)
 	if f, ok := writeAll(path, wf.Permissions); ok {
 		out = append(out, f)
 	}
@@ -166,13 +182,13 @@ func securityRules(path string, wf *actionlint.Workflow) []wfFinding {
 			}, anchors: []int{job.Pos.Line}})
 		}
 		if job.WorkflowCall != nil && job.WorkflowCall.Uses != nil {
-			if f, ok := unpinned(path, job.WorkflowCall.Uses, nil, false, 0); ok {
+			if f, ok := unpinned(path, job.WorkflowCall.Uses, nil, nil); ok {
 				out = append(out, f)
 			}
 		}
 		jobSecrets := envSecrets(job.Env)
 		for _, st := range job.Steps {
-			out = append(out, stepRules(path, st, isPRT, prtLine, jobSecrets)...)
+			out = append(out, stepRules(path, st, trig, jobSecrets)...)
 		}
 	}
 	return out
@@ -192,7 +208,7 @@ func writeAll(path string, p *actionlint.Permissions) (wfFinding, bool) {
 	}, anchors: []int{line}}, true
 }
 
-func stepRules(path string, st *actionlint.Step, isPRT bool, prtLine int, jobSecrets []string) []wfFinding {
+func stepRules(path string, st *actionlint.Step, trig *trigger, jobSecrets []string) []wfFinding {
 	if st == nil || st.Exec == nil {
 		return nil
 	}
@@ -202,19 +218,19 @@ func stepRules(path string, st *actionlint.Step, isPRT bool, prtLine int, jobSec
 		if ex.Uses == nil {
 			return nil
 		}
-		if isPRT {
-			if f, ok := prtCheckout(path, st, ex, prtLine); ok {
+		if trig != nil {
+			if f, ok := prtCheckout(path, st, ex, trig); ok {
 				out = append(out, f)
 			}
 		}
 		passed := append(inputSecrets(ex.Inputs), envSecrets(st.Env)...)
 		passed = append(passed, jobSecrets...)
-		if f, ok := unpinned(path, ex.Uses, passed, isPRT, prtLine); ok {
+		if f, ok := unpinned(path, ex.Uses, passed, trig); ok {
 			out = append(out, f)
 		}
 	case *actionlint.ExecRun:
-		if isPRT && ex.Run != nil && reGitCheckoutHead.MatchString(ex.Run.Value) {
-			out = append(out, prtFinding(path, ex.Run.Pos.Line, prtLine, stepLine(st)))
+		if trig != nil && ex.Run != nil && reGitCheckoutHead.MatchString(ex.Run.Value) {
+			out = append(out, prtFinding(path, ex.Run.Pos.Line, trig, stepLine(st)))
 		}
 	}
 	return out
@@ -222,13 +238,13 @@ func stepRules(path string, st *actionlint.Step, isPRT bool, prtLine int, jobSec
 
 // headRef matches the expressions that name the pull request's own code.
 var (
-	reHeadRef         = regexp.MustCompile(`github\.event\.pull_request\.head\.(sha|ref)|github\.head_ref|github\.event\.pull_request\.merge_commit_sha|refs/pull/`)
+	reHeadRef = regexp.MustCompile(`github\.event\.pull_request\.head\.(sha|ref)|github\.head_ref|github\.event\.pull_request\.merge_commit_sha|` +
+		`github\.event\.workflow_run\.head_(sha|branch)|refs/pull/`)
 	reGitCheckoutHead = regexp.MustCompile(`(git\s+(fetch|checkout|switch)|gh\s+pr\s+checkout)[^\n]*(\$\{\{[^}]*(` + reHeadRef.String() + `)|refs/pull/|\$\{\{\s*github\.event\.(number|pull_request\.number)\s*\}\})`)
 )
 
-// prtCheckout reports actions/checkout of the pull request's head in a pull_request_target
-// workflow.
-func prtCheckout(path string, st *actionlint.Step, ex *actionlint.ExecAction, prtLine int) (wfFinding, bool) {
+// prtCheckout reports actions/checkout of the pull request's head in a privileged workflow.
+func prtCheckout(path string, st *actionlint.Step, ex *actionlint.ExecAction, trig *trigger) (wfFinding, bool) {
 	if !strings.HasPrefix(strings.ToLower(ex.Uses.Value), "actions/checkout@") {
 		return wfFinding{}, false
 	}
@@ -237,21 +253,21 @@ func prtCheckout(path string, st *actionlint.Step, ex *actionlint.ExecAction, pr
 			continue
 		}
 		if reHeadRef.MatchString(in.Value.Value) || strings.Contains(in.Value.Value, "pull_request.head.repo") {
-			return prtFinding(path, in.Value.Pos.Line, prtLine, stepLine(st), ex.Uses.Pos.Line), true
+			return prtFinding(path, in.Value.Pos.Line, trig, stepLine(st), ex.Uses.Pos.Line), true
 		}
 	}
 	return wfFinding{}, false
 }
 
-func prtFinding(path string, line, prtLine int, more ...int) wfFinding {
+func prtFinding(path string, line int, trig *trigger, more ...int) wfFinding {
 	return wfFinding{Finding: runtime.Finding{
 		Rule: rulePRTCheckout, Severity: runtime.SeverityCritical, Path: path, Line: line,
-		Title: "pull_request_target checks out the pull request's code",
-		Message: "A pull_request_target workflow runs with the base repository's secrets and a write token; " +
+		Title: trig.name + " checks out the pull request's code",
+		Message: "A " + trig.name + " workflow runs with the base repository's secrets and a write token; " +
 			"checking out the pull request's head and building or running it hands both to any fork. " +
 			"Fix: use the pull_request trigger for anything that runs the contributed code, or never run it here.",
 		Key: "prt",
-	}, anchors: append([]int{line, prtLine}, more...)}
+	}, anchors: append([]int{line, trig.line}, more...)}
 }
 
 func stepLine(st *actionlint.Step) int {
@@ -265,9 +281,9 @@ var reFullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // unpinned reports a third-party action or reusable workflow referenced by a tag or branch,
 // which its owner (or whoever takes over the account) can move to other code. GitHub's own
-// actions/* and github/* are not reported. When the workflow runs on pull_request_target
-// and the step hands it secrets or the token, the finding is high.
-func unpinned(path string, uses *actionlint.String, secrets []string, isPRT bool, prtLine int) (wfFinding, bool) {
+// actions/* and github/* are not reported. When the workflow runs on pull_request_target or
+// workflow_run and the step hands it secrets or the token, the finding is high.
+func unpinned(path string, uses *actionlint.String, secrets []string, trig *trigger) (wfFinding, bool) {
 	v := uses.Value
 	if strings.HasPrefix(v, "./") || strings.HasPrefix(v, "docker://") || actionlint.ContainsExpression(v) {
 		return wfFinding{}, false
@@ -285,16 +301,16 @@ func unpinned(path string, uses *actionlint.String, secrets []string, isPRT bool
 		return wfFinding{}, false
 	}
 	line := uses.Pos.Line
-	if isPRT && len(secrets) > 0 {
+	if trig != nil && len(secrets) > 0 {
 		return wfFinding{Finding: runtime.Finding{
 			Rule: ruleSecretToTag, Severity: runtime.SeverityHigh, Path: path, Line: line,
-			Title: "pull_request_target hands secrets to an action pinned only by " + refKind(ref),
-			Message: "`" + v + "` gets " + strings.Join(secrets, ", ") + " in a pull_request_target workflow, which " +
-				"runs for every fork's pull request with the base repository's privileges. Whoever can move " +
+			Title: trig.name + " hands secrets to an action pinned only by " + refKind(ref),
+			Message: "`" + v + "` gets " + strings.Join(secrets, ", ") + " in a " + trig.name + " workflow, which " +
+				"runs on events any fork can cause, with the base repository's privileges. Whoever can move " +
 				"the `" + ref + "` " + refKind(ref) + " of " + name + " gets them. Fix: pin the action to a full " +
 				"commit SHA (keep the version in a comment) and grant the token only the scopes it needs.",
 			Key: name,
-		}, anchors: []int{line, prtLine}}, true
+		}, anchors: []int{line, trig.line}}, true
 	}
 	return wfFinding{Finding: runtime.Finding{
 		Rule: ruleUnpinned, Severity: runtime.SeverityMedium, Path: path, Line: line,

@@ -279,3 +279,27 @@ func TestUnsupportedPresetNamesTheChoices(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkflowRunCheckoutOfTheForksHead(t *testing.T) {
+	head := `on:
+  workflow_run:
+    workflows: [ci]
+    types: [completed]
+permissions:
+  contents: read
+jobs:
+  report:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          ref: ${{ github.event.workflow_run.head_sha }}
+      - run: ./report.sh
+`
+	path := ".github/workflows/report.yml"
+	fs := findingsOf(reviewWorkflow(t, addedFile(path, head), head, runtime.Lens{Name: "security", Preset: "security"}), "security")
+	f, ok := fs[rulePRTCheckout]
+	if !ok || f.Line != 13 || f.Title != "workflow_run checks out the pull request's code" {
+		t.Fatalf("findings %+v", fs)
+	}
+}
