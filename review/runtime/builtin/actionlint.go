@@ -35,23 +35,28 @@ type wfFinding struct {
 
 // lintWorkflow runs actionlint and the workflow-security rules over a whole workflow file and
 // keeps what touches an added line. security holds findings for the security lenses, lint
-// actionlint's correctness findings. ok is false when the file cannot be parsed as a workflow
-// at all; the caller then falls back to the line patterns.
-func lintWorkflow(path string, content []byte, added map[int]bool) (security, lint []runtime.Finding, ok bool) {
+// actionlint's correctness findings. parsed is false when the file is not a well-formed workflow
+// (actionlint reports a syntax error, so its tree may miss parts of the file): security is then
+// empty and the caller applies the line patterns instead, while lint still says what is wrong.
+func lintWorkflow(path string, content []byte, added map[int]bool) (security, lint []runtime.Finding, parsed bool) {
 	wf, parseErrs := actionlint.Parse(content)
-	if wf == nil {
-		return nil, nil, false
-	}
-	var all []wfFinding
+	parsed = wf != nil && len(parseErrs) == 0
 	errs, err := runActionlint(content)
 	if err != nil {
 		// actionlint only fails on internal errors; the parse errors are still worth reporting.
 		errs = parseErrs
 	}
+	var all []wfFinding
 	for _, e := range errs {
-		all = append(all, fromActionlint(path, e))
+		f := fromActionlint(path, e)
+		if f.Rule == ruleUntrustedInput && !parsed {
+			continue // the line patterns report it
+		}
+		all = append(all, f)
 	}
-	all = append(all, securityRules(path, wf)...)
+	if parsed {
+		all = append(all, securityRules(path, wf)...)
+	}
 	for _, f := range all {
 		if !touches(f.anchors, added) {
 			continue
@@ -62,7 +67,7 @@ func lintWorkflow(path string, content []byte, added map[int]bool) (security, li
 			security = append(security, f.Finding)
 		}
 	}
-	return security, lint, true
+	return security, lint, parsed
 }
 
 // runActionlint lints content with actionlint's own rules. The path is "<stdin>" so that

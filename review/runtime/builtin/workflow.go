@@ -16,7 +16,8 @@ func isWorkflow(path string) bool { return runtime.IsWorkflowPath(path) }
 // with the diff), a workflow under .github/workflows is parsed and linted with actionlint and the
 // workflow-security rules, and findings on lines the change does not add are dropped. Composite
 // actions (action.yml, which actionlint does not lint), files known only from their diff and
-// files actionlint cannot parse at all get the line patterns of scanWorkflow.
+// files with a syntax error (whose tree may miss parts of them) get the line patterns of
+// scanWorkflow for security.
 func checkWorkflow(f *diff.File, head []byte) (security, lint []runtime.Finding) {
 	path := f.Path()
 	added := map[int][]byte{}
@@ -32,9 +33,11 @@ func checkWorkflow(f *diff.File, head []byte) (security, lint []runtime.Finding)
 			for n := range added {
 				lines[n] = true
 			}
-			if sec, lint, ok := lintWorkflow(path, head, lines); ok {
-				return sec, lint
+			sec, lint, parsed := lintWorkflow(path, head, lines)
+			if !parsed {
+				sec = scanWorkflow(f, head)
 			}
+			return sec, lint
 		}
 	}
 	return scanWorkflow(f, head), nil
