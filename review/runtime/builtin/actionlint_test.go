@@ -303,3 +303,22 @@ jobs:
 		t.Fatalf("findings %+v", fs)
 	}
 }
+
+func TestVendoredKeyIsLow(t *testing.T) {
+	header := "-----BEGIN " + "RSA PRIVATE KEY-----"
+	key := header + "\n" + strings.Repeat("MIIEpAIBAAKCAQEA", 4) + "\n" + strings.Repeat("x3K9Lm2PqR7sT1vW", 4) + "\n-----END RSA PRIVATE KEY-----\n"
+	d := addedFile("vendor/github.com/valyala/fasthttp/ssl-cert-snakeoil.key", key) + addedFile("deploy/server.key", key)
+	req := requestFor(t, []byte(d))
+	req.Lenses = []runtime.Lens{{Name: "security", Preset: "secrets"}}
+	res, err := New(Options{}).Review(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sev := map[string]string{}
+	for _, f := range res.Lenses[0].Findings {
+		sev[f.Path] = f.Severity
+	}
+	if sev["vendor/github.com/valyala/fasthttp/ssl-cert-snakeoil.key"] != runtime.SeverityLow || sev["deploy/server.key"] != runtime.SeverityCritical {
+		t.Fatalf("severities %v", sev)
+	}
+}

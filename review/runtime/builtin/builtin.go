@@ -350,7 +350,8 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			out[GroupWorkflowLint] = append(out[GroupWorkflowLint], lint...)
 		}
 	}
-	out[GroupUnsafe] = lowerInTests(out[GroupUnsafe])
+	out[GroupUnsafe] = lowerVendored(lowerInTests(out[GroupUnsafe]))
+	out[GroupSecrets] = lowerVendored(out[GroupSecrets])
 	if needed[GroupProtected] {
 		out[GroupProtected] = protectedPaths(req)
 	}
@@ -380,19 +381,25 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 	return out, nil
 }
 
-// lowerInTests reports disabled protections in test files and vendored third-party code at low
-// severity: a test talking to its own self-signed local server is the common, harmless case,
-// and vendored code is reviewed upstream; neither must fail the gate.
+// lowerInTests reports disabled protections in test and fixture files at low severity: a test
+// talking to its own self-signed local server is the common, harmless case, and it must not fail
+// the gate. Secrets get the same treatment from the secrets scan itself (fixtureFinding).
 func lowerInTests(fs []runtime.Finding) []runtime.Finding {
 	for i := range fs {
-		if rank(fs[i].Severity) <= rank(runtime.SeverityLow) {
-			continue
-		}
-		switch {
-		case isTestPath(fs[i].Path):
+		if rank(fs[i].Severity) > rank(runtime.SeverityLow) && isFixturePath(fs[i].Path) {
 			fs[i].Severity = runtime.SeverityLow
 			fs[i].Message += " (In a test file, so reported as low: make sure this code is never used outside tests.)"
-		case isVendored(fs[i].Path):
+		}
+	}
+	return fs
+}
+
+// lowerVendored reports findings in vendored third-party code at low severity: the code (and
+// any test key it ships) is already public upstream, where the fix belongs, and it must not
+// fail the gate of a dependency update.
+func lowerVendored(fs []runtime.Finding) []runtime.Finding {
+	for i := range fs {
+		if rank(fs[i].Severity) > rank(runtime.SeverityLow) && isVendored(fs[i].Path) {
 			fs[i].Severity = runtime.SeverityLow
 			fs[i].Message += " (In vendored third-party code, so reported as low: the fix belongs upstream.)"
 		}
