@@ -1,7 +1,9 @@
 // Package builtin is lensgate's deterministic, offline reviewer. It needs no network and no
 // model: each lens runs a fixed set of checks over the diff (committed secrets and private
-// keys, merge-conflict markers, risky CI workflow changes, protected paths, large binaries,
-// code changed without tests, a missing spec where one is required).
+// keys, merge-conflict markers, changed CI workflows linted with actionlint and the
+// workflow-security rules, disabled TLS verification, protected paths, large binaries, code
+// changed without tests, a missing spec where one is required). Each lens summary names the
+// checks that ran; none of them reviews what the code does.
 package builtin
 
 import (
@@ -445,8 +447,8 @@ func protectedPaths(req *runtime.Request) []runtime.Finding {
 		f := runtime.Finding{
 			Rule: "protected-path", Severity: runtime.SeverityInfo,
 			Title: fmt.Sprintf("protected paths: %d file(s) under %s", len(hits), pat),
-			Message: fmt.Sprintf("%s%s match protected_paths. Advisory: give these a careful human review; "+
-				"this check does not require or verify anyone's approval.", strings.Join(listed, ", "), more),
+			Message: fmt.Sprintf("Changed under the protected_paths pattern %s: %s%s. Advisory: give these a careful "+
+				"human review; this check does not require or verify anyone's approval.", pat, strings.Join(listed, ", "), more),
 			Key: pat,
 		}
 		if len(hits) == 1 {
