@@ -39,6 +39,13 @@ type wfFinding struct {
 // (actionlint reports a syntax error, so its tree may miss parts of the file): security is then
 // empty and the caller applies the line patterns instead, while lint still says what is wrong.
 func lintWorkflow(path string, content []byte, added map[int]bool) (security, lint []runtime.Finding, parsed bool) {
+	// The file is untrusted: should the linter fail on it in a way it does not report, the line
+	// patterns still review it.
+	defer func() {
+		if recover() != nil {
+			security, lint, parsed = nil, nil, false
+		}
+	}()
 	wf, parseErrs := actionlint.Parse(content)
 	parsed = wf != nil && len(parseErrs) == 0
 	errs, err := runActionlint(content)
@@ -73,11 +80,11 @@ func lintWorkflow(path string, content []byte, added map[int]bool) (security, li
 // runActionlint lints content with actionlint's own rules. The path is "<stdin>" so that
 // actionlint reads nothing from the local disk (no project config, no local actions): the
 // file under review is untrusted and the process's working directory is unrelated to it.
-// External checkers (shellcheck, pyflakes) are not run.
+// External checkers (shellcheck, pyflakes) are not run. The color option stays at its default:
+// "never" would set a global of the color package on every call, a data race between reviews
+// running at once; the output is discarded either way.
 func runActionlint(content []byte) ([]*actionlint.Error, error) {
-	l, err := actionlint.NewLinter(io.Discard, &actionlint.LinterOptions{
-		Color: actionlint.ColorOptionKindNever, LogWriter: io.Discard, WorkingDir: "/",
-	})
+	l, err := actionlint.NewLinter(io.Discard, &actionlint.LinterOptions{LogWriter: io.Discard, WorkingDir: "/"})
 	if err != nil {
 		return nil, fmt.Errorf("set up actionlint: %w", err)
 	}

@@ -322,3 +322,33 @@ func TestVendoredKeyIsLow(t *testing.T) {
 		t.Fatalf("severities %v", sev)
 	}
 }
+
+// TestWorkflowLintingIsSafeConcurrently: reviews run at once in the server; linting shares no
+// mutable state between them (run with -race).
+func TestWorkflowLintingIsSafeConcurrently(t *testing.T) {
+	path := ".github/workflows/size-labeler.yml"
+	d := addedFile(path, sizeLabeler)
+	done := make(chan []string, 4)
+	for range 4 {
+		go func() {
+			req := requestFor(t, []byte(d))
+			req.Lenses = []runtime.Lens{{Name: "ci", Preset: "ci"}}
+			req.Changed[0].HeadContent = []byte(sizeLabeler)
+			res, err := New(Options{}).Review(context.Background(), req)
+			if err != nil {
+				done <- []string{err.Error()}
+				return
+			}
+			done <- found(res)
+		}()
+	}
+	first := <-done
+	for range 3 {
+		if got := <-done; !slices.Equal(got, first) {
+			t.Fatalf("%q != %q", got, first)
+		}
+	}
+	if !slices.Contains(first, ruleSecretToTag+" "+path+":15") {
+		t.Fatalf("found %q", first)
+	}
+}
