@@ -443,7 +443,12 @@ func TestHeadNotYetVisibleIsReadAgain(t *testing.T) {
 	e.gh.OnNext(routeGetPull, func(*http.Request) {
 		e.gh.OnNext(routeGetPull, func(*http.Request) { e.gh.Push(fixtureRepo, fixturePR, newHead, []byte(readmeDiff), nil) })
 	})
-	e.send("pull_request", "d-lag", withHead(fixture(t, "pull_request.synchronize.payload.json"), newHead))
+	// The push happens between the reads here, so the payload's updated_at is set by hand: not
+	// after the state the first read shows, as GitHub's would be.
+	updated := e.gh.PullRequest(fixtureRepo, fixturePR).UpdatedAt.Format(time.RFC3339)
+	e.send("pull_request", "d-lag", setJSON(t, withHead(fixture(t, "pull_request.synchronize.payload.json"), newHead), func(m map[string]any) {
+		m["pull_request"].(map[string]any)["updated_at"] = updated
+	}))
 	e.drain()
 	pubs := e.pub.all()
 	if len(pubs) != 1 || pubs[0].Decision.Subject.HeadSHA != newHead {
@@ -456,6 +461,8 @@ func TestStaleJobIsSkipped(t *testing.T) {
 	e.addFixturePR(readmeDiff)
 	shown := strings.Repeat("cd", 20)
 	e.gh.Push(fixtureRepo, fixturePR, shown, []byte(readmeDiff), nil)
+	// The push is long past: GitHub's replicas show it already.
+	e.gh.CatchUp()
 	// The event names the older head; the pull request has moved on and stays there, and the
 	// newer push's own event never comes (lost, or received before this one and overtaken).
 	// The older head is not reviewed; the head GitHub shows is, once.

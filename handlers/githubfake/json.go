@@ -69,6 +69,8 @@ func (s *Server) prJSON(st *repoState, pr *PullRequest) *github.PullRequest {
 		Title:        github.String(pr.Title),
 		Body:         github.String(pr.Body),
 		Draft:        github.Bool(pr.Draft),
+		CreatedAt:    timestamp(pr.CreatedAt),
+		UpdatedAt:    timestamp(pr.UpdatedAt),
 		Merged:       github.Bool(pr.Merged),
 		User:         s.userJSON(pr.User),
 		Labels:       labelsJSON(pr.Labels),

@@ -375,6 +375,10 @@ func (st *stack) start(with ...func(*handlers.Options)) {
 
 func (st *stack) send(event, delivery string, body []byte) {
 	st.t.Helper()
+	body, err := st.gh.StampPullRequestEvent(event, body)
+	if err != nil {
+		st.t.Fatal(err)
+	}
 	req, err := githubfake.WebhookRequest(st.srv.URL+handlers.RouteHook, event, delivery, st.gh.WebhookSecret(), body)
 	if err != nil {
 		st.t.Fatal(err)
