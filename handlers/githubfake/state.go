@@ -411,6 +411,16 @@ func (s *Server) SetPullBody(fullName string, number int, body string) {
 	s.revised(s.mustRepo(fullName), pr)
 }
 
+// EditPullBody changes a pull request's body with edit in one step, as its author saving an edit
+// of the body they see would.
+func (s *Server) EditPullBody(fullName string, number int, edit func(body string) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pr := s.mustPR(fullName, number)
+	pr.Body = edit(pr.Body)
+	s.revised(s.mustRepo(fullName), pr)
+}
+
 // SetLabels replaces the labels of a pull request, as a maintainer labelling it would.
 func (s *Server) SetLabels(fullName string, number int, labels ...string) {
 	s.mu.Lock()
