@@ -23,7 +23,6 @@ require (
 	github.com/riverqueue/river/rivertype v0.51.2
 	github.com/rs/zerolog v1.35.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
-	github.com/sourcegraph/go-diff v0.10.0
 	github.com/yuin/goldmark v1.8.7
 	go.yaml.in/yaml/v3 v3.0.6
 	modernc.org/sqlite v1.62.0

@@ -303,53 +303,27 @@ func decodeLens(c *policyCtx, e entry, seen map[string]bool) (Lens, bool) {
 			l.Publication = pe.val.str
 		}
 	}
-	if pe, has := v.get("paths"); has && c.all {
+	if c.all && !c.lensExtensions(v, base, &l) {
+		ok = false
+	}
+	return l, ok
+}
+
+// lensExtensions reads the lens keys of .asdd.yml that YAGA's TOML does not have, after
+// publication (independent is read before it), into l; it reports whether they were valid.
+func (c *policyCtx) lensExtensions(v *node, base string, l *Lens) bool {
+	ok := true
+	if pe, has := v.get("paths"); has {
 		globs, good := c.globList(pe.val, base+".paths")
 		ok = ok && good
 		l.Paths = globs
 	}
-	if pe, has := v.get("path_instructions"); has && c.all {
-		key := base + ".path_instructions"
-		if pe.val.kind != kList || len(pe.val.items) == 0 || len(pe.val.items) > MaxPathInstructions {
-			c.add(pe.val.line, pe.val.col, key, fmt.Sprintf("%s must be a list of 1 to %d entries", key, MaxPathInstructions), "each entry has paths (a list of globs) and instruction")
-			ok = false
-		} else {
-			for i, it := range pe.val.items {
-				ik := fmt.Sprintf("%s[%d]", key, i)
-				if it.kind != kMap {
-					c.add(it.line, it.col, ik, ik+" must be a table with paths and instruction", "paths: [\"services/api/**\"], instruction: \"...\"")
-					ok = false
-					continue
-				}
-				if c.unknownKeys(it, ik, []string{"paths", "instruction"}) {
-					ok = false
-				}
-				var pi PathInstruction
-				ge, hasG := it.get("paths")
-				if !hasG {
-					c.add(it.line, it.col, ik+".paths", ik+".paths is required", "a list of globs such as [\"services/api/**\"]")
-					ok = false
-				} else {
-					globs, good := c.globList(ge.val, ik+".paths")
-					ok = ok && good
-					pi.Paths = globs
-				}
-				ie, hasI := it.get("instruction")
-				switch {
-				case !hasI || ie.val.kind != kString || IsBlank(ie.val.str):
-					c.add(it.line, it.col, ik+".instruction", ik+".instruction is required", "what the lens must also look for in these files")
-					ok = false
-				case strings.ContainsRune(ie.val.str, 0) || len(ie.val.str) > MaxInstructionBytes:
-					c.add(ie.val.line, ie.val.col, ik+".instruction", ik+".instruction is oversized or unsafe", fmt.Sprintf("keep it under %d UTF-8 bytes and without NUL characters", MaxInstructionBytes+1))
-					ok = false
-				default:
-					pi.Instruction = ie.val.str
-				}
-				l.PathInstructions = append(l.PathInstructions, pi)
-			}
-		}
+	if pe, has := v.get("path_instructions"); has {
+		pis, good := c.pathInstructions(pe.val, base+".path_instructions")
+		ok = ok && good
+		l.PathInstructions = pis
 	}
-	if fe, has := v.get("outcome_on_findings"); has && c.all {
+	if fe, has := v.get("outcome_on_findings"); has {
 		if fe.val.kind != kString || !slices.Contains(onFindings, fe.val.str) {
 			c.add(fe.val.line, fe.val.col, base+".outcome_on_findings", fmt.Sprintf("%s.outcome_on_findings is invalid", base), "use fail or pass"+didYouMean(fe.val, onFindings))
 			ok = false
@@ -357,7 +331,51 @@ func decodeLens(c *policyCtx, e entry, seen map[string]bool) (Lens, bool) {
 			l.OutcomeOnFindings = fe.val.str
 		}
 	}
-	return l, ok
+	return ok
+}
+
+// pathInstructions reads a lens's path_instructions list.
+func (c *policyCtx) pathInstructions(v *node, key string) ([]PathInstruction, bool) {
+	if v.kind != kList || len(v.items) == 0 || len(v.items) > MaxPathInstructions {
+		c.add(v.line, v.col, key, fmt.Sprintf("%s must be a list of 1 to %d entries", key, MaxPathInstructions), "each entry has paths (a list of globs) and instruction")
+		return nil, false
+	}
+	ok := true
+	var out []PathInstruction
+	for i, it := range v.items {
+		ik := fmt.Sprintf("%s[%d]", key, i)
+		if it.kind != kMap {
+			c.add(it.line, it.col, ik, ik+" must be a table with paths and instruction", "paths: [\"services/api/**\"], instruction: \"...\"")
+			ok = false
+			continue
+		}
+		if c.unknownKeys(it, ik, []string{"paths", "instruction"}) {
+			ok = false
+		}
+		var pi PathInstruction
+		ge, hasG := it.get("paths")
+		if !hasG {
+			c.add(it.line, it.col, ik+".paths", ik+".paths is required", "a list of globs such as [\"services/api/**\"]")
+			ok = false
+		} else {
+			globs, good := c.globList(ge.val, ik+".paths")
+			ok = ok && good
+			pi.Paths = globs
+		}
+		ie, hasI := it.get("instruction")
+		switch {
+		case !hasI || ie.val.kind != kString || IsBlank(ie.val.str):
+			c.add(it.line, it.col, ik+".instruction", ik+".instruction is required", "what the lens must also look for in these files")
+			ok = false
+		case strings.ContainsRune(ie.val.str, 0) || len(ie.val.str) > MaxInstructionBytes:
+			c.add(ie.val.line, ie.val.col, ik+".instruction", ik+".instruction is oversized or unsafe", fmt.Sprintf("keep it under %d UTF-8 bytes and without NUL characters", MaxInstructionBytes+1))
+			ok = false
+		default:
+			pi.Instruction = ie.val.str
+		}
+		out = append(out, pi)
+	}
+	return out, ok
 }
 
 // globList reads a non-empty list of repository-relative globs.

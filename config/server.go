@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -164,6 +165,17 @@ type ServerRuntime struct {
 	OpenAIToken string `yaml:"openai_token"`
 	// OpenAIModel is the default model. Env LENSGATE_OPENAI_MODEL.
 	OpenAIModel string `yaml:"openai_model"`
+	// OpenAITimeout is the deadline of each whole model call (every attempt and wait), for
+	// model servers slower than repositories expect, such as CPU-hosted ones; it replaces the
+	// repositories' review.timeout_seconds for the openai runtime. Env LENSGATE_OPENAI_TIMEOUT.
+	// Default 0: the repository's review.timeout_seconds.
+	OpenAITimeout time.Duration `yaml:"openai_timeout"`
+	// OpenAITemperature is the sampling temperature of every model call. Env
+	// LENSGATE_OPENAI_TEMPERATURE. Default 0 (the same prompt gets the same answer).
+	OpenAITemperature *float64 `yaml:"openai_temperature"`
+	// OpenAISeed is the sampling seed sent with every model call where the server accepts
+	// it. Env LENSGATE_OPENAI_SEED. Default 1.
+	OpenAISeed *int `yaml:"openai_seed"`
 	// Presets are operator-defined presets: .asdd.yml lenses may name the preset, and the
 	// runtime it maps to (one of the enabled runtimes or an exec adapter) reviews them.
 	// Env LENSGATE_RUNTIME_PRESETS as "name=runtime,name=runtime".
@@ -325,6 +337,23 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_OPENAI_BASE_URL", "runtimes.openai_base_url", str(func(s *Server) *string { return &s.Runtime.OpenAIBaseURL })},
 		{"LENSGATE_OPENAI_TOKEN", "runtimes.openai_token", str(func(s *Server) *string { return &s.Runtime.OpenAIToken })},
 		{"LENSGATE_OPENAI_MODEL", "runtimes.openai_model", str(func(s *Server) *string { return &s.Runtime.OpenAIModel })},
+		{"LENSGATE_OPENAI_TIMEOUT", "runtimes.openai_timeout", dur(func(s *Server) *time.Duration { return &s.Runtime.OpenAITimeout })},
+		{"LENSGATE_OPENAI_TEMPERATURE", "runtimes.openai_temperature", func(s *Server, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return err
+			}
+			s.Runtime.OpenAITemperature = &f
+			return nil
+		}},
+		{"LENSGATE_OPENAI_SEED", "runtimes.openai_seed", func(s *Server, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return err
+			}
+			s.Runtime.OpenAISeed = &n
+			return nil
+		}},
 		{"LENSGATE_RUNTIME_PRESETS", "runtimes.presets", func(s *Server, v string) error {
 			m, err := parsePresets(v)
 			if err != nil {
@@ -541,24 +570,7 @@ func (s *Server) Validate() error {
 	add := func(key, format string, args ...any) {
 		p = append(p, ServerKeyName(key)+": "+fmt.Sprintf(format, args...))
 	}
-	if s.GitHub.App.IntegrationID <= 0 {
-		add("github.app.integration_id", "must be the App's numeric id")
-	}
-	if strings.TrimSpace(s.GitHub.App.WebhookSecret) == "" {
-		add("github.app.webhook_secret", "is empty: unsigned webhooks would be accepted")
-	}
-	if s.GitHub.App.PrivateKey == "" {
-		add("github.app.private_key", "is required (or github.app.private_key_file)")
-	} else if err := ServerCheckPrivateKey([]byte(s.GitHub.App.PrivateKey)); err != nil {
-		add("github.app.private_key", "%v", err)
-	}
-	for _, u := range []struct{ key, val string }{
-		{"github.web_url", s.GitHub.WebURL}, {"github.v3_api_url", s.GitHub.V3APIURL}, {"github.v4_api_url", s.GitHub.V4APIURL},
-	} {
-		if pu, err := url.Parse(u.val); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			add(u.key, "%q is not an http(s) URL", u.val)
-		}
-	}
+	s.validateGitHub(add)
 	for i, k := range s.PreviousPublicKeys {
 		if b, err := hex.DecodeString(strings.TrimSpace(k)); err != nil || len(b) != 32 {
 			p = append(p, fmt.Sprintf("previous_public_keys[%d] (LENSGATE_PREVIOUS_PUBLIC_KEYS): not a 64-hex Ed25519 public key", i))
@@ -606,6 +618,12 @@ func (s *Server) Validate() error {
 	if s.Runtime.MaxTokensPerInstallationPerDay < 0 {
 		add("runtimes.max_tokens_per_installation_per_day", "must be 0 (off) or positive")
 	}
+	if d := s.Runtime.OpenAITimeout; d < 0 || d > time.Hour {
+		add("runtimes.openai_timeout", "must be 0 (review.timeout_seconds) or positive up to 1h")
+	}
+	if t := s.Runtime.OpenAITemperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 2) {
+		add("runtimes.openai_temperature", "must be between 0 and 2")
+	}
 	for _, d := range []struct {
 		key string
 		val time.Duration
@@ -620,26 +638,7 @@ func (s *Server) Validate() error {
 	if d := s.GitHub.ContentSpacing; d < 0 || d > MaxContentSpacing {
 		add("github.content_spacing", "must be 0 (off) or positive up to %s", MaxContentSpacing)
 	}
-	switch dsn := s.Queue.DSN; {
-	case s.MemoryQueue(), strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-	case strings.HasPrefix(dsn, "sqlite://"):
-		if strings.TrimPrefix(dsn, "sqlite://") == "" {
-			add("queue.dsn", "sqlite:// needs a file path (sqlite:///var/lib/lensgate/queue.db)")
-		}
-	default:
-		// Never echo the DSN: it may hold a password.
-		add("queue.dsn", "want memory, sqlite:///PATH or postgres://…")
-	}
-	if s.Queue.Lease < 0 {
-		add("queue.lease", "must not be negative (0: 20s)")
-	} else if s.Queue.Lease > 0 && s.Queue.Lease < time.Second {
-		add("queue.lease", "must be at least 1s")
-	}
-	if s.Queue.RescueAfter < 0 {
-		add("queue.rescue_after", "must not be negative (0: job_timeout + 5m)")
-	} else if s.Queue.RescueAfter > 0 && s.Queue.RescueAfter <= s.Review.JobTimeout {
-		add("queue.rescue_after", "must exceed review.job_timeout (%s), or a slow job would run twice", s.Review.JobTimeout)
-	}
+	s.validateQueue(add)
 	for name, rt := range s.Runtime.Presets {
 		if strings.TrimSpace(name) == "" || strings.TrimSpace(rt) == "" {
 			add("runtimes.presets", "%q=%q: want a preset name and a runtime", name, rt)
@@ -660,6 +659,52 @@ func (s *Server) Validate() error {
 		return fmt.Errorf("server config:\n  %s", strings.Join(p, "\n  "))
 	}
 	return nil
+}
+
+// validateGitHub checks the App's credentials and GitHub's addresses.
+func (s *Server) validateGitHub(add func(key, format string, args ...any)) {
+	if s.GitHub.App.IntegrationID <= 0 {
+		add("github.app.integration_id", "must be the App's numeric id")
+	}
+	if strings.TrimSpace(s.GitHub.App.WebhookSecret) == "" {
+		add("github.app.webhook_secret", "is empty: unsigned webhooks would be accepted")
+	}
+	if s.GitHub.App.PrivateKey == "" {
+		add("github.app.private_key", "is required (or github.app.private_key_file)")
+	} else if err := ServerCheckPrivateKey([]byte(s.GitHub.App.PrivateKey)); err != nil {
+		add("github.app.private_key", "%v", err)
+	}
+	for _, u := range []struct{ key, val string }{
+		{"github.web_url", s.GitHub.WebURL}, {"github.v3_api_url", s.GitHub.V3APIURL}, {"github.v4_api_url", s.GitHub.V4APIURL},
+	} {
+		if pu, err := url.Parse(u.val); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			add(u.key, "%q is not an http(s) URL", u.val)
+		}
+	}
+}
+
+// validateQueue checks the durable queue's address and its timings.
+func (s *Server) validateQueue(add func(key, format string, args ...any)) {
+	switch dsn := s.Queue.DSN; {
+	case s.MemoryQueue(), strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+	case strings.HasPrefix(dsn, "sqlite://"):
+		if strings.TrimPrefix(dsn, "sqlite://") == "" {
+			add("queue.dsn", "sqlite:// needs a file path (sqlite:///var/lib/lensgate/queue.db)")
+		}
+	default:
+		// Never echo the DSN: it may hold a password.
+		add("queue.dsn", "want memory, sqlite:///PATH or postgres://…")
+	}
+	if s.Queue.Lease < 0 {
+		add("queue.lease", "must not be negative (0: 20s)")
+	} else if s.Queue.Lease > 0 && s.Queue.Lease < time.Second {
+		add("queue.lease", "must be at least 1s")
+	}
+	if s.Queue.RescueAfter < 0 {
+		add("queue.rescue_after", "must not be negative (0: job_timeout + 5m)")
+	} else if s.Queue.RescueAfter > 0 && s.Queue.RescueAfter <= s.Review.JobTimeout {
+		add("queue.rescue_after", "must exceed review.job_timeout (%s), or a slow job would run twice", s.Review.JobTimeout)
+	}
 }
 
 // ServerKeyName renders a configuration key with its environment variable, "key (ENV)", as

@@ -268,6 +268,11 @@ func TestServerQueueAndPresetErrors(t *testing.T) {
 		{"negative content spacing", map[string]string{"LENSGATE_GITHUB_CONTENT_SPACING": "-1s"}, "github.content_spacing (LENSGATE_GITHUB_CONTENT_SPACING): must be 0 (off) or positive up to 1m0s"},
 		{"content spacing too long", map[string]string{"LENSGATE_GITHUB_CONTENT_SPACING": "61s"}, "github.content_spacing (LENSGATE_GITHUB_CONTENT_SPACING): must be 0 (off)"},
 		{"content spacing not a duration", map[string]string{"LENSGATE_GITHUB_CONTENT_SPACING": "1"}, "LENSGATE_GITHUB_CONTENT_SPACING"},
+		{"model settings", map[string]string{"LENSGATE_OPENAI_TIMEOUT": "10m", "LENSGATE_OPENAI_TEMPERATURE": "0.2", "LENSGATE_OPENAI_SEED": "7"}, ""},
+		{"model timeout above an hour", map[string]string{"LENSGATE_OPENAI_TIMEOUT": "2h"}, "runtimes.openai_timeout (LENSGATE_OPENAI_TIMEOUT): must be 0"},
+		{"negative temperature", map[string]string{"LENSGATE_OPENAI_TEMPERATURE": "-1"}, "runtimes.openai_temperature (LENSGATE_OPENAI_TEMPERATURE): must be between 0 and 2"},
+		{"temperature not a number", map[string]string{"LENSGATE_OPENAI_TEMPERATURE": "cold"}, "runtimes.openai_temperature (LENSGATE_OPENAI_TEMPERATURE): invalid value"},
+		{"seed not a number", map[string]string{"LENSGATE_OPENAI_SEED": "x"}, "runtimes.openai_seed (LENSGATE_OPENAI_SEED): invalid value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,6 +26,10 @@ import (
 func localModel(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/chat/completions") { // asked about the model's context
+			http.NotFound(w, r)
+			return
+		}
 		calls.Add(1)
 		body, _ := io.ReadAll(r.Body)
 		var req struct {

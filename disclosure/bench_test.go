@@ -41,32 +41,6 @@ func BenchmarkReadPayload(b *testing.B) {
 	})
 }
 
-// BenchmarkReadTyped is the typed reading of the same receipt: the envelope, the payload and
-// every structural rule, read straight into the values the report needs.
-func BenchmarkReadTyped(b *testing.B) {
-	d, opts := disclosed(b)
-	opts.Body = nil
-	b.ReportAllocs()
-	reportCPU(b, func() {
-		if readTyped(d.Receipt.Envelope, opts) == nil {
-			b.Fatal("the typed reading refused the receipt")
-		}
-	})
-}
-
-// BenchmarkVerifyGeneric is BenchmarkVerify on the general path alone (the tree parse that
-// judges every receipt the typed reading does not take).
-func BenchmarkVerifyGeneric(b *testing.B) {
-	d, opts := disclosed(b)
-	opts.Body = nil
-	b.ReportAllocs()
-	reportCPU(b, func() {
-		if r := verifyGeneric(d.Receipt.Envelope, opts); !r.OK {
-			b.Fatal("not ok")
-		}
-	})
-}
-
 // BenchmarkVerifyWithBody adds the visible-block checks against the PR body.
 func BenchmarkVerifyWithBody(b *testing.B) {
 	d, opts := disclosed(b)

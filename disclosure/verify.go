@@ -38,20 +38,6 @@ func Verify(envelope []byte, opts Options) (r *Report) {
 			r.PredicateVersionStatus = VersionUnknown
 		}
 	}()
-	if len(envelope) <= MaxEnvelopeBytes {
-		// Receipts as emitters write them are read straight into typed values; the general
-		// path below judges every other input, and reports the same for these.
-		if r = verifyTyped(envelope, opts); r != nil {
-			r.PredicateVersionStatus = VersionCurrent
-			checkReceiptLine(r, envelope, opts.Body)
-			return r
-		}
-	}
-	return verifyGeneric(envelope, opts)
-}
-
-// verifyGeneric is the dispatcher over the parsed tree, for any input.
-func verifyGeneric(envelope []byte, opts Options) (r *Report) {
 	unreadable := func(msg string) *Report {
 		r := newReport(V01)
 		r.reason(CodeEnvelopeUnreadable)
@@ -212,7 +198,51 @@ func failClosed(r *Report, err error) {
 func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 	r := newReport(v)
 	v2 := v != V01
-	var o *dsse.Opened
+	o, crypto, ok := openSigned(r, env, opts, pre)
+	if !ok {
+		return r
+	}
+	var stv any
+	var canonical bool
+	var err error
+	if pre != nil {
+		stv, canonical = pre.statement, pre.canonical
+	} else if stv, canonical, err = jcs.ParseCanonical(o.Payload); err != nil {
+		failClosed(r, err)
+		return r
+	}
+	st, _ := asObj(stv)
+	pred, predObj := asObj(st["predicate"])
+	sc := checkStructure(r, v, stv, o.Payload, canonical)
+
+	if subj, ok := subjectEntry(st); ok {
+		if d, ok := asObj(subj["digest"]); ok {
+			r.SubjectDigest, _ = d["sha256"].(string)
+		}
+		r.SubjectName, _ = subj["name"].(string)
+	}
+	// Semantic axes need a trusted, well-shaped statement.
+	if predObj && crypto && sc.shapeOK && (!v2 || sc.typeOK) {
+		checkSemantics(r, v2, st, pred, o.Payload, sc.canonicalOK, opts.ExpectedSubjectDigest)
+	}
+	timeSemantics(r, v, pred, predObj, sc.typeOK)
+	if v == V03 && predObj {
+		r.VerifierBlock = verifierBlockReport(pred)
+	}
+	if opts.Body != nil {
+		checkBody(r, st["predicate"], *opts.Body)
+	}
+	if v2 {
+		evaluatePolicy(r, pred, predObj, opts.Policy)
+	}
+	conclude(r, crypto, sc.typeOK, v2)
+	return r
+}
+
+// openSigned opens the envelope and checks its signature under the trusted key. ok is false
+// when the envelope cannot be opened (the report is then final); crypto says whether a
+// signature verifies.
+func openSigned(r *Report, env any, opts Options, pre *parsed) (o *dsse.Opened, crypto, ok bool) {
 	var err error
 	if pre != nil {
 		o, err = dsse.OpenDecoded(env, pre.payload, pre.alphabet)
@@ -221,12 +251,11 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 	}
 	if err != nil {
 		failClosed(r, err)
-		return r
+		return nil, false, false
 	}
 	if o.Alphabet == dsse.Standard {
 		r.ReceiptDigest = sha256Hex(o.Payload)
 	}
-	crypto := false
 	if kerr := dsse.CheckPublicKey(opts.PublicKey); kerr != nil {
 		r.Errors = append(r.Errors, "public key refused: "+kerr.Error())
 	} else if o.PayloadType != dsse.PayloadType {
@@ -235,23 +264,24 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 		r.Errors = append(r.Errors, "no signature verifies under the supplied public key")
 	}
 	r.CryptoOK = ptr(crypto)
-	var stv any
-	var canonical bool
-	if pre != nil {
-		stv, canonical = pre.statement, pre.canonical
-	} else if stv, canonical, err = jcs.ParseCanonical(o.Payload); err != nil {
-		failClosed(r, err)
-		return r
-	}
+	return o, crypto, true
+}
 
-	// Predicate type.
+// structure is what checkStructure found.
+type structure struct {
+	typeOK, shapeOK, canonicalOK bool
+}
+
+// checkStructure checks the predicate type, the statement's shape, the predicate's rules and
+// that the signed bytes are the canonical form of what they say, and sets StructureOK.
+func checkStructure(r *Report, v Version, stv any, payload []byte, canonical bool) structure {
 	st, stObj := asObj(stv)
 	pt, _ := st["predicateType"].(string)
 	r.PredicateType = pt
 	typeOK := stObj && pt == v.PredicateType()
 	r.PredicateTypeOK = ptr(typeOK)
 	if !typeOK {
-		if sib, known := versionOfType(pt); known && (v2 || sib == V02) {
+		if sib, known := versionOfType(pt); known && (v != V01 || sib == V02) {
 			r.reason(CodeUnknownPredicateVersion)
 			r.Errors = append(r.Errors, fmt.Sprintf("predicateType is %s, this verifier reads %s", sib, v))
 		} else {
@@ -259,7 +289,6 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 		}
 	}
 
-	// Statement shape and predicate rules.
 	shape := shapeCheck(stv)
 	r.StatementShapeOK = ptr(len(shape) == 0)
 	for _, is := range shape {
@@ -268,7 +297,6 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 		}
 		r.Errors = append(r.Errors, is.Text)
 	}
-	pred, predObj := asObj(st["predicate"])
 	var vissues []Issue
 	if stObj {
 		vissues = ValidatePredicate(st["predicate"], v)
@@ -285,48 +313,46 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 	// be canonicalized".
 	canonicalOK := canonical
 	if !canonical {
-		if canon, err := jcs.AppendCanonical(make([]byte, 0, len(o.Payload)), stv); err != nil {
+		if canon, err := jcs.AppendCanonical(make([]byte, 0, len(payload)), stv); err != nil {
 			r.reason(CodeStatementNotCanonicalizable)
 			r.Errors = append(r.Errors, "statement cannot be canonicalized: "+err.Error())
-		} else if canonicalOK = string(canon) == string(o.Payload); !canonicalOK {
+		} else if canonicalOK = string(canon) == string(payload); !canonicalOK {
 			r.Errors = append(r.Errors, "payload is not RFC-8785 canonical (hash_binding fail-closed)")
 		}
 	}
 	r.StructureOK = ptr(len(vissues) == 0 && len(shape) == 0 && typeOK && canonicalOK)
+	return structure{typeOK: typeOK, shapeOK: len(shape) == 0, canonicalOK: canonicalOK}
+}
 
-	if subj, ok := subjectEntry(st); ok {
-		if d, ok := asObj(subj["digest"]); ok {
-			r.SubjectDigest, _ = d["sha256"].(string)
+// checkSemantics checks the time axes (v0.2 and later), the subject binding, the findings
+// root and the assurance of a trusted, well-shaped statement.
+func checkSemantics(r *Report, v2 bool, st, pred map[string]any, payload []byte, canonicalOK bool, expectedSubject string) {
+	if v2 {
+		ax := timeAxes(pred)
+		r.EventTimeStatus, r.ObservationTimeStatus = ax.Event, ax.Observation
+		r.SignatureTimeStatus, r.ExternalTimeStatus = ax.Signature, ax.External
+		if cov, ok := asObj(pred["coverage"]); ok && !hasCap1(cov) {
+			r.advise(AdvisoryCoverageLegacy)
 		}
-		r.SubjectName, _ = subj["name"].(string)
+		consistent := ax.Event != TimeConflict && ax.Observation != TimeConflict
+		r.TimeConsistencyOK = ptr(consistent)
+		if !consistent {
+			r.reason(CodeTimeClaimsConflict)
+			r.Errors = append(r.Errors, "time claims conflict")
+		}
 	}
-
-	// Semantic axes need a trusted, well-shaped statement.
-	if predObj && crypto && len(shape) == 0 && (!v2 || typeOK) {
-		if v2 {
-			ax := timeAxes(pred)
-			r.EventTimeStatus, r.ObservationTimeStatus = ax.Event, ax.Observation
-			r.SignatureTimeStatus, r.ExternalTimeStatus = ax.Signature, ax.External
-			if cov, ok := asObj(pred["coverage"]); ok && !hasCap1(cov) {
-				r.advise(AdvisoryCoverageLegacy)
-			}
-			consistent := ax.Event != TimeConflict && ax.Observation != TimeConflict
-			r.TimeConsistencyOK = ptr(consistent)
-			if !consistent {
-				r.reason(CodeTimeClaimsConflict)
-				r.Errors = append(r.Errors, "time claims conflict")
-			}
-		}
-		// A canonical payload already holds the canonical bytes of every member: hash those
-		// instead of serialising the parsed tree again.
-		var canonPred []byte
-		if canonicalOK {
-			canonPred = jcs.Member(o.Payload, "predicate")
-		}
-		bindSubject(r, st, pred, opts.ExpectedSubjectDigest, canonPred)
-		checkFindingsAndAssurance(r, pred, canonPred)
+	// A canonical payload already holds the canonical bytes of every member: hash those
+	// instead of serialising the parsed tree again.
+	var canonPred []byte
+	if canonicalOK {
+		canonPred = jcs.Member(payload, "predicate")
 	}
+	bindSubject(r, st, pred, expectedSubject, canonPred)
+	checkFindingsAndAssurance(r, pred, canonPred)
+}
 
+// timeSemantics names which time semantics the receipt's version has.
+func timeSemantics(r *Report, v Version, pred map[string]any, predObj, typeOK bool) {
 	if v == V01 && predObj && typeOK {
 		r.TimeSemantics = ptr("LEGACY_V0_1")
 		times, _ := asObj(pred["times"])
@@ -337,23 +363,9 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 			r.ObservedTimeAssurance = ptr(TimeAbsent)
 		}
 	}
-	if v2 && typeOK {
+	if v != V01 && typeOK {
 		r.TimeSemantics = ptr("V0_2")
 	}
-	if v == V03 && predObj {
-		r.VerifierBlock = verifierBlockReport(pred)
-	}
-
-	if opts.Body != nil {
-		checkBody(r, st["predicate"], *opts.Body)
-	}
-
-	if v2 {
-		evaluatePolicy(r, pred, predObj, opts.Policy)
-	}
-
-	conclude(r, crypto, typeOK, v2)
-	return r
 }
 
 // conclude combines the axes into internal consistency and ok, and fills the automation

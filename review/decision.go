@@ -297,3 +297,20 @@ type TriageDecision struct {
 	Cause string `json:"cause,omitempty"`
 	Runs  []Run  `json:"runs"`
 }
+
+// ReportedCoverage is the coverage status a reader is told, in the comment, the check run and
+// the receipt alike: files can all have been read while a lens has no outcome (its model call
+// failed, or the server cut its prompt), and then the review covered less than it planned.
+// pending counts those lenses.
+func (d *Decision) ReportedCoverage() (status string, pending int) {
+	for _, l := range d.Lenses {
+		if l.Outcome == OutcomePending {
+			pending++
+		}
+	}
+	status = d.Coverage.Status
+	if status == CoverageComplete && pending > 0 {
+		status = CoveragePartial
+	}
+	return status, pending
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
-	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/pathglob"
 	"github.com/lensgate/lensgate/review/policy"
@@ -125,8 +124,8 @@ type budget struct {
 type lensPlan struct {
 	item    policy.Item
 	runtime string
-	cause   string // set when no usable runtime could be chosen
-	group   string // the requests this lens is reviewed in
+	cause   string     // set when no usable runtime could be chosen
+	group   *lensGroup // the requests this lens is reviewed in (nil without a usable runtime)
 }
 
 // Review runs the whole pipeline on a pull request. It returns an error only for unusable
@@ -145,465 +144,15 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	if err != nil {
 		return nil, unusable("invalid review policy: %v", err)
 	}
-	log := p.opts.Logger.With().Str("component", "review").Str("head", shortSHA(subj.HeadSHA)).Logger()
-	observed := &Observed{Started: p.opts.Now()}
-
-	diffBytes := subj.Diff
-	if len(diffBytes) == 0 {
-		diffBytes = patchesToDiff(subj.Files)
-	}
-	files := diff.Parse(diffBytes)
-	changed := changedFiles(subj.Files, files)
-	totalLines := 0
-	for i := range files {
-		totalLines += files[i].Lines
-	}
-
-	lenses := p.chooseRuntimes(plan, cfg)
-	usesPaid := false
-	for _, l := range lenses {
-		if l.cause == "" && !p.free[l.runtime] {
-			usesPaid = true
-		}
-	}
-	cfgDigest := configDigest(cfg)
-	reused, noReuse := p.reusable(subj, plan, cfgDigest, lenses, &log)
-	sc := scopeOf(subj, plan)
-	if noReuse != "" {
-		// The record of this head cannot stand for the paid lenses: they review it all again.
-		sc = scope{reason: "the earlier results of this head could not be reused: " + noReuse}
-	}
-	free := budgetByBytes(files, p.opts.FreeMaxDiffBytes)
-
-	// Group lenses by runtime and scope, keeping plan order. A model lens is reviewed
-	// incrementally when the earlier review completed it at the head the changes start from.
-	incremental := map[string]bool{}
-	var order []string
-	groups := map[string][]int{}
-	for i, l := range lenses {
-		_, reuse := reused[l.item.Name]
-		if l.cause == "" && !reuse && !p.free[l.runtime] && sc.incremental && subj.Prior.Lenses[l.item.Name] == sc.since {
-			incremental[l.item.Name] = true
-		}
-		if l.cause != "" {
-			continue
-		}
-		key := l.runtime
-		if reuse {
-			key += "\x00reused"
-		}
-		if incremental[l.item.Name] {
-			key += "\x00since"
-		}
-		if len(l.item.Paths) > 0 {
-			// A lens limited to some paths gets its own requests.
-			key += "\x00paths\x00" + strings.Join(l.item.Paths, "\x00")
-		}
-		lenses[i].group = key
-		if _, ok := groups[key]; !ok {
-			order = append(order, key)
-		}
-		groups[key] = append(groups[key], i)
-	}
-	maxChunks := cfg.Review.MaxChunks
-	if maxChunks <= 0 {
-		maxChunks = config.DefaultMaxChunks
-	}
-	// The parts of the change each model group is sent, and what a cap left out.
-	chunksOf := map[string][][]diff.File{}
-	var paid budget
-	paidFiles := map[string]bool{}
-	gapSeen := map[string]bool{}
-	maxChunksUsed := 0
-	for _, key := range order {
-		rtName := lenses[groups[key][0]].runtime
-		if p.free[rtName] {
-			continue
-		}
-		in := files
-		if incremental[lenses[groups[key][0]].item.Name] {
-			in = sc.files
-		}
-		in = inPaths(in, lenses[groups[key][0]].item.Paths)
-		chunks, gaps := chunkFiles(in, cfg.Review.MaxDiffLines, p.opts.ChunkTokens, maxChunks)
-		chunksOf[key] = chunks
-		maxChunksUsed = max(maxChunksUsed, len(chunks))
-		for _, c := range chunks {
-			for _, f := range c {
-				if !paidFiles[f.Path()] {
-					paidFiles[f.Path()] = true
-					paid.files = append(paid.files, f)
-				}
-			}
-		}
-		for _, g := range gaps {
-			if !gapSeen[g.Path] {
-				gapSeen[g.Path] = true
-				paid.gaps = append(paid.gaps, g)
-			}
-		}
-	}
-
-	var overBudget []Gap
-	if usesPaid {
-		overBudget = paid.gaps
-	}
-	intake := runIntake(subj, cfg, changed, overBudget, totalLines)
-
-	rtSubj := runtime.Subject{
-		Owner: subj.Owner, Repo: subj.Repo, Number: subj.Number, HeadSHA: subj.HeadSHA, BaseSHA: subj.BaseSHA,
-		Title: subj.Title, Body: subj.Body, Author: subj.Author, Labels: subj.Labels,
-	}
-	for _, c := range subj.Commits {
-		rtSubj.Commits = append(rtSubj.Commits, c.Message)
-	}
-	settings := runtime.Settings{
-		ProtectedPaths: cfg.ProtectedPaths, IgnorePaths: cfg.IgnorePaths, RequireSpec: cfg.RequireSpec,
-		SpecPaths: cfg.SpecPaths, TriageLabels: cfg.TriageLabels, Model: cfg.Models.Reviewer,
-		TimeoutSeconds: cfg.Review.TimeoutSeconds, DelegateTimeout: cfg.Delegate.Timeout,
-		OutcomeOnFindings: map[string]string{},
-	}
-	for _, l := range cfg.Policy.Lenses {
-		if l.OutcomeOnFindings != "" {
-			settings.OutcomeOnFindings[l.Name] = l.OutcomeOnFindings
-		}
-	}
-
-	// What model and adapter runtimes get: excluded files left out, secrets replaced. The work
-	// directory holds the whole pull request when a lens reviews it whole, else the changes
-	// since the last reviewed head; every request gets the view of its own part.
-	var view modelView
-	if usesPaid {
-		var vf []diff.File
-		vd := diffBytes
-		for _, key := range order {
-			if p.free[lenses[groups[key][0]].runtime] || incremental[lenses[groups[key][0]].item.Name] {
-				continue
-			}
-			for _, c := range chunksOf[key] {
-				vf = append(vf, c...)
-			}
-		}
-		if vf == nil && len(incremental) > 0 {
-			vd = sc.diff
-			for _, key := range order {
-				for _, c := range chunksOf[key] {
-					vf = append(vf, c...)
-				}
-			}
-		}
-		view = newModelView(subj, rtSubj, vd, uniqueFiles(vf), changed, cfg.Models.ExcludePaths)
-	}
-
-	var wd *workDir
-	if usesPaid && intake.Passed && !allReused(lenses, reused, p.free) {
-		meta := map[string]string{
-			"pr_number": itoa(subj.Number), "base_sha": subj.BaseSHA, "head_sha": subj.HeadSHA,
-			"require_spec": fmt.Sprint(cfg.RequireSpec), "max_open_prs": itoa(cfg.MaxOpenPRsPerAuthor),
-			"open_pr_count": "", "override": "false",
-		}
-		if subj.OpenPRsByAuthor >= 0 && !subj.Local {
-			meta["open_pr_count"] = itoa(subj.OpenPRsByAuthor)
-		}
-		wd, err = newWorkDir(p.opts.WorkRoot, view.workSubject, view.files, meta)
-		if err != nil {
-			// The work directory is the adapters' only input: without it they cannot run.
-			log.Error().Err(err).Msg("work directory")
-			for i := range lenses {
-				if lenses[i].cause == "" && !p.free[lenses[i].runtime] {
-					lenses[i].cause = "could not prepare the work directory: " + err.Error()
-				}
-			}
-		}
-		defer func() {
-			if err := wd.Close(); err != nil {
-				log.Warn().Err(err).Msg("remove work directory")
-			}
-		}()
-	}
-
-	blobs := map[string]string{}
-	for _, f := range subj.Files {
-		if f.BlobSHA != "" {
-			blobs[f.Path] = f.BlobSHA
-		}
-	}
-	// What the review declares before its first call, for a runtime that records the calls of
-	// the whole review (a runner in another process).
-	session := &runtime.Session{DiffDigest: sha256Hex(diffBytes), PlanDigest: plan.Digest(), Blobs: blobs}
-	// One budget for the whole review, shared by every model runtime it calls.
-	spend := &reviewBudget{max: cfg.Models.MaxTokensPerReview, ledger: p.opts.Tokens, installation: subj.InstallationID,
-		log: log.With().Int64("github_installation_id", subj.InstallationID).Logger()}
-
-	results := make([]LensResult, len(lenses))
-	runs := make([]Run, 0, len(lenses))
-	model := map[string]string{}
-	started := map[string]time.Time{}
-	finished := map[string]time.Time{}
-	reports := map[string][]*runtime.LensReport{}
-	rtErr := map[string]string{}
-	reviewedBy := map[string]bool{}
-	var calls []ModelCall
-	sentToModel := false
-	unchanged := map[string]bool{}  // groups with nothing new to review
-	outOfScope := map[string]bool{} // groups whose paths match no changed file
-	modelRan := false
-
-	for _, key := range order {
-		idx := groups[key]
-		rtName := lenses[idx[0]].runtime
-		isFree := p.free[rtName]
-		if _, ok := reused[lenses[idx[0]].item.Name]; ok && intake.Passed {
-			reviewedBy[rtName] = true
-			continue
-		}
-		if !isFree && (!intake.Passed || wd == nil) {
-			cause := "intake did not pass, so the change was not sent to the " + rtName + " runtime"
-			if intake.Passed {
-				cause = lenses[idx[0]].cause
-			}
-			for _, i := range idx {
-				if lenses[i].cause == "" {
-					lenses[i].cause = cause
-				}
-			}
-			continue
-		}
-		rt, _ := p.opts.Runtimes.Get(rtName)
-		var parts [][]diff.File
-		partDiff := diffBytes
-		since := ""
-		switch {
-		case isFree:
-			parts = [][]diff.File{inPaths(free.files, lenses[idx[0]].item.Paths)}
-		case incremental[lenses[idx[0]].item.Name]:
-			parts, partDiff, since = chunksOf[key], sc.diff, sc.since
-			if len(inPaths(sc.files, lenses[idx[0]].item.Paths)) == 0 {
-				unchanged[key] = true
-				reviewedBy[rtName] = true
-				continue
-			}
-		default:
-			parts = chunksOf[key]
-		}
-		if ps := lenses[idx[0]].item.Paths; len(ps) > 0 && len(inPaths(files, ps)) == 0 {
-			outOfScope[key] = true
-			reviewedBy[rtName] = true
-			continue
-		}
-		if len(parts) == 0 {
-			parts = [][]diff.File{nil}
-		}
-		start := p.opts.Now()
-		for n, part := range parts {
-			req := &runtime.Request{
-				Kind: runtime.KindReview, Subject: rtSubj, Files: part, Diff: joinFiles(partDiff, part),
-				Changed: changed, Settings: settings, Delegation: subj.Delegation, Since: since, Chunk: n + 1, Chunks: len(parts),
-			}
-			if wd != nil {
-				req.WorkDir = wd.path
-			}
-			given := part
-			if !isFree {
-				pv := newModelView(subj, rtSubj, partDiff, part, changed, cfg.Models.ExcludePaths)
-				req.Subject, req.Files, req.Diff, req.Changed = pv.subject, pv.files, pv.diff, pv.changed
-				req.Budget = spend
-				given = pv.files
-				sentToModel = true
-			}
-			for _, i := range idx {
-				it := lenses[i].item
-				pl, _ := cfg.Policy.Lens(it.Name)
-				req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: pathInstruction(it, part),
-					Independent: pl.Independent})
-			}
-			res, err, call := p.runCall(runtime.WithSession(ctx, session), rt, req, filesGiven(given, blobs))
-			observed.Calls = append(observed.Calls, call)
-			if res != nil {
-				for _, c := range res.Calls {
-					calls = append(calls, ModelCall{Runtime: rtName, Call: c})
-				}
-			}
-			if err != nil {
-				log.Warn().Str("runtime", rtName).Int("chunk", n+1).Int("chunks", len(parts)).Err(err).Msg("runtime failed; its lenses are pending")
-				cause := "runtime " + rtName + " failed: " + boundText(err.Error(), 500)
-				if len(parts) > 1 {
-					cause = fmt.Sprintf("runtime %s failed on part %d of %d of the change: %s", rtName, n+1, len(parts), boundText(err.Error(), 500))
-				}
-				rtErr[key] = cause
-				break
-			}
-			model[key] = res.Model
-			seen := map[string]bool{}
-			for j := range res.Lenses {
-				r := &res.Lenses[j]
-				if !seen[r.Lens] {
-					seen[r.Lens] = true
-					reports[key+"\x00"+r.Lens] = append(reports[key+"\x00"+r.Lens], r)
-				}
-			}
-			for _, i := range idx {
-				// A part without a report for a lens leaves that lens pending.
-				if !seen[lenses[i].item.Name] {
-					reports[key+"\x00"+lenses[i].item.Name] = append(reports[key+"\x00"+lenses[i].item.Name], nil)
-				}
-			}
-		}
-		started[key], finished[key] = start, p.opts.Now()
-		if rtErr[key] == "" {
-			reviewedBy[rtName] = true
-			if !isFree {
-				modelRan = true
-			}
-		}
-	}
-
-	requestChanges := make([]bool, len(lenses))
-	pendingLens := map[string]bool{}
-	for i, l := range lenses {
-		lr := LensResult{
-			Name: l.item.Name, Required: l.item.Required, Publication: l.item.Publication,
-			Runtime: l.runtime, Outcome: OutcomePending,
-		}
-		switch {
-		case l.cause != "":
-			lr.Cause = l.cause
-		case rtErr[l.group] != "":
-			lr.Cause = rtErr[l.group]
-		case strings.HasSuffix(l.group, "\x00reused") && intake.Passed:
-			rec := reused[l.item.Name]
-			lr.Outcome, lr.Summary = rec.Outcome, rec.Summary
-			requestChanges[i] = rec.RequestChanges
-			if rec.Tokens != nil {
-				t := *rec.Tokens
-				t.Earlier = true
-				lr.Tokens = &t
-			}
-			// Its findings are the ones the earlier review of this head left open.
-			for _, f := range subj.Prior.Findings {
-				if f.Lens == lr.Name && f.Open() {
-					lr.Findings = append(lr.Findings, f)
-				}
-			}
-		case outOfScope[l.group]:
-			lr.Outcome = OutcomePassed
-			lr.Summary = "No changed file matches this lens's paths."
-		case unchanged[l.group]:
-			lr.Outcome = OutcomePassed
-			lr.Summary = "No changes since " + shortSHA(sc.since) + ", the head this lens last reviewed; its findings are carried forward."
-		default:
-			rep := mergeReports(reports[l.group+"\x00"+l.item.Name])
-			lr = mapReport(lr, rep)
-			requestChanges[i] = rep != nil && rep.Verdict == runtime.VerdictRequestChanges
-			if lr.Outcome != OutcomePending && incremental[l.item.Name] {
-				lr.Summary = strings.TrimSpace("Changes since " + shortSHA(sc.since) + ": " + lr.Summary)
-			}
-		}
-		if lr.Outcome == OutcomePending {
-			pendingLens[lr.Name] = true
-			if lr.Summary == "" {
-				lr.Summary = "Pending: " + lr.Cause
-			}
-		}
-		results[i] = lr
-		runs = append(runs, Run{
-			Lens: lr.Name, Runtime: lr.Runtime, Model: model[l.group], Started: started[l.group],
-			Finished: finished[l.group], Outcome: lr.Outcome, Cause: lr.Cause,
-		})
-	}
-	carry(subj, sc, results, incremental, pendingLens)
-	for i := range results {
-		reoutcome(&results[i], requestChanges[i])
-		runs[i].Outcome = results[i].Outcome
-	}
-
-	observed.Finished = p.opts.Now()
-	tokens := tallyTokens(calls, results)
-
-	gate, err := evaluateGate(plan, results)
+	r := p.planReview(subj, cfg, plan)
+	r.prepare()
+	defer r.close()
+	r.run(ctx)
+	dec, err := r.assemble()
 	if err != nil {
-		return nil, fmt.Errorf("evaluate the gate: %w", err)
+		return nil, err
 	}
-	if !intake.Passed && gate.State != OutcomeFailed {
-		gate.State = OutcomeFailed
-		gate.Reason = "intake did not pass: " + intakeProblems(intake)
-	}
-
-	dec := &Decision{
-		Gate: gate, PlanDigest: plan.Digest(), Lenses: results, Intake: intake,
-		Runs: runs, Observed: observed, Session: session, Tokens: tokens, ModelInput: ModelInput{WithheldFiles: []string{}},
-		Subject: SubjectContext{
-			Kind: subj.Kind, Owner: subj.Owner, Repo: subj.Repo, Number: subj.Number,
-			RepositoryNodeID: subj.RepositoryNodeID, NodeID: subj.NodeID, HeadSHA: subj.HeadSHA,
-			BaseSHA: subj.BaseSHA, ReviewedDiffDigest: sha256Hex(diffBytes),
-		},
-	}
-	if prepared, err := disclosure.PrepareBody(subj.Body); err == nil {
-		if d, err := disclosure.BodyCoreDigest(prepared); err == nil {
-			dec.Subject.BodyCoreDigest = d
-		}
-	}
-	dec.Findings = []Finding{}
-	var open []Finding
-	for i := range results {
-		if results[i].Findings == nil {
-			results[i].Findings = []Finding{} // JSON readers get [], not null
-		}
-		dec.Findings = append(dec.Findings, results[i].Findings...)
-		for _, f := range results[i].Findings {
-			if f.Open() {
-				open = append(open, f)
-			}
-		}
-	}
-	dec.Coverage = coverage(changed, files, lenses, reviewedBy, p.free, paid, free, view.withheld, cfg, subj.UnlistedFiles, subj.UnlistedPaths)
-	anyModel := false
-	for _, l := range lenses {
-		if l.cause == "" && !p.free[l.runtime] {
-			anyModel = true
-		}
-	}
-	if anyModel {
-		dec.Coverage.Scope = ScopeFull
-		dec.Coverage.ScopeReason = sc.reason
-		if len(incremental) > 0 {
-			dec.Coverage.Scope, dec.Coverage.Since, dec.Coverage.ScopeReason = ScopeIncremental, sc.since, ""
-		}
-		if maxChunksUsed > 1 {
-			dec.Coverage.Chunks = maxChunksUsed
-		}
-	}
-	if len(reused) > 0 && anyModel {
-		// The model review of this head is the earlier one: its scope, not this run's.
-		r := subj.Prior.Reuse
-		dec.Coverage.Scope, dec.Coverage.Since, dec.Coverage.Chunks = r.Scope, r.Since, r.Chunks
-		dec.Coverage.ScopeReason = ""
-		if r.Scope == ScopeFull {
-			dec.Coverage.ScopeReason = sc.reason
-		}
-	}
-	if !subj.Local {
-		dec.State = nextState(subj, sc, plan, results, dec.Findings, changed, len(incremental) > 0, modelRan)
-		if anyModel {
-			dec.Coverage.Heads = headCoverage(subj, dec.State, changed)
-		}
-		dec.State.Reuse = p.reuseRecord(subj.HeadSHA, cfgDigest, dec.Coverage, lenses, results, requestChanges)
-	}
-	if sentToModel {
-		dec.ModelInput = view.input
-	}
-	dec.Recommendation = RecommendComment
-	if gate.State == OutcomeFailed {
-		dec.Recommendation = RecommendRequestChanges
-	}
-	for _, f := range open {
-		if f.Severity.Blocks() {
-			dec.Recommendation = RecommendRequestChanges
-		}
-	}
-	dec.Inline = inlineComments(open, files)
-	dec.Comment = RenderComment(dec)
-	log.Info().Str("gate", string(gate.State)).Int("findings", len(dec.Findings)).
+	r.log.Info().Str("gate", string(dec.Gate.State)).Int("findings", len(dec.Findings)).
 		Str("coverage", dec.Coverage.Status).Msg("review finished")
 	return dec, nil
 }
@@ -720,15 +269,16 @@ func tallyTokens(calls []ModelCall, results []LensResult) Tokens {
 	if t.Calls == nil {
 		t.Calls = []ModelCall{}
 	}
-	byLens := map[string]int{}
+	type lensOf struct{ runtime, lens string }
+	byLens := map[lensOf]int{}
 	for i := range results {
-		byLens[results[i].Runtime+"\x00"+results[i].Name] = i
+		byLens[lensOf{results[i].Runtime, results[i].Name}] = i
 	}
 	for _, c := range calls {
 		t.add(c.Usage)
 		var idx []int
 		for _, name := range c.Lenses {
-			if i, ok := byLens[c.Runtime+"\x00"+name]; ok {
+			if i, ok := byLens[lensOf{c.Runtime, name}]; ok {
 				idx = append(idx, i)
 			}
 		}
@@ -801,7 +351,11 @@ func safeReview(ctx context.Context, rt runtime.Runtime, req *runtime.Request, t
 		timeoutSeconds = config.DefaultTimeoutSeconds
 	}
 	// Room for two passes of three attempts each inside a runtime, plus backoff.
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(timeoutSeconds)*7*time.Second+30*time.Second)
+	limit := time.Duration(timeoutSeconds)*7*time.Second + 30*time.Second
+	if b, ok := rt.(runtime.Bounded); ok {
+		limit = max(limit, b.MaxReview(req)+30*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {

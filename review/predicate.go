@@ -64,17 +64,13 @@ func Predicate(d *Decision, subj *Subject, now time.Time) *disclosure.Predicate 
 		p.Findings = append(p.Findings, ReceiptFinding(f, title))
 	}
 	p.FindingsTotal = len(p.Findings)
-	observed, expected := 0, len(d.Lenses)
-	for _, l := range d.Lenses {
-		if l.Outcome != OutcomePending {
-			observed++
-		}
-	}
-	cov := disclosure.Coverage{Status: d.Coverage.Status, ObservedRuns: &observed, ExpectedRuns: &expected}
+	status, pending := d.ReportedCoverage()
+	expected := len(d.Lenses)
+	observed := expected - pending
+	cov := disclosure.Coverage{Status: status, ObservedRuns: &observed, ExpectedRuns: &expected}
 	switch {
-	case d.Coverage.Status == CoverageComplete && observed < expected:
-		cov.Status = CoveragePartial
-		cov.KnownGaps = []string{fmt.Sprintf("%d of %d lens(es) pending", expected-observed, expected)}
+	case d.Coverage.Status == CoverageComplete && pending > 0:
+		cov.KnownGaps = []string{fmt.Sprintf("%d of %d lens(es) pending", pending, expected)}
 	case d.Coverage.Status == CoverageComplete:
 		cov.Window = d.Subject.BaseSHA + ".." + d.Subject.HeadSHA
 		cov.Sources = []string{"diff"}

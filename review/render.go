@@ -210,8 +210,12 @@ func RenderComment(d *Decision) string {
 				mdText(strings.TrimSuffix(f.Title, ".")), mdText(f.Body), f.ID)
 		}
 	}
-	fmt.Fprintf(&b, "\n### Coverage: %s\n\n", d.Coverage.Status)
+	status, pending := d.ReportedCoverage()
+	fmt.Fprintf(&b, "\n### Coverage: %s\n\n", status)
 	fmt.Fprintf(&b, "%d of %d changed file(s) reviewed.\n", d.Coverage.FilesReviewed, d.Coverage.FilesTotal)
+	if pending > 0 {
+		fmt.Fprintf(&b, "- %d of %d lens(es) pending: see the lens table for why.\n", pending, len(d.Lenses))
+	}
 	for i, g := range d.Coverage.Gaps {
 		if i == 50 || b.Len() > maxCommentBytes {
 			fmt.Fprintf(&b, "- … and %d more\n", len(d.Coverage.Gaps)-i)

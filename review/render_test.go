@@ -128,3 +128,35 @@ func TestCommentFitsGitHubWithManyLongLenses(t *testing.T) {
 		}
 	}
 }
+
+// A lens whose model call failed (a prompt the server cut, say) leaves every file read but the
+// review short of its plan: the comment says PARTIAL, as the receipt does, never COMPLETE.
+func TestCommentCoverageIsPartialWhileALensIsPending(t *testing.T) {
+	fake := &fakeRuntime{name: "model", fn: func(*runtime.Request) (*runtime.Result, error) {
+		return &runtime.Result{Lenses: []runtime.LensReport{{Lens: "deep", Verdict: "pending",
+			Summary: "the server read fewer tokens than it was sent"}}}, nil
+	}}
+	cfg := config.DefaultRepo()
+	cfg.Policy = policyWith(config.Lens{Name: "deep", Preset: "model", Required: true})
+	d, err := newTestPipeline(fake).Review(context.Background(), prSubject(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Lenses[0].Outcome != OutcomePending {
+		t.Fatalf("lens %+v, want pending", d.Lenses[0])
+	}
+	status, pending := d.ReportedCoverage()
+	if status != CoveragePartial || pending != 1 {
+		t.Fatalf("reported coverage %s with %d pending, want PARTIAL with 1", status, pending)
+	}
+	if !strings.Contains(d.Comment, "### Coverage: PARTIAL") || strings.Contains(d.Comment, "COMPLETE") {
+		t.Errorf("comment does not say PARTIAL:\n%s", d.Comment)
+	}
+	if !strings.Contains(d.Comment, "1 of 1 lens(es) pending") {
+		t.Errorf("comment does not count the pending lens:\n%s", d.Comment)
+	}
+	p := Predicate(d, prSubject(), time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
+	if p.Coverage.Status != CoveragePartial {
+		t.Errorf("receipt coverage %s, want PARTIAL", p.Coverage.Status)
+	}
+}

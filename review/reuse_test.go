@@ -13,17 +13,26 @@ import (
 	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
 
-// A review that runs only because a delegated lens settled reuses the paid lenses' record of
-// the same head; any doubt about the record makes it a normal review, with the reason logged.
-func TestSettledReviewReusesPaidLenses(t *testing.T) {
-	model := &fakeRuntime{name: "model", fn: func(req *runtime.Request) (*runtime.Result, error) {
-		res := &runtime.Result{Calls: []runtime.Call{{Lenses: []string{"deep"}, Attempts: 1, Usage: runtime.Tokens{PromptTokens: 70, CompletionTokens: 30}}}}
+// changesRequested is a model runtime that asks for changes on every lens it is given, with one
+// low finding each, and bills tokens for each call (70 % prompt).
+func changesRequested(tokens int) *fakeRuntime {
+	return &fakeRuntime{name: "model", fn: func(req *runtime.Request) (*runtime.Result, error) {
+		res := &runtime.Result{}
+		var names []string
 		for _, l := range req.Lenses {
+			names = append(names, l.Name)
 			res.Lenses = append(res.Lenses, runtime.LensReport{Lens: l.Name, Verdict: "request-changes", Summary: "Needs work.",
 				Findings: []runtime.Finding{{Severity: "low", Path: "README.md", Line: 2, Title: "Say more", Message: "Why?"}}})
 		}
+		res.Calls = []runtime.Call{{Lenses: names, Attempts: 1, Usage: runtime.Tokens{PromptTokens: tokens * 7 / 10, CompletionTokens: tokens - tokens*7/10}}}
 		return res, nil
 	}}
+}
+
+// A review that runs only because a delegated lens settled reuses the paid lenses' record of
+// the same head; any doubt about the record makes it a normal review, with the reason logged.
+func TestSettledReviewReusesPaidLenses(t *testing.T) {
+	model := changesRequested(100)
 	newCfg := func() *config.Repo {
 		cfg := config.DefaultRepo()
 		cfg.Policy = policyWith(config.Lens{Name: "deep", Preset: "model", Required: true}, config.Lens{Name: "quick", Preset: "builtin"})
@@ -101,5 +110,56 @@ func TestSettledReviewReusesPaidLenses(t *testing.T) {
 				t.Fatalf("logs lack %q:\n%s", c.logText, logs.String())
 			}
 		})
+	}
+}
+
+// A paid lens limited by paths: is reused like any other when a delegated lens settles: it
+// keeps its earlier outcome and findings rather than going pending for want of a result.
+func TestSettledReviewReusesPaidLensWithPaths(t *testing.T) {
+	model := changesRequested(60)
+	newCfg := func() *config.Repo {
+		cfg := config.DefaultRepo()
+		cfg.Policy = policyWith(
+			config.Lens{Name: "docs", Preset: "model", Required: true, Paths: []string{"*.md"}},
+			config.Lens{Name: "deep", Preset: "model", Required: true},
+			config.Lens{Name: "quick", Preset: "builtin"})
+		return cfg
+	}
+	p := NewPipeline(Options{Runtimes: runtime.NewRegistry(model, builtin.New(builtin.Options{})), Logger: zerolog.Nop()})
+	first, err := p.Review(context.Background(), prSubject(), newCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := lensByName(first, "docs")
+	if docs.Outcome != OutcomeFailed || first.State.Reuse == nil || first.State.Reuse.Lenses["docs"].Outcome != OutcomeFailed {
+		t.Fatalf("first review: lens %+v, reuse %+v", docs, first.State.Reuse)
+	}
+	text, err := EncodeState(first.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := DecodeState(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := prSubject()
+	subj.Prior, subj.Settled = st, true
+	model.calls = 0
+	d, err := p.Review(context.Background(), subj, newCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if model.calls != 0 {
+		t.Fatalf("%d model calls, want 0: both paid lenses are reused", model.calls)
+	}
+	for _, name := range []string{"docs", "deep"} {
+		was, l := lensByName(first, name), lensByName(d, name)
+		if l.Outcome != was.Outcome || l.Summary != was.Summary || len(l.Findings) != 1 || l.Findings[0].ID != was.Findings[0].ID ||
+			l.Tokens == nil || !l.Tokens.Earlier {
+			t.Fatalf("reused lens %s: %+v (cause %q), want the outcome %s of the earlier review", name, l, l.Cause, was.Outcome)
+		}
+	}
+	if d.Gate.State != first.Gate.State {
+		t.Fatalf("gate %s, want %s", d.Gate.State, first.Gate.State)
 	}
 }

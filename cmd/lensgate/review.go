@@ -244,7 +244,7 @@ func namedProblems(file string, err error) error {
 func (c *reviewCmd) registry(cfg *config.Repo) (*runtime.Registry, error) {
 	rts := []runtime.Runtime{builtin.New(builtin.Options{}), dryrun.Runtime{}}
 	if url, tok := os.Getenv("ASDD_MODEL_URL"), os.Getenv("ASDD_RUNTIME_TOKEN"); url != "" && tok != "" {
-		rt, err := openai.New(openai.Options{BaseURL: url, Token: tok, Model: os.Getenv("ASDD_MODEL")})
+		rt, err := openai.New(openai.Options{BaseURL: url, Token: tok, Model: os.Getenv("ASDD_MODEL"), LearnContext: true})
 		if err != nil {
 			return nil, err
 		}
@@ -359,7 +359,12 @@ func writeText(w io.Writer, d *review.Decision) {
 			fmt.Fprintf(w, "  %-8s %-12s %s  %s  [%s]\n", f.Severity, f.Lens, loc, review.PlainText(f.Title), f.ID)
 		}
 	}
-	fmt.Fprintf(w, "\nCoverage: %s (%d of %d file(s) reviewed)\n", d.Coverage.Status, d.Coverage.FilesReviewed, d.Coverage.FilesTotal)
+	status, pending := d.ReportedCoverage()
+	fmt.Fprintf(w, "\nCoverage: %s (%d of %d file(s) reviewed", status, d.Coverage.FilesReviewed, d.Coverage.FilesTotal)
+	if pending > 0 {
+		fmt.Fprintf(w, "; %d of %d lens(es) pending", pending, len(d.Lenses))
+	}
+	fmt.Fprintln(w, ")")
 	for _, g := range d.Coverage.Gaps {
 		fmt.Fprintf(w, "  gap: %s: %s\n", review.DisplayPath(g.Path), review.PlainText(g.Reason))
 	}

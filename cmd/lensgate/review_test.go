@@ -447,6 +447,10 @@ func TestReviewReadsYAGAPolicyOfTheBase(t *testing.T) {
 func TestReviewReportsModelTokens(t *testing.T) {
 	var bodies []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" { // the runtime asking about the model's context
+			http.NotFound(w, r)
+			return
+		}
 		b, _ := io.ReadAll(r.Body)
 		bodies = append(bodies, string(b))
 		answer := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` +

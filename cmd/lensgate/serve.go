@@ -146,96 +146,27 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	if err := ensureStateDir(cfg); err != nil {
 		return fail(err)
 	}
-	var defaultRepo *config.Repo
-	if f := cfg.Review.DefaultConfigFile; f != "" {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", config.ServerKeyName("review.default_config_file"), err))
-		}
-		if defaultRepo, err = config.ParseRepo(f, data); err != nil {
-			return fail(fmt.Errorf("%s: %w", config.ServerKeyName("review.default_config_file"), err))
-		}
+	defaultRepo, err := loadDefaultRepo(cfg)
+	if err != nil {
+		return fail(err)
 	}
-
-	var keys []ed25519.PublicKey
-	var signer *disclosure.Signer
-	if cfg.SigningKeyFile != "" {
-		k, err := disclosure.LoadPrivateKey(cfg.SigningKeyFile)
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", config.ServerKeyName("signing_key_file"), err))
-		}
-		keys = append(keys, k.Public().(ed25519.PublicKey))
-		signer = &disclosure.Signer{Key: k}
-	} else {
-		log.Warn().Msg("no signing_key_file: reviews are published without signed receipts")
+	rk, err := loadReceiptKeys(cfg, log)
+	if err != nil {
+		return fail(err)
 	}
-	// Retired keys follow the current one so receipts they signed stay verifiable.
-	for _, pk := range cfg.ServerPreviousKeys() {
-		if !slices.ContainsFunc(keys, func(k ed25519.PublicKey) bool { return k.Equal(ed25519.PublicKey(pk)) }) {
-			keys = append(keys, ed25519.PublicKey(pk))
-		}
+	wk, err := loadWitnessKeys(ctx, cfg, role, rk, log)
+	if err != nil {
+		return fail(err)
 	}
-
-	var witnessKeys []ed25519.PublicKey
-	var witness *observation.Signer
-	var runnerKey ed25519.PublicKey
-	switch {
-	case cfg.Runner.URL != "" && role != handlers.RoleWeb:
-		// The runtimes run in the runner, which signs the observations: this process never
-		// holds the witness key.
-		remote, pub, err := connectRunner(ctx, cfg.Runner, log)
-		if err != nil {
-			return fail(err)
-		}
-		if slices.ContainsFunc(keys, func(rk ed25519.PublicKey) bool { return rk.Equal(pub) }) {
-			return fail(fmt.Errorf("%s: the runner's witness key is a receipt key; give the runner a key of its own", config.ServerKeyName("runner.url")))
-		}
-		reg, runnerKey = remote, pub
-		witnessKeys = append(witnessKeys, pub)
-	case cfg.Runner.URL != "" && cfg.Runner.WitnessPublicKey != "":
-		// The web role publishes the runner's key without talking to it.
-		b, _ := hex.DecodeString(cfg.Runner.WitnessPublicKey)
-		witnessKeys = append(witnessKeys, ed25519.PublicKey(b))
-	case cfg.WitnessKeyFile != "":
-		k, err := disclosure.LoadPrivateKey(cfg.WitnessKeyFile)
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", config.ServerKeyName("witness_key_file"), err))
-		}
-		wpub := k.Public().(ed25519.PublicKey)
-		if slices.ContainsFunc(keys, func(rk ed25519.PublicKey) bool { return rk.Equal(wpub) }) {
-			return fail(fmt.Errorf("%s: the witness key is a receipt key; make a key of its own with lensgate keygen", config.ServerKeyName("witness_key_file")))
-		}
-		witnessKeys = append(witnessKeys, wpub)
-		witness = &observation.Signer{Key: k}
-		if signer == nil {
-			log.Warn().Msg("witness_key_file without signing_key_file: no receipts, so no observations are published")
-		}
-	}
-	for _, pk := range cfg.ServerPreviousWitnessKeys() {
-		if !slices.ContainsFunc(witnessKeys, func(k ed25519.PublicKey) bool { return k.Equal(ed25519.PublicKey(pk)) }) {
-			witnessKeys = append(witnessKeys, ed25519.PublicKey(pk))
-		}
+	if wk.remote != nil {
+		reg = wk.remote
 	}
 
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	var q queue.Queue
-	if !cfg.MemoryQueue() {
-		q, err = durable.Open(ctx, cfg.Queue.DSN, durable.Options{
-			InsertOnly:                role == handlers.RoleWeb,
-			Workers:                   cfg.Queue.Workers,
-			MaxRunningPerInstallation: cfg.Queue.MaxRunningPerInstallation,
-			JobTimeout:                cfg.Review.JobTimeout,
-			RescueStuckJobsAfter:      cfg.Queue.RescueAfter,
-			LeaseTTL:                  cfg.Queue.Lease,
-			MaxQueued:                 cfg.Queue.Size,
-			FetchCooldown:             fetchCooldown(role),
-			Logger:                    &log,
-			Registerer:                promReg,
-		})
-		if err != nil {
-			return fail(err)
-		}
+	q, err := openQueue(ctx, cfg, role, promReg, log)
+	if err != nil {
+		return fail(err)
 	}
 	// failQ is fail for the steps after the queue is open, which stop it too.
 	failQ := func(err error) (*handlers.Server, func(), error) {
@@ -246,32 +177,10 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	}
 	var pub handlers.Publisher = handlers.LogPublisher{}
 	if !cfg.DryRun {
-		sink, err := pdp.OpenFileSink(cfg.AuditFile)
-		if err != nil {
-			return failQ(err)
+		p, closeSink, err := newPublisher(ctx, cfg, q, rk, wk, log)
+		if closeSink != nil {
+			closers = append(closers, closeSink)
 		}
-		if aside := sink.SetAside(); aside != "" {
-			log.Warn().Str("audit_file", cfg.AuditFile).Str("set_aside", aside).
-				Msg("the audit ledger ended in a torn line (a crash while writing); it is kept in set_aside and the chain continues from the last whole record")
-		}
-		closers = append(closers, func() { _ = sink.Close() })
-		spacing := cfg.GitHub.ContentSpacing
-		if spacing == 0 {
-			spacing = -1 // the operator turned spacing off; publish reads zero as its default
-		}
-		checks, err := gateCheckRecords(ctx, q)
-		if err != nil {
-			return failQ(err)
-		}
-		po := publish.Options{Signer: signer, Witness: witness, Runner: runnerKey, RunnerVersion: version, Audit: sink, DetailsURL: cfg.PublicURL,
-			GraphQLURL: cfg.GitHub.V4APIURL, ContentSpacing: spacing, Checks: checks}
-		if q != nil && spacing > 0 {
-			// Every replica on the queue's database takes the same write slots.
-			if po.WriteSlots, err = durable.NewWriteSlots(ctx, q); err != nil {
-				return failQ(err)
-			}
-		}
-		p, err := publish.New(po)
 		if err != nil {
 			return failQ(err)
 		}
@@ -302,8 +211,8 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		Publisher:        pub,
 		Queue:            q,
 		DefaultRepo:      defaultRepo,
-		SigningKeys:      keys,
-		WitnessKeys:      witnessKeys,
+		SigningKeys:      rk.keys,
+		WitnessKeys:      wk.keys,
 		Registry:         promReg,
 		Version:          version,
 		Role:             role,
@@ -313,6 +222,166 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		return fail(err)
 	}
 	return server, closeAll, nil
+}
+
+// loadDefaultRepo reads review.default_config_file (nil when none is set).
+func loadDefaultRepo(cfg *config.Server) (*config.Repo, error) {
+	f := cfg.Review.DefaultConfigFile
+	if f == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", config.ServerKeyName("review.default_config_file"), err)
+	}
+	repo, err := config.ParseRepo(f, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", config.ServerKeyName("review.default_config_file"), err)
+	}
+	return repo, nil
+}
+
+// receiptKeys are the receipt signing key and the public keys receipts verify under.
+type receiptKeys struct {
+	signer *disclosure.Signer // nil: reviews are published without receipts
+	keys   []ed25519.PublicKey
+}
+
+// loadReceiptKeys reads signing_key_file; the retired keys follow the current one so that
+// receipts they signed stay verifiable.
+func loadReceiptKeys(cfg *config.Server, log zerolog.Logger) (receiptKeys, error) {
+	var rk receiptKeys
+	if cfg.SigningKeyFile != "" {
+		k, err := disclosure.LoadPrivateKey(cfg.SigningKeyFile)
+		if err != nil {
+			return rk, fmt.Errorf("%s: %w", config.ServerKeyName("signing_key_file"), err)
+		}
+		rk.keys = append(rk.keys, k.Public().(ed25519.PublicKey))
+		rk.signer = &disclosure.Signer{Key: k}
+	} else {
+		log.Warn().Msg("no signing_key_file: reviews are published without signed receipts")
+	}
+	rk.keys = appendNewKeys(rk.keys, cfg.ServerPreviousKeys())
+	return rk, nil
+}
+
+// appendNewKeys appends the keys of more that keys does not hold yet.
+func appendNewKeys[K ~[]byte](keys []ed25519.PublicKey, more []K) []ed25519.PublicKey {
+	for _, pk := range more {
+		if !slices.ContainsFunc(keys, func(k ed25519.PublicKey) bool { return k.Equal(ed25519.PublicKey(pk)) }) {
+			keys = append(keys, ed25519.PublicKey(pk))
+		}
+	}
+	return keys
+}
+
+// witnessKeys are the observation signer (this process's, or the runner's) and the public
+// keys observations verify under.
+type witnessKeys struct {
+	signer    *observation.Signer // nil when this process signs no observations
+	runnerKey ed25519.PublicKey   // the runner's witness key, when a runner signs them
+	remote    *runtime.Registry   // the runner's runtimes, when a runner reviews
+	keys      []ed25519.PublicKey
+}
+
+// loadWitnessKeys finds who signs runner observations: the runner (whose runtimes then review),
+// or this process with witness_key_file. A witness key is never a receipt key.
+func loadWitnessKeys(ctx context.Context, cfg *config.Server, role string, rk receiptKeys, log zerolog.Logger) (witnessKeys, error) {
+	var wk witnessKeys
+	isReceiptKey := func(pub ed25519.PublicKey) bool {
+		return slices.ContainsFunc(rk.keys, func(k ed25519.PublicKey) bool { return k.Equal(pub) })
+	}
+	switch {
+	case cfg.Runner.URL != "" && role != handlers.RoleWeb:
+		// The runtimes run in the runner, which signs the observations: this process never
+		// holds the witness key.
+		remote, pub, err := connectRunner(ctx, cfg.Runner, log)
+		if err != nil {
+			return wk, err
+		}
+		if isReceiptKey(pub) {
+			return wk, fmt.Errorf("%s: the runner's witness key is a receipt key; give the runner a key of its own", config.ServerKeyName("runner.url"))
+		}
+		wk.remote, wk.runnerKey = remote, pub
+		wk.keys = append(wk.keys, pub)
+	case cfg.Runner.URL != "" && cfg.Runner.WitnessPublicKey != "":
+		// The web role publishes the runner's key without talking to it.
+		b, _ := hex.DecodeString(cfg.Runner.WitnessPublicKey)
+		wk.keys = append(wk.keys, ed25519.PublicKey(b))
+	case cfg.WitnessKeyFile != "":
+		k, err := disclosure.LoadPrivateKey(cfg.WitnessKeyFile)
+		if err != nil {
+			return wk, fmt.Errorf("%s: %w", config.ServerKeyName("witness_key_file"), err)
+		}
+		wpub := k.Public().(ed25519.PublicKey)
+		if isReceiptKey(wpub) {
+			return wk, fmt.Errorf("%s: the witness key is a receipt key; make a key of its own with lensgate keygen", config.ServerKeyName("witness_key_file"))
+		}
+		wk.keys = append(wk.keys, wpub)
+		wk.signer = &observation.Signer{Key: k}
+		if rk.signer == nil {
+			log.Warn().Msg("witness_key_file without signing_key_file: no receipts, so no observations are published")
+		}
+	}
+	wk.keys = appendNewKeys(wk.keys, cfg.ServerPreviousWitnessKeys())
+	return wk, nil
+}
+
+// openQueue opens the durable queue (nil for the memory queue, which handlers makes).
+func openQueue(ctx context.Context, cfg *config.Server, role string, promReg prometheus.Registerer, log zerolog.Logger) (queue.Queue, error) {
+	if cfg.MemoryQueue() {
+		return nil, nil
+	}
+	q, err := durable.Open(ctx, cfg.Queue.DSN, durable.Options{
+		InsertOnly:                role == handlers.RoleWeb,
+		Workers:                   cfg.Queue.Workers,
+		MaxRunningPerInstallation: cfg.Queue.MaxRunningPerInstallation,
+		JobTimeout:                cfg.Review.JobTimeout,
+		RescueStuckJobsAfter:      cfg.Queue.RescueAfter,
+		LeaseTTL:                  cfg.Queue.Lease,
+		MaxQueued:                 cfg.Queue.Size,
+		FetchCooldown:             fetchCooldown(role),
+		Logger:                    &log,
+		Registerer:                promReg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// newPublisher opens the audit ledger and makes the publisher. closeSink, when not nil,
+// closes the ledger; it is returned even with an error once the ledger is open.
+func newPublisher(ctx context.Context, cfg *config.Server, q queue.Queue, rk receiptKeys, wk witnessKeys, log zerolog.Logger) (p *publish.Publisher, closeSink func(), err error) {
+	sink, err := pdp.OpenFileSink(cfg.AuditFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if aside := sink.SetAside(); aside != "" {
+		log.Warn().Str("audit_file", cfg.AuditFile).Str("set_aside", aside).
+			Msg("the audit ledger ended in a torn line (a crash while writing); it is kept in set_aside and the chain continues from the last whole record")
+	}
+	closeSink = func() { _ = sink.Close() }
+	spacing := cfg.GitHub.ContentSpacing
+	if spacing == 0 {
+		spacing = -1 // the operator turned spacing off; publish reads zero as its default
+	}
+	checks, err := gateCheckRecords(ctx, q)
+	if err != nil {
+		return nil, closeSink, err
+	}
+	po := publish.Options{Signer: rk.signer, Witness: wk.signer, Runner: wk.runnerKey, RunnerVersion: version, Audit: sink, DetailsURL: cfg.PublicURL,
+		GraphQLURL: cfg.GitHub.V4APIURL, ContentSpacing: spacing, Checks: checks}
+	if q != nil && spacing > 0 {
+		// Every replica on the queue's database takes the same write slots.
+		if po.WriteSlots, err = durable.NewWriteSlots(ctx, q); err != nil {
+			return nil, closeSink, err
+		}
+	}
+	if p, err = publish.New(po); err != nil {
+		return nil, closeSink, err
+	}
+	return p, closeSink, nil
 }
 
 // gateCheckRecords keeps the gate check run of each head in the durable queue's database, for
@@ -360,7 +429,8 @@ func runtimeRegistry(rc config.ServerRuntime, log zerolog.Logger, extra ...runti
 		case "dryrun":
 			rts = append(rts, dryrun.Runtime{})
 		case "openai":
-			rt, err := openai.New(openai.Options{BaseURL: rc.OpenAIBaseURL, Token: rc.OpenAIToken, Model: rc.OpenAIModel, Logger: log})
+			rt, err := openai.New(openai.Options{BaseURL: rc.OpenAIBaseURL, Token: rc.OpenAIToken, Model: rc.OpenAIModel, Logger: log,
+				Timeout: rc.OpenAITimeout, Temperature: rc.OpenAITemperature, Seed: rc.OpenAISeed, LearnContext: true})
 			if err != nil {
 				return nil, fmt.Errorf("runtimes: %w", err)
 			}

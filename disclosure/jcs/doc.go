@@ -3,5 +3,7 @@
 // The parser refuses what a signed payload must never contain: duplicate object keys, nesting
 // deeper than MaxDepth, more than MaxNodes values, invalid UTF-8, lone surrogates, NaN and
 // Infinity tokens and oversized integers. Numbers keep their literal so that an integer token
-// stays exact and distinct from a float token, which the predicate rules depend on.
+// stays exact and distinct from a float token, which the predicate rules depend on. ParseWith
+// applies the same grammar under other limits (deeper nesting, longer integers, no value count,
+// lone surrogates kept as BrokenString) for a format read as Python's json module reads it.
 package jcs

@@ -186,3 +186,59 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// ParseWith keeps Parse's grammar and changes only the limits and the lone-surrogate rule.
+func TestParseWithOptions(t *testing.T) {
+	deep := strings.Repeat("[", 100) + strings.Repeat("]", 100)
+	if _, err := Parse([]byte(deep)); err == nil {
+		t.Fatal("Parse took nesting 100 deep")
+	}
+	if _, err := ParseWith([]byte(deep), Options{MaxDepth: 1000}); err != nil {
+		t.Fatalf("MaxDepth 1000: %v", err)
+	}
+	long := "[" + strings.Repeat("9", 4300) + "]"
+	if _, err := Parse([]byte(long)); err == nil {
+		t.Fatal("Parse took a 4,300-digit integer")
+	}
+	if _, err := ParseWith([]byte(long), Options{MaxIntDigits: 4300}); err != nil {
+		t.Fatalf("MaxIntDigits 4300: %v", err)
+	}
+	if _, err := ParseWith([]byte("[9"+long[1:]), Options{MaxIntDigits: 4300}); err == nil {
+		t.Fatal("MaxIntDigits 4300 took 4,301 digits")
+	}
+	many := "[" + strings.Repeat("0,", MaxNodes) + "0]"
+	if _, err := Parse([]byte(many)); err == nil {
+		t.Fatal("Parse took more than MaxNodes values")
+	}
+	if _, err := ParseWith([]byte(many), Options{MaxNodes: -1}); err != nil {
+		t.Fatalf("MaxNodes -1: %v", err)
+	}
+	for _, doc := range []string{`["\ud800"]`, `["\udc00"]`, `["a\ud800\u0041"]`} {
+		if _, err := Parse([]byte(doc)); err == nil {
+			t.Fatalf("Parse took the lone surrogate of %s", doc)
+		}
+	}
+	cases := []struct {
+		doc  string
+		want any
+	}{
+		{`["\ud800"]`, BrokenString("\ufffd")},
+		{`["a\ud800\u0041"]`, BrokenString("a\ufffdA")},
+		{`["\ud800\ud83d\ude00"]`, BrokenString("\ufffd😀")},
+		{`["\ud83d\ude00"]`, "😀"},
+	}
+	for _, c := range cases {
+		v, err := ParseWith([]byte(c.doc), Options{LoneSurrogates: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.doc, err)
+		}
+		if got := v.([]any)[0]; got != c.want {
+			t.Fatalf("%s: %#v, want %#v", c.doc, got, c.want)
+		}
+	}
+	// A key with a lone surrogate is replaced and the value after it is an ordinary string.
+	v, err := ParseWith([]byte(`{"\ud800":"x"}`), Options{LoneSurrogates: true})
+	if err != nil || v.(map[string]any)["\ufffd"] != "x" {
+		t.Fatalf("key with a lone surrogate: %#v, %v", v, err)
+	}
+}

@@ -62,10 +62,49 @@ func Parse(data []byte) (any, error) {
 // value it holds, found while parsing: no whitespace, keys in order, canonical escapes and
 // number tokens. canonical is false whenever Canonical(v) would differ from data or fail.
 func ParseCanonical(data []byte) (v any, canonical bool, err error) {
+	return parse(data, Options{})
+}
+
+// Options adapt the strict parser to a format with other limits than a signed payload's. The
+// zero value is Parse's rules.
+type Options struct {
+	// MaxDepth bounds nesting; the outermost container is level 1 (0: MaxDepth).
+	MaxDepth int
+	// MaxNodes bounds the values of one document (0: MaxNodes; negative: no bound, for input
+	// its caller has already bounded in size).
+	MaxNodes int
+	// MaxIntDigits bounds the digits of an integer literal (0: 2,467, about 8,192 bits).
+	MaxIntDigits int
+	// LoneSurrogates accepts a \u escape of an unpaired surrogate, as Python's json module
+	// does: it has no UTF-8 form, so it is read as U+FFFD and the string comes back as a
+	// BrokenString for the caller to judge (a key is replaced the same way, silently).
+	LoneSurrogates bool
+}
+
+// BrokenString is a string value that held an unpaired surrogate escape, each replaced by
+// U+FFFD. Only ParseWith with Options.LoneSurrogates returns it.
+type BrokenString string
+
+// ParseWith is Parse under other limits.
+func ParseWith(data []byte, opts Options) (any, error) {
+	v, _, err := parse(data, opts)
+	return v, err
+}
+
+func parse(data []byte, opts Options) (v any, canonical bool, err error) {
 	if !utf8.Valid(data) {
 		return nil, false, &SyntaxError{0, "input is not valid UTF-8"}
 	}
-	p := parser{data: data, stack: make([]member, 0, 32)}
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = MaxDepth
+	}
+	if opts.MaxNodes == 0 {
+		opts.MaxNodes = MaxNodes
+	}
+	if opts.MaxIntDigits <= 0 {
+		opts.MaxIntDigits = maxIntDigits
+	}
+	p := parser{data: data, stack: make([]member, 0, 32), opts: opts}
 	p.skipSpace()
 	v, err = p.value(0)
 	if err != nil {
@@ -87,6 +126,9 @@ type parser struct {
 	nonCanonical bool
 	// stack holds the members of the objects being read, innermost last.
 	stack []member
+	opts  Options
+	// broken is set when the string just read held an unpaired surrogate.
+	broken bool
 }
 
 func (p *parser) fail(msg string) error { return &SyntaxError{p.pos, msg} }
@@ -105,7 +147,7 @@ func (p *parser) skipSpace() {
 
 func (p *parser) value(depth int) (any, error) {
 	p.nodes++
-	if p.nodes > MaxNodes {
+	if p.nodes > p.opts.MaxNodes && p.opts.MaxNodes > 0 {
 		return nil, p.fail("too many JSON values")
 	}
 	if p.pos >= len(p.data) {
@@ -117,7 +159,12 @@ func (p *parser) value(depth int) (any, error) {
 	case c == '[':
 		return p.array(depth + 1)
 	case c == '"':
-		return p.stringValue()
+		s, err := p.stringValue()
+		if p.broken {
+			p.broken = false
+			return BrokenString(s.(string)), err
+		}
+		return s, err
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	default:
@@ -180,8 +227,8 @@ func (p *parser) literal() (any, error) {
 }
 
 func (p *parser) object(depth int) (any, error) {
-	if depth > MaxDepth {
-		return nil, p.fail("nesting deeper than 64")
+	if depth > p.opts.MaxDepth {
+		return nil, p.fail(fmt.Sprintf("nesting deeper than %d", p.opts.MaxDepth))
 	}
 	p.pos++ // {
 	p.skipSpace()
@@ -206,6 +253,7 @@ func (p *parser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.broken = false
 		if m == nil && !first && prev >= k {
 			m = make(map[string]any, len(p.stack)-base+1)
 			for _, kv := range p.stack[base:] {
@@ -265,8 +313,8 @@ type member struct {
 }
 
 func (p *parser) array(depth int) (any, error) {
-	if depth > MaxDepth {
-		return nil, p.fail("nesting deeper than 64")
+	if depth > p.opts.MaxDepth {
+		return nil, p.fail(fmt.Sprintf("nesting deeper than %d", p.opts.MaxDepth))
 	}
 	p.pos++ // [
 	a := make([]any, 0, 4)
@@ -394,7 +442,7 @@ func (p *parser) number() (any, error) {
 			return nil, p.fail("invalid number exponent")
 		}
 	}
-	if isInt && intDigits > maxIntDigits {
+	if isInt && intDigits > p.opts.MaxIntDigits {
 		return nil, &SyntaxError{start, "integer literal too large"}
 	}
 	n := Number(d[start:p.pos])
@@ -485,24 +533,43 @@ func (p *parser) str() (string, error) {
 				p.nonCanonical = true
 			}
 			if utf16.IsSurrogate(r) {
-				if r >= 0xdc00 || p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
-					return "", p.fail("lone surrogate in string")
-				}
-				p.pos += 2
-				r2, err := p.hex4()
-				if err != nil {
+				var err error
+				if r, err = p.lowSurrogate(r); err != nil {
 					return "", err
 				}
-				if r2 < 0xdc00 || r2 > 0xdfff {
-					return "", p.fail("lone surrogate in string")
-				}
-				r = utf16.DecodeRune(r, r2)
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
 			return "", p.fail("invalid escape")
 		}
 	}
+}
+
+// lowSurrogate completes the surrogate escape r just read with the low surrogate escape that
+// must follow it, and returns the rune of the pair. An unpaired surrogate is an error, or
+// U+FFFD under Options.LoneSurrogates (what follows is then read on its own).
+func (p *parser) lowSurrogate(r rune) (rune, error) {
+	lone := func() (rune, error) {
+		if !p.opts.LoneSurrogates {
+			return 0, p.fail("lone surrogate in string")
+		}
+		p.broken, p.nonCanonical = true, true
+		return utf8.RuneError, nil
+	}
+	if r >= 0xdc00 || p.pos+1 >= len(p.data) || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
+		return lone()
+	}
+	at := p.pos
+	p.pos += 2
+	r2, err := p.hex4()
+	if err != nil {
+		return 0, err
+	}
+	if r2 < 0xdc00 || r2 > 0xdfff {
+		p.pos = at
+		return lone()
+	}
+	return utf16.DecodeRune(r, r2), nil
 }
 
 // shortEscape maps the letter of a two-character escape to the byte it stands for (0: not a

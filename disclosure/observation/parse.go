@@ -71,20 +71,16 @@ func Parse(envelope []byte) (*Parsed, error) {
 	if op.Alphabet != dsse.Standard {
 		return nil, errors.New("observation: payload must use the standard base64 alphabet")
 	}
-	// An observation as the runner writes it is read straight into a Statement; any other
-	// payload is parsed to a tree and judged by parseStatement, which names the problem.
-	s, ok := decodeTyped(op.Payload)
-	if !ok {
-		if s, err = parseGeneric(op.Payload); err != nil {
-			return nil, err
-		}
+	s, err := parseStatementOf(op.Payload)
+	if err != nil {
+		return nil, err
 	}
 	sum := sha256.Sum256(op.Payload)
 	return &Parsed{Statement: s, Digest: hex.EncodeToString(sum[:]), opened: op}, nil
 }
 
-// parseGeneric parses a payload to a tree and reads the statement from it.
-func parseGeneric(payload []byte) (*Statement, error) {
+// parseStatementOf parses a payload to a tree and reads the statement from it.
+func parseStatementOf(payload []byte) (*Statement, error) {
 	st, canonical, err := jcs.ParseCanonical(payload)
 	if err != nil {
 		return nil, fmt.Errorf("observation: payload: %w", err)

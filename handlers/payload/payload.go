@@ -239,6 +239,9 @@ func (f *Fields) extract(doc []byte, out []Value) error {
 	return f.parse(doc, i, f.root, stack, out)
 }
 
+// parse validates doc from i and records the values at the paths under match. The labels
+// are the states of the grammar, with an explicit stack of open containers; goto keeps the
+// position and the current nodes in registers, which the acknowledgement path's budget needs.
 func (f *Fields) parse(doc []byte, i int, match *node, stack []frame, out []Value) error {
 	n := len(doc)
 	var rec *node // node whose paths receive the next value
@@ -249,71 +252,30 @@ value:
 	if i >= n {
 		return errEnd(n)
 	}
-	c = doc[i]
-	switch {
-	case c == '"':
-		start := i
-		i, _, err = scanString(doc, i)
-		if err != nil {
-			return err
-		}
-		if rec != nil {
-			record(out, rec, String, doc[start:i])
-		}
-	case c == '{':
+	switch c = doc[i]; c {
+	case '{', '[':
 		if len(stack) >= maxDepth {
 			return &SyntaxError{Offset: i, msg: "exceeded max depth"}
 		}
-		stack = append(stack, frame{match: match, rec: rec, start: i, obj: true})
+		if c == '{' {
+			stack = append(stack, frame{match: match, rec: rec, start: i, obj: true})
+		} else {
+			stack = append(stack, frame{rec: rec, start: i})
+		}
 		i = skipSpace(doc, i+1)
-		if i < n && doc[i] == '}' {
+		if i < n && doc[i] == c+2 { // '}' and ']' follow '{' and '[' by two
 			i++
 			goto closed
 		}
-		goto key
-	case c == '[':
-		if len(stack) >= maxDepth {
-			return &SyntaxError{Offset: i, msg: "exceeded max depth"}
-		}
-		stack = append(stack, frame{rec: rec, start: i})
-		i = skipSpace(doc, i+1)
-		if i < n && doc[i] == ']' {
-			i++
-			goto closed
+		if c == '{' {
+			goto key
 		}
 		match, rec = nil, nil
 		goto value
-	case c == '-' || c >= '0' && c <= '9':
-		start := i
-		if i, err = scanNumber(doc, i); err != nil {
-			return err
-		}
-		if rec != nil {
-			record(out, rec, Number, doc[start:i])
-		}
-	case c == 't':
-		if i, err = literal(doc, i, "true"); err != nil {
-			return err
-		}
-		if rec != nil {
-			record(out, rec, Bool, doc[i-4:i])
-		}
-	case c == 'f':
-		if i, err = literal(doc, i, "false"); err != nil {
-			return err
-		}
-		if rec != nil {
-			record(out, rec, Bool, doc[i-5:i])
-		}
-	case c == 'n':
-		if i, err = literal(doc, i, "null"); err != nil {
-			return err
-		}
-		if rec != nil {
-			record(out, rec, Null, doc[i-4:i])
-		}
 	default:
-		return errChar(doc, i, "looking for beginning of value")
+		if i, err = scalar(doc, i, rec, out); err != nil {
+			return err
+		}
 	}
 
 next: // after a value: a separator, the end of its container, or the end of the document
@@ -351,58 +313,97 @@ next: // after a value: a separator, the end of its container, or the end of the
 	return errChar(doc, i, "after array element")
 
 closed: // doc[:i] ends the innermost container
-	{
-		top := &stack[len(stack)-1]
-		if top.rec != nil {
-			k := Array
-			if top.obj {
-				k = Object
-			}
-			record(out, top.rec, k, doc[top.start:i])
+	if top := &stack[len(stack)-1]; top.rec != nil {
+		k := Array
+		if top.obj {
+			k = Object
 		}
-		stack = stack[:len(stack)-1]
+		record(out, top.rec, k, doc[top.start:i])
 	}
+	stack = stack[:len(stack)-1]
 	goto next
 
 key: // i is at an object key, whitespace skipped
-	if i >= n {
-		return errEnd(n)
-	}
-	if doc[i] != '"' {
-		return errChar(doc, i, "looking for beginning of object key string")
-	}
-	{
-		start := i
-		var esc bool
-		if i, esc, err = scanString(doc, i); err != nil {
-			return err
-		}
-		name := doc[start+1 : i-1]
-		i = skipSpace(doc, i)
-		if i >= n {
-			return errEnd(n)
-		}
-		if doc[i] != ':' {
-			return errChar(doc, i, "after object key")
-		}
-		i++
-		match, rec = nil, nil
-		if m := stack[len(stack)-1].match; m != nil {
-			if k := m.lookup(name, esc); k != nil {
-				// A repeated key replaces everything found under its earlier occurrence.
-				for _, r := range k.under {
-					out[r] = Value{}
-				}
-				if len(k.ends) > 0 {
-					rec = k
-				}
-				if len(k.kids) > 0 {
-					match = k
-				}
-			}
-		}
+	if i, match, rec, err = objectKey(doc, i, stack[len(stack)-1].match, out); err != nil {
+		return err
 	}
 	goto value
+}
+
+// scalar reads the string, number or literal at doc[i], records it for rec's paths, and
+// returns the offset after it.
+func scalar(doc []byte, i int, rec *node, out []Value) (int, error) {
+	start := i
+	var err error
+	var k Kind
+	switch c := doc[i]; {
+	case c == '"':
+		i, _, err = scanString(doc, i)
+		k = String
+	case c == '-' || c >= '0' && c <= '9':
+		i, err = scanNumber(doc, i)
+		k = Number
+	case c == 't':
+		i, err = literal(doc, i, "true")
+		k = Bool
+	case c == 'f':
+		i, err = literal(doc, i, "false")
+		k = Bool
+	case c == 'n':
+		i, err = literal(doc, i, "null")
+		k = Null
+	default:
+		return i, errChar(doc, i, "looking for beginning of value")
+	}
+	if err != nil {
+		return i, err
+	}
+	if rec != nil {
+		record(out, rec, k, doc[start:i])
+	}
+	return i, nil
+}
+
+// objectKey reads the key at doc[i] and its colon. m holds the wanted keys of the object
+// (nil when none are); it returns the offset of the value and the nodes that value matches.
+func objectKey(doc []byte, i int, m *node, out []Value) (next int, match, rec *node, err error) {
+	n := len(doc)
+	if i >= n {
+		return i, nil, nil, errEnd(n)
+	}
+	if doc[i] != '"' {
+		return i, nil, nil, errChar(doc, i, "looking for beginning of object key string")
+	}
+	start := i
+	var esc bool
+	if i, esc, err = scanString(doc, i); err != nil {
+		return i, nil, nil, err
+	}
+	name := doc[start+1 : i-1]
+	i = skipSpace(doc, i)
+	if i >= n {
+		return i, nil, nil, errEnd(n)
+	}
+	if doc[i] != ':' {
+		return i, nil, nil, errChar(doc, i, "after object key")
+	}
+	i++
+	if m == nil {
+		return i, nil, nil, nil
+	}
+	if k := m.lookup(name, esc); k != nil {
+		// A repeated key replaces everything found under its earlier occurrence.
+		for _, r := range k.under {
+			out[r] = Value{}
+		}
+		if len(k.ends) > 0 {
+			rec = k
+		}
+		if len(k.kids) > 0 {
+			match = k
+		}
+	}
+	return i, match, rec, nil
 }
 
 func errEnd(n int) error { return &SyntaxError{Offset: n, msg: "unexpected end of JSON input"} }

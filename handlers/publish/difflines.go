@@ -1,16 +1,13 @@
 package publish
 
 import (
-	"bytes"
-	"strings"
-
-	"github.com/sourcegraph/go-diff/diff"
-
 	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/diff"
 )
 
 // diffLines says which lines of each file an inline comment may sit on: GitHub only accepts
-// comments on lines shown in the pull request's diff.
+// comments on lines shown in the pull request's diff. It is read with review/diff, the parser
+// the review placed its findings with, so both agree on which lines exist.
 type diffLines map[string]*fileLines
 
 type fileLines struct {
@@ -35,27 +32,14 @@ func (d diffLines) has(path string, line int, side string) bool {
 func linesFromSubject(s *review.Subject) diffLines {
 	out := diffLines{}
 	for _, f := range s.Files {
-		if f.Patch == "" {
-			continue
-		}
-		if hunks, err := diff.ParseHunks([]byte(strings.TrimSuffix(f.Patch, "\n") + "\n")); err == nil {
-			out[f.Path] = indexHunks(hunks)
+		if fl := patchLines(f.Patch); fl != nil {
+			out[f.Path] = fl
 		}
 	}
-	if len(s.Diff) == 0 {
-		return out
-	}
-	fds, err := diff.ParseMultiFileDiff(s.Diff)
-	if err != nil {
-		return out
-	}
-	for _, fd := range fds {
-		name := strings.TrimPrefix(fd.NewName, "b/")
-		if fd.NewName == "/dev/null" {
-			name = strings.TrimPrefix(fd.OrigName, "a/")
-		}
-		if _, ok := out[name]; !ok {
-			out[name] = indexHunks(fd.Hunks)
+	files := diff.Parse(s.Diff)
+	for i := range files {
+		if _, ok := out[files[i].Path()]; !ok {
+			out[files[i].Path()] = indexLines(&files[i])
 		}
 	}
 	return out
@@ -65,33 +49,32 @@ func linesFromSubject(s *review.Subject) diffLines {
 func linesFromFiles(patches map[string]string) diffLines {
 	out := diffLines{}
 	for path, patch := range patches {
-		if hunks, err := diff.ParseHunks([]byte(strings.TrimSuffix(patch, "\n") + "\n")); err == nil {
-			out[path] = indexHunks(hunks)
+		if fl := patchLines(patch); fl != nil {
+			out[path] = fl
 		}
 	}
 	return out
 }
 
-func indexHunks(hunks []*diff.Hunk) *fileLines {
-	fl := &fileLines{right: map[int]bool{}, left: map[int]bool{}}
-	for _, h := range hunks {
-		o, n := int(h.OrigStartLine), int(h.NewStartLine)
-		for _, l := range bytes.Split(bytes.TrimSuffix(h.Body, []byte("\n")), []byte("\n")) {
-			switch {
-			case len(l) > 0 && l[0] == '+':
-				fl.right[n] = true
-				n++
-			case len(l) > 0 && l[0] == '-':
-				fl.left[o] = true
-				o++
-			case len(l) > 0 && l[0] == '\\':
-			default:
-				fl.right[n] = true
-				fl.left[o] = true
-				n++
-				o++
-			}
-		}
+// patchLines indexes one file's header-less patch (nil when it holds no hunk).
+func patchLines(patch string) *fileLines {
+	files := diff.Parse([]byte(patch))
+	if len(files) == 0 {
+		return nil
 	}
+	return indexLines(&files[0])
+}
+
+func indexLines(f *diff.File) *fileLines {
+	fl := &fileLines{right: map[int]bool{}, left: map[int]bool{}}
+	f.Walk(func(l diff.Line) bool {
+		if l.Kind != '-' {
+			fl.right[l.New] = true
+		}
+		if l.Kind != '+' {
+			fl.left[l.Old] = true
+		}
+		return true
+	})
 	return fl
 }

@@ -226,7 +226,12 @@ func summary(d *review.Decision) string {
 		b.WriteString(clean(truncate(d.Gate.Reason, 4000)) + "\n\n")
 	}
 	b.WriteString(lensTable(d))
-	fmt.Fprintf(&b, "\nCoverage: %s (%d of %d files reviewed).\n", oneLine(d.Coverage.Status, 16), d.Coverage.FilesReviewed, d.Coverage.FilesTotal)
+	status, pending := d.ReportedCoverage()
+	fmt.Fprintf(&b, "\nCoverage: %s (%d of %d files reviewed", oneLine(status, 16), d.Coverage.FilesReviewed, d.Coverage.FilesTotal)
+	if pending > 0 {
+		fmt.Fprintf(&b, "; %d of %d lens(es) pending", pending, len(d.Lenses))
+	}
+	b.WriteString(").\n")
 	b.WriteString(modelSection(d))
 	if s := scopeLine(d); s != "" {
 		b.WriteString(s + "\n")

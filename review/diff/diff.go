@@ -1,6 +1,14 @@
 // Package diff splits a unified diff (git's format, a plain unified diff, or GitHub's
 // header-less per-file patch) into files and walks their lines with line numbers. It works on
 // sub-slices of the input, so a large diff is never copied.
+//
+// It is hand-written because the review needs what diff libraries do not give: each file's
+// section as a sub-slice with its offset (to cut a change into parts for model calls), and a
+// parse that never fails. A library such as go-diff refuses a whole diff, or a whole patch, for
+// one line outside a counted hunk, which would leave a file without reviewable lines; here hunk
+// lines are counted from the hunk header, so a removed "-- x" line ("--- x") or an added
+// "++ x" line ("+++ x") is never taken for a file header. The publisher places inline
+// comments with the same parser, so the review and the publication agree on which lines exist.
 package diff
 
 import (

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure/jcs"
 )
 
 // Outcome is the closed result of one lens, and also the aggregate state of a gate.
@@ -76,68 +77,89 @@ func LoadReceipt(path string, data []byte) (Receipt, error) {
 	if !utf8.Valid(data) {
 		return Receipt{}, notJSON
 	}
-	root, err := parseStrictJSON(string(data))
+	tree, err := jcs.ParseWith(data, receiptJSON)
 	if err != nil {
 		return Receipt{}, notJSON
 	}
 	in := " in " + path
-	if root.kind != jObject {
+	root, ok := tree.(map[string]any)
+	if !ok {
 		return Receipt{}, configErr("Agent review results must be an object" + in)
 	}
 	if k := firstUnknown(root, "version", "plan_digest", "results"); k != "" {
 		return Receipt{}, configErr(fmt.Sprintf("Agent review results has unknown key %s%s", k, in))
 	}
-	if v, ok := root.get("version"); !ok || v.kind != jNumber || v.num != "1" {
+	if v, ok := root["version"].(jcs.Number); !ok || v != "1" {
 		return Receipt{}, configErr("Agent review results.version must be integer 1" + in)
 	}
-	d, ok := root.get("plan_digest")
-	if !ok || d.kind != jString || !isDigest(d.str) {
+	d, ok := root["plan_digest"].(string)
+	if !ok || !isDigest(d) {
 		return Receipt{}, configErr("Agent review results.plan_digest is invalid" + in)
 	}
-	res, ok := root.get("results")
-	if !ok || res.kind != jArray || len(res.arr) > config.MaxLenses {
+	res, ok := root["results"].([]any)
+	if !ok || len(res) > config.MaxLenses {
 		return Receipt{}, configErr("Agent review results.results is unbounded or invalid" + in)
 	}
-	r := Receipt{Version: 1, PlanDigest: d.str, Results: make([]Result, 0, len(res.arr))}
+	r := Receipt{Version: 1, PlanDigest: d, Results: make([]Result, 0, len(res))}
 	seen := map[string]bool{}
-	for _, e := range res.arr {
-		if e.kind != jObject {
-			return Receipt{}, configErr("Agent review result entries must be objects" + in)
-		}
-		if k := firstUnknown(e, "lens", "outcome", "summary"); k != "" {
-			return Receipt{}, configErr(fmt.Sprintf("Agent review result has unknown key %s%s", k, in))
-		}
-		l, ok := e.get("lens")
-		if !ok || l.kind != jString || l.badUTF || !config.ValidName(l.str) || seen[l.str] {
-			return Receipt{}, configErr("Agent review result lens is invalid or repeated" + in)
-		}
-		seen[l.str] = true
-		o, ok := e.get("outcome")
-		if !ok || o.kind != jString || !Outcome(o.str).Valid() {
-			return Receipt{}, configErr("Agent review result outcome is invalid" + in)
-		}
-		item := Result{Lens: l.str, Outcome: Outcome(o.str)}
-		if s, ok := e.get("summary"); ok && s.kind != jNull {
-			switch {
-			case s.kind != jString || config.IsBlank(s.str) || strings.ContainsRune(s.str, 0):
-				return Receipt{}, configErr("Agent review result summary is invalid" + in)
-			case s.badUTF:
-				return Receipt{}, configErr("Agent review result summary is not valid UTF-8" + in)
-			case len(s.str) > MaxSummaryBytes:
-				return Receipt{}, configErr("Agent review result summary is invalid" + in)
-			}
-			str := s.str
-			item.Summary = &str
+	for _, e := range res {
+		item, err := readResult(e, seen, in)
+		if err != nil {
+			return Receipt{}, err
 		}
 		r.Results = append(r.Results, item)
 	}
 	return r, nil
 }
 
-// firstUnknown returns the first key of v, in sorted order, that is not allowed.
-func firstUnknown(v *jval, allowed ...string) string {
+// receiptJSON are the limits of Python's json.loads, which YAGA reads results with: nesting
+// stops near its recursion limit (about 1,000 levels), integers at 4,300 digits, and a lone
+// surrogate escape is accepted (a summary holding one has its own error). The size of the file
+// bounds the number of values.
+var receiptJSON = jcs.Options{MaxDepth: 1000, MaxIntDigits: 4300, MaxNodes: -1, LoneSurrogates: true}
+
+// readResult reads one entry of results; seen holds the lenses read so far.
+func readResult(e any, seen map[string]bool, in string) (Result, error) {
+	m, ok := e.(map[string]any)
+	if !ok {
+		return Result{}, configErr("Agent review result entries must be objects" + in)
+	}
+	if k := firstUnknown(m, "lens", "outcome", "summary"); k != "" {
+		return Result{}, configErr(fmt.Sprintf("Agent review result has unknown key %s%s", k, in))
+	}
+	l, ok := m["lens"].(string)
+	if !ok || !config.ValidName(l) || seen[l] {
+		return Result{}, configErr("Agent review result lens is invalid or repeated" + in)
+	}
+	seen[l] = true
+	o, ok := m["outcome"].(string)
+	if !ok || !Outcome(o).Valid() {
+		return Result{}, configErr("Agent review result outcome is invalid" + in)
+	}
+	item := Result{Lens: l, Outcome: Outcome(o)}
+	if s, ok := m["summary"]; ok && s != nil {
+		str, isStr := s.(string)
+		broken, isBroken := s.(jcs.BrokenString)
+		if isBroken {
+			str = string(broken)
+		}
+		switch {
+		case !isStr && !isBroken || config.IsBlank(str) || strings.ContainsRune(str, 0):
+			return Result{}, configErr("Agent review result summary is invalid" + in)
+		case isBroken:
+			return Result{}, configErr("Agent review result summary is not valid UTF-8" + in)
+		case len(str) > MaxSummaryBytes:
+			return Result{}, configErr("Agent review result summary is invalid" + in)
+		}
+		item.Summary = &str
+	}
+	return item, nil
+}
+
+// firstUnknown returns the first key of m, in sorted order, that is not allowed.
+func firstUnknown(m map[string]any, allowed ...string) string {
 	var unknown []string
-	for _, k := range v.keys {
+	for k := range m {
 		if !slices.Contains(allowed, k) {
 			unknown = append(unknown, k)
 		}

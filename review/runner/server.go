@@ -386,84 +386,13 @@ func (s *Server) observe(o *ObserveRequest) (*ObserveResponse, int, error) {
 	if rn.observed >= maxObservesPerRun {
 		return nil, http.StatusConflict, fmt.Errorf("run %s was observed %d times already", rn.id, rn.observed)
 	}
-	refuse := func(format string, args ...any) (*ObserveResponse, int, error) {
-		return nil, http.StatusConflict, fmt.Errorf("not observed: "+format, args...)
+	if err := rn.sameReview(rc, now); err != nil {
+		return nil, http.StatusConflict, err
 	}
-	switch {
-	case rc.HeadSHA != rn.head || rc.BaseSHA != rn.base:
-		return refuse("the receipt is about head %s and base %s, the run reviewed head %s and base %s",
-			short(rc.HeadSHA), short(rc.BaseSHA), short(rn.head), short(rn.base))
-	case rc.ReviewedDiff != rn.diffDigest:
-		return refuse("the receipt's reviewedDiffDigest is not the diff declared for the run")
-	case rc.Plan != rn.plan && !(rc.Plan == "" && !isHex64(rn.plan)):
-		return refuse("the receipt's planRef is not the plan declared for the run")
-	case len(rc.Findings) != rc.Total:
-		return refuse("the receipt lists %d of its %d findings; the runner observes only receipts that list all of them", len(rc.Findings), rc.Total)
-	}
-	for _, claim := range rc.Completed {
-		t, err := time.Parse(time.RFC3339Nano, claim)
-		if err != nil || t.Before(rn.started.Truncate(time.Second)) || t.After(now) {
-			return refuse("the receipt's reviewCompleted %q lies outside the runner's window %s .. %s",
-				claim, rn.started.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
-		}
-	}
-
-	// What the runner derived from the responses it saw, lens by lens.
-	derived := map[string]observation.Finding{}
-	outcome := map[string]string{}
-	for _, l := range rn.lenses {
-		if rn.failed[l] {
-			outcome[l] = string(review.OutcomePending)
-			continue
-		}
-		d := review.DeriveLens(l, rn.lensRuntime[l], rn.reports[l])
-		outcome[l] = string(d.Outcome)
-		for _, f := range d.Findings {
-			derived[f.ID] = f
-		}
-	}
-	// What earlier observations of this subject, signed by this runner, list.
-	vouched := map[string]observation.Finding{}
-	for i, env := range o.Prior {
-		p, err := observation.Parse(env)
-		if err != nil || !s.ownKey(p) || p.Statement.SubjectName != rc.SubjectName {
-			s.opts.Logger.Info().Int("prior", i).Msg("an earlier observation given with the receipt is not this runner's own of this subject; ignored")
-			continue
-		}
-		for _, f := range p.Statement.Findings {
-			vouched[f.ID] = f
-		}
-	}
-	inReceipt := map[string]string{}
-	var listed []observation.Finding
-	for _, f := range rc.Findings {
-		if _, dup := inReceipt[f.ID]; dup {
-			return refuse("the receipt lists finding %s twice", bounded(f.ID))
-		}
-		inReceipt[f.ID] = f.Severity
-		switch d, ok := derived[f.ID]; {
-		case ok && d.Severity == f.Severity:
-			listed = append(listed, d)
-		case ok:
-			return refuse("the receipt gives finding %s severity %s, the runner derived %s", bounded(f.ID), bounded(f.Severity), d.Severity)
-		default:
-			v, ok := vouched[f.ID]
-			if !ok || v.Severity != f.Severity {
-				return refuse("the receipt lists finding %s (%s), which the runner did not derive in this run and no earlier observation of this subject lists",
-					bounded(f.ID), bounded(f.Severity))
-			}
-			listed = append(listed, v)
-		}
-	}
-	ids := make([]string, 0, len(derived))
-	for id := range derived {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		if _, ok := inReceipt[id]; !ok {
-			return refuse("the receipt leaves out finding %s (%s) that the runner derived for lens %s", id, derived[id].Severity, bounded(derived[id].Lens))
-		}
+	derived, outcome := rn.derive()
+	listed, err := matchFindings(rc, derived, s.vouched(o.Prior, rc.SubjectName))
+	if err != nil {
+		return nil, http.StatusConflict, err
 	}
 
 	st := &observation.Statement{
@@ -502,6 +431,108 @@ func (s *Server) observe(o *ObserveRequest) (*ObserveResponse, int, error) {
 	s.opts.Logger.Info().Str("run", rn.id).Str("observation", signed.Digest).Int("calls", len(st.Calls)).
 		Int("findings", st.FindingsTotal).Msg("observation signed")
 	return &ObserveResponse{Envelope: signed.Envelope, Digest: signed.Digest}, http.StatusOK, nil
+}
+
+// refused is why the runner does not observe a receipt.
+func refused(format string, args ...any) error {
+	return fmt.Errorf("not observed: "+format, args...)
+}
+
+// sameReview checks that the receipt is about what the run reviewed: the same head, base,
+// diff and plan, every finding listed, and completion claimed inside the run's window.
+func (rn *run) sameReview(rc *observation.ReceiptFacts, now time.Time) error {
+	switch {
+	case rc.HeadSHA != rn.head || rc.BaseSHA != rn.base:
+		return refused("the receipt is about head %s and base %s, the run reviewed head %s and base %s",
+			short(rc.HeadSHA), short(rc.BaseSHA), short(rn.head), short(rn.base))
+	case rc.ReviewedDiff != rn.diffDigest:
+		return refused("the receipt's reviewedDiffDigest is not the diff declared for the run")
+	case rc.Plan != rn.plan && !(rc.Plan == "" && !isHex64(rn.plan)):
+		return refused("the receipt's planRef is not the plan declared for the run")
+	case len(rc.Findings) != rc.Total:
+		return refused("the receipt lists %d of its %d findings; the runner observes only receipts that list all of them", len(rc.Findings), rc.Total)
+	}
+	for _, claim := range rc.Completed {
+		t, err := time.Parse(time.RFC3339Nano, claim)
+		if err != nil || t.Before(rn.started.Truncate(time.Second)) || t.After(now) {
+			return refused("the receipt's reviewCompleted %q lies outside the runner's window %s .. %s",
+				claim, rn.started.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return nil
+}
+
+// derive is what the runner derived from the responses it saw, lens by lens: the findings by
+// id and each lens's outcome.
+func (rn *run) derive() (map[string]observation.Finding, map[string]string) {
+	derived := map[string]observation.Finding{}
+	outcome := map[string]string{}
+	for _, l := range rn.lenses {
+		if rn.failed[l] {
+			outcome[l] = string(review.OutcomePending)
+			continue
+		}
+		d := review.DeriveLens(l, rn.lensRuntime[l], rn.reports[l])
+		outcome[l] = string(d.Outcome)
+		for _, f := range d.Findings {
+			derived[f.ID] = f
+		}
+	}
+	return derived, outcome
+}
+
+// vouched is what earlier observations of the subject, signed by this runner, list.
+func (s *Server) vouched(prior [][]byte, subject string) map[string]observation.Finding {
+	out := map[string]observation.Finding{}
+	for i, env := range prior {
+		p, err := observation.Parse(env)
+		if err != nil || !s.ownKey(p) || p.Statement.SubjectName != subject {
+			s.opts.Logger.Info().Int("prior", i).Msg("an earlier observation given with the receipt is not this runner's own of this subject; ignored")
+			continue
+		}
+		for _, f := range p.Statement.Findings {
+			out[f.ID] = f
+		}
+	}
+	return out
+}
+
+// matchFindings returns the receipt's findings as the runner saw them: each one derived in
+// this run or listed by an earlier observation, with the same severity, and no derived finding
+// left out.
+func matchFindings(rc *observation.ReceiptFacts, derived, vouched map[string]observation.Finding) ([]observation.Finding, error) {
+	inReceipt := map[string]string{}
+	var listed []observation.Finding
+	for _, f := range rc.Findings {
+		if _, dup := inReceipt[f.ID]; dup {
+			return nil, refused("the receipt lists finding %s twice", bounded(f.ID))
+		}
+		inReceipt[f.ID] = f.Severity
+		switch d, ok := derived[f.ID]; {
+		case ok && d.Severity == f.Severity:
+			listed = append(listed, d)
+		case ok:
+			return nil, refused("the receipt gives finding %s severity %s, the runner derived %s", bounded(f.ID), bounded(f.Severity), d.Severity)
+		default:
+			v, ok := vouched[f.ID]
+			if !ok || v.Severity != f.Severity {
+				return nil, refused("the receipt lists finding %s (%s), which the runner did not derive in this run and no earlier observation of this subject lists",
+					bounded(f.ID), bounded(f.Severity))
+			}
+			listed = append(listed, v)
+		}
+	}
+	ids := make([]string, 0, len(derived))
+	for id := range derived {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if _, ok := inReceipt[id]; !ok {
+			return nil, refused("the receipt leaves out finding %s (%s) that the runner derived for lens %s", id, derived[id].Severity, bounded(derived[id].Lens))
+		}
+	}
+	return listed, nil
 }
 
 // ownKey reports whether an observation is signed by this runner's witness key, current or

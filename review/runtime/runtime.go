@@ -48,6 +48,13 @@ type Runtime interface {
 	Review(ctx context.Context, req *Request) (*Result, error)
 }
 
+// Bounded is implemented by a runtime whose review may take longer than the repository's
+// review.timeout_seconds suggests (its operator set a longer deadline per call, or it splits a
+// change into several calls): MaxReview is the longest one Review of req can take.
+type Bounded interface {
+	MaxReview(req *Request) time.Duration
+}
+
 // Lens is one lens to review: its name, its preset and its fixed instruction.
 type Lens struct {
 	Name        string
@@ -130,11 +137,15 @@ type Call struct {
 	Model       string `json:"model,omitempty"`
 	// Format is the structured-output level the answer was asked with: json_schema,
 	// json_object or none.
-	Format   string        `json:"format,omitempty"`
-	Attempts int           `json:"attempts"`
-	Started  time.Time     `json:"started,omitzero"`
-	Duration time.Duration `json:"duration"`
-	Usage    Tokens        `json:"usage"`
+	Format string `json:"format,omitempty"`
+	// Temperature and Seed are the sampling parameters the last request of the call sent
+	// (nil when it sent none: the server refused it, or the runtime has no such setting).
+	Temperature *float64      `json:"temperature,omitempty"`
+	Seed        *int          `json:"seed,omitempty"`
+	Attempts    int           `json:"attempts"`
+	Started     time.Time     `json:"started,omitzero"`
+	Duration    time.Duration `json:"duration"`
+	Usage       Tokens        `json:"usage"`
 	// Cause says why the answer was not used ("" when it was).
 	Cause string `json:"cause,omitempty"`
 }

@@ -8,11 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/lensgate/lensgate/disclosure/jcs"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
@@ -273,7 +273,8 @@ func ParseTriage(b []byte) (*Triage, error) {
 }
 
 // CheckJSON enforces what encoding/json lets through: size, UTF-8, a single top-level
-// object, nesting depth and duplicate keys.
+// object, nesting depth and duplicate keys. It parses with the strict reader of signed
+// payloads under encoding/json's own tolerances (long integers, lone surrogates).
 func CheckJSON(b []byte) error {
 	if len(b) > MaxBytes {
 		return fmt.Errorf("output is %d bytes, over the %d byte limit", len(b), MaxBytes)
@@ -281,77 +282,17 @@ func CheckJSON(b []byte) error {
 	if !utf8.Valid(b) {
 		return errors.New("output is not valid UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var stack []*frame
-	first := true
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("invalid JSON: %w", err)
-		}
-		if first {
-			if d, ok := tok.(json.Delim); !ok || d != '{' {
-				return errors.New("output is not a JSON object")
-			}
-		} else if len(stack) == 0 {
-			return errors.New("trailing data after the JSON object")
-		}
-		first = false
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.obj && top.key {
-			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:len(stack)-1]
-				markValue(stack)
-				continue
-			}
-			k, ok := tok.(string)
-			if !ok {
-				return errors.New("invalid JSON object key")
-			}
-			if top.keys[k] {
-				return fmt.Errorf("duplicate key %q", bounded(k))
-			}
-			top.keys[k] = true
-			top.key = false
-			continue
-		}
-		switch d, _ := tok.(json.Delim); d {
-		case '{', '[':
-			if len(stack) >= MaxDepth {
-				return fmt.Errorf("nesting deeper than %d", MaxDepth)
-			}
-			stack = append(stack, &frame{obj: d == '{', keys: map[string]bool{}, key: d == '{'})
-		case '}', ']':
-			stack = stack[:len(stack)-1]
-			markValue(stack)
-		default:
-			markValue(stack)
-		}
-	}
-	if first {
+	if len(bytes.TrimSpace(b)) == 0 {
 		return errors.New("output is empty")
 	}
-	return nil
-}
-
-type frame struct {
-	obj  bool
-	keys map[string]bool
-	key  bool // the next token in this object is a key
-}
-
-// markValue records that a value was read, so an enclosing object expects a key next.
-func markValue(stack []*frame) {
-	if n := len(stack); n > 0 && stack[n-1].obj {
-		stack[n-1].key = true
+	v, err := jcs.ParseWith(b, jcs.Options{MaxDepth: MaxDepth, MaxNodes: -1, MaxIntDigits: MaxBytes, LoneSurrogates: true})
+	if err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
 	}
+	if _, ok := v.(map[string]any); !ok {
+		return errors.New("output is not a JSON object")
+	}
+	return nil
 }
 
 func bounded(s string) string {

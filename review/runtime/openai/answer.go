@@ -28,6 +28,8 @@ var (
 	ErrBadFence      = errors.New("the answer's code fence is not the whole answer")
 	ErrInvalidJSON   = errors.New("the answer is not valid JSON")
 	ErrSchema        = errors.New("the answer does not match the schema")
+	ErrStoppedEarly  = errors.New("the server ended the answer early without a finish reason or token counts " +
+		"(Ollama does this when its repeat guard sees the model repeating itself)")
 )
 
 // completion is the part of a chat completion response lensgate reads. Content stays raw: a
@@ -57,6 +59,18 @@ type reply struct {
 	prompt, complete int
 	hasUsage         bool
 	producedBytes    int
+	// finish is the choice's finish_reason ("" when null or absent).
+	finish string
+}
+
+// explainUnparsed names why an answer that could not be read stopped where it did: a reply
+// without a finish reason and without token counts was ended by the server mid-answer, not
+// written badly by the model.
+func (rp reply) explainUnparsed(err error) error {
+	if rp.finish == "" && !rp.hasUsage {
+		return fmt.Errorf("%w: the answer is incomplete (%v); try another model or a smaller change (review.max_diff_lines)", ErrStoppedEarly, err)
+	}
+	return err
 }
 
 // parseCompletion reads a chat completion response body. It returns the message content and
@@ -101,6 +115,7 @@ func parseCompletion(body []byte) (reply, error) {
 	if ch.FinishReason != nil {
 		finish = *ch.FinishReason
 	}
+	rp.finish = finish
 	switch {
 	case finish == "length":
 		return rp, ErrTruncated

@@ -176,7 +176,8 @@ func lensgateSpend(tb testing.TB, diff []byte, names ...string) spend {
 		for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.Messages[0].Content, -1) {
 			ls = append(ls, m[1]+"=ok")
 		}
-		reply(w, reviewJSON("ok", ls...))
+		// The server counts the tokens of what it was sent, as a real one does.
+		replyCounted(w, reviewJSON("ok", ls...), buf.Len()/4)
 	}))
 	defer srv.Close()
 	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: "t", Backoff: time.Millisecond})

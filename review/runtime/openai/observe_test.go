@@ -36,7 +36,7 @@ func newServedModel(t *testing.T, message string) *servedModel {
 	content := strings.Replace(reviewJSON("looked", "code=request-changes"), "Deleting the nil check", message, 1)
 	b, err := json.Marshal(map[string]any{
 		"id": "x", "object": "chat.completion", "model": "served-model-9",
-		"usage":   map[string]any{"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
+		"usage":   map[string]any{"prompt_tokens": 1020, "completion_tokens": 30, "total_tokens": 1050},
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": content}}},
 	})
 	if err != nil {
@@ -107,7 +107,7 @@ func TestModelCallObservation(t *testing.T) {
 			t.Fatalf("exchange %+v", e)
 		}
 	}
-	if c.Tokens == nil || c.Tokens.Input != 120 || c.Tokens.Output != 30 {
+	if c.Tokens == nil || c.Tokens.Input != 1020 || c.Tokens.Output != 30 {
 		t.Fatalf("tokens %+v", c.Tokens)
 	}
 

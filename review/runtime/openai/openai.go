@@ -3,9 +3,16 @@
 // untrusted data in the user message, fenced by a random per-prompt nonce. The answer is asked
 // for as strict structured output (a JSON schema whose lens names are exactly the lenses
 // asked), falling back to plain JSON mode and then to none for servers that refuse it, and it
-// is held to that same schema in Go whatever the server honoured. An answer is used whole or
-// not at all: prose around it, a second object, a truncated or refused answer leave its lenses
-// pending with the cause named.
+// is held to that same schema in Go whatever the server honoured. An answer's text is one JSON
+// object or nothing: prose around it, a second object, a truncated or refused answer leave its
+// lenses pending with the cause named. Within the object, each lens entry stands on its own: a
+// malformed verdict, severity or blocking finding leaves that lens pending, a malformed
+// optional field is dropped with a note in the lens's summary.
+//
+// Every call samples at temperature 0 with a fixed seed (the same prompt, the same answer),
+// has one deadline for all its attempts, and is checked for a prompt the server did not read
+// whole; where the server says the model's context length, a change too large for it is sent
+// in parts that fit.
 //
 // Lenses that need an independent inference (the quality preset, or independent: true) are
 // judged in a second, adversarial call that sees neither the other lenses nor the first
@@ -46,13 +53,24 @@ type Options struct {
 	Model string
 	// HTTPClient sends the requests (default: a client without its own timeout).
 	HTTPClient *http.Client
-	// Timeout bounds each call (default: the repository's review.timeout_seconds, else 45 s).
+	// Timeout is the deadline of one whole call: every attempt, every wait between them and
+	// every response-format fallback (default: the repository's review.timeout_seconds, else
+	// 45 s). The operator sets it for servers slower than the repositories expect, such as
+	// CPU-hosted models.
 	Timeout time.Duration
-	// Retries is how many times a call is repeated after a 429, a 5xx or a network error
-	// (default 2; negative for none).
+	// Retries is how many times a request is repeated after a 429, a 5xx or a network error,
+	// within the call's deadline (default 2; negative for none).
 	Retries int
-	// Backoff is the first wait between attempts, doubled each time (default 1 s).
+	// Backoff is the first wait between attempts, which grows with each attempt, with jitter
+	// of half either way (default 1 s). A Retry-After is waited out as it asks.
 	Backoff time.Duration
+	// Temperature is the sampling temperature of every call (nil: 0, so the same prompt gets
+	// the same answer).
+	Temperature *float64
+	// Seed is the sampling seed sent with every call (nil: 1). A server that answers 400
+	// naming temperature or seed is asked again without it, and the call record says what
+	// was sent.
+	Seed *int
 	// MaxResponseBytes bounds an HTTP response body (default 1 MiB).
 	MaxResponseBytes int64
 	// MaxPromptBytes is the budget of one prompt, in bytes (default 400,000, roughly 100,000
@@ -60,6 +78,10 @@ type Options struct {
 	MaxPromptBytes int
 	// MaxTokens bounds the model's answer (default 4,096).
 	MaxTokens int
+	// LearnContext asks the server, once per model, which context length it runs the model
+	// with (vLLM's /v1/models, llama.cpp's /props, Ollama's /api/ps and /api/show), and splits
+	// a change whose prompt would not fit into calls that do.
+	LearnContext bool
 	// Random is the nonce source (default crypto/rand).
 	Random io.Reader
 	// Logger receives one line when an endpoint refuses a response format.
@@ -70,12 +92,27 @@ type Options struct {
 // keeps is the response format level each endpoint and model accepted.
 type Runtime struct {
 	opts     Options
+	base     string // the API base, without /chat/completions
 	endpoint string
-	host     string
-	hc       *http.Client
+	// waited is told each wait between attempts before it is taken (tests watch it).
+	waited func(time.Duration)
+	host   string
+	hc     *http.Client
 
 	mu     sync.Mutex
-	levels map[string]int // endpoint + model -> index into formats
+	states map[string]endpointState // endpoint + model
+}
+
+// endpointState is what a runtime learned about one endpoint and model: the response format
+// level it accepts and the sampling parameters it refused.
+type endpointState struct {
+	level         int // index into formats
+	noTemperature bool
+	noSeed        bool
+	// probed is set once the server was asked about the model's context; context is what it
+	// said.
+	probed  bool
+	context contextInfo
 }
 
 // New returns the runtime. It fails when the endpoint or token is missing.
@@ -105,6 +142,14 @@ func New(opts Options) (*Runtime, error) {
 	if opts.Random == nil {
 		opts.Random = rand.Reader
 	}
+	if opts.Temperature == nil {
+		zero := 0.0
+		opts.Temperature = &zero
+	}
+	if opts.Seed == nil {
+		one := 1
+		opts.Seed = &one
+	}
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = &http.Client{}
@@ -121,7 +166,14 @@ func New(opts Options) (*Runtime, error) {
 	if u, err := url.Parse(base); err == nil {
 		host = u.Host
 	}
-	return &Runtime{opts: opts, endpoint: base + "/chat/completions", host: host, hc: &limited, levels: map[string]int{}}, nil
+	return &Runtime{opts: opts, waited: func(time.Duration) {}, base: base, endpoint: base + "/chat/completions", host: host, hc: &limited, states: map[string]endpointState{}}, nil
+}
+
+// MaxReview implements runtime.Bounded: the longest one review can take, every call at its
+// whole deadline (two passes, each in as many parts as a small context needs) and the
+// questions about the model's context.
+func (r *Runtime) MaxReview(req *runtime.Request) time.Duration {
+	return 2*maxParts*r.callTimeout(req) + 2*probeTimeout
 }
 
 // Identity implements runtime.Identified.
@@ -180,16 +232,55 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 		if len(pass.lenses) == 0 {
 			continue
 		}
-		reps, call := r.reviewPass(ctx, req, model, pass.lenses, pass.independent, paths)
-		res.Calls = append(res.Calls, call)
+		reps, calls := r.reviewPass(ctx, req, model, pass.lenses, pass.independent, paths)
+		res.Calls = append(res.Calls, calls...)
 		res.Lenses = append(res.Lenses, reps...)
 	}
 	return res, nil
 }
 
-// reviewPass makes one call for lenses and returns a report for each of them.
+// reviewPass reviews lenses in one call, or, when the server says the model's context is too
+// small for the prompt, in one call per part of the change that fits it. Every lens gets a
+// report; every call made is returned.
 func (r *Runtime) reviewPass(ctx context.Context, req *runtime.Request, model string, lenses []runtime.Lens, independent bool,
-	paths map[string]bool) ([]runtime.LensReport, runtime.Call) {
+	paths map[string]bool) ([]runtime.LensReport, []runtime.Call) {
+	names := make([]string, len(lenses))
+	for i, l := range lenses {
+		names[i] = l.Name
+	}
+	sch := reviewSchema(names)
+	system := systemPrompt(lenses, independent)
+	info := r.contextOf(ctx, r.endpoint+"\x00"+model, model)
+	whole := estimatePrompt(&prompt{system: system, user: userPrompt(req, strings.Repeat("0", 32))}, FormatJSONSchema, sch.encode())
+	fixed := whole - runtime.EstimateTokens(len(req.Diff))
+	parts, err := r.fitParts(req, whole, fixed, info)
+	if err != nil {
+		call := runtime.Call{Lenses: names, Independent: independent, Model: model, Cause: err.Error()}
+		return skipAll(lenses, callKind(independent)+": "+call.Cause), []runtime.Call{call}
+	}
+	var calls []runtime.Call
+	var reports [][]runtime.LensReport
+	for _, part := range parts {
+		reps, call := r.reviewCall(ctx, part, model, lenses, independent, sch, system, paths)
+		calls = append(calls, call)
+		reports = append(reports, reps)
+	}
+	if len(reports) == 1 {
+		return reports[0], calls
+	}
+	return mergeParts(reports, lenses), calls
+}
+
+func callKind(independent bool) string {
+	if independent {
+		return "independent model call"
+	}
+	return "model call"
+}
+
+// reviewCall makes one call for lenses and returns a report for each of them.
+func (r *Runtime) reviewCall(ctx context.Context, req *runtime.Request, model string, lenses []runtime.Lens, independent bool,
+	sch *schema, system string, paths map[string]bool) ([]runtime.LensReport, runtime.Call) {
 	names := make([]string, len(lenses))
 	for i, l := range lenses {
 		names[i] = l.Name
@@ -197,38 +288,34 @@ func (r *Runtime) reviewPass(ctx context.Context, req *runtime.Request, model st
 	call := runtime.Call{Lenses: names, Independent: independent, Model: model}
 	fail := func(err error) ([]runtime.LensReport, runtime.Call) {
 		call.Cause = err.Error()
-		kind := "model call"
-		if independent {
-			kind = "independent model call"
-		}
-		return skipAll(lenses, kind+": "+call.Cause), call
+		return skipAll(lenses, callKind(independent)+": "+call.Cause), call
 	}
 	nonce, err := r.nonce(req)
 	if err != nil {
 		return fail(err)
 	}
-	sch := reviewSchema(names)
-	p := &prompt{
-		system: systemPrompt(lenses, independent), shape: answerShape, user: userPrompt(req, nonce),
-		schema: sch, schemaName: "asdd_review",
-	}
+	p := &prompt{system: system, shape: answerShape, user: userPrompt(req, nonce), schema: sch, schemaName: "asdd_review"}
 	if n := len(p.system) + len(p.shape) + len(p.user); n > r.opts.MaxPromptBytes {
 		return fail(fmt.Errorf("the change does not fit the prompt budget (%d bytes > %d); lower review.max_diff_lines", n, r.opts.MaxPromptBytes))
 	}
-	text, err := r.ask(ctx, req, model, p, &call)
+	rp, err := r.ask(ctx, req, model, p, &call)
 	if err != nil {
 		return fail(err)
 	}
-	rev, err := checkReview(text, sch)
+	obj, err := answerValue(rp.text)
+	if err != nil {
+		return fail(rp.explainUnparsed(err))
+	}
+	reps, err := readReview(obj, lenses, paths)
 	if err != nil {
 		return fail(err)
 	}
-	return matchLenses(rev, lenses, paths), call
+	return reps, call
 }
 
-// checkReview turns an answer's text into a review: one whole JSON object, within the bounds
-// of asdd/review/v0.1, matching the schema that was asked for.
-func checkReview(text string, sch *schema) (*asdd.Review, error) {
+// answerValue turns an answer's text into a decoded JSON value: one whole JSON object within
+// the bounds of asdd/review/v0.1.
+func answerValue(text string) (any, error) {
 	obj, err := ExtractAnswer(text)
 	if err != nil {
 		return nil, err
@@ -236,41 +323,7 @@ func checkReview(text string, sch *schema) (*asdd.Review, error) {
 	if err := asdd.CheckJSON(obj); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
 	}
-	v, err := decodeValue(obj)
-	if err != nil {
-		return nil, err
-	}
-	if err := sch.validate(v); err != nil {
-		return nil, err
-	}
-	return asdd.ParseReview(obj)
-}
-
-// matchLenses gives every lens asked its entry of the answer. A lens the answer left out, or
-// whose findings point at files outside the reviewed diff, is skipped with that cause.
-func matchLenses(rev *asdd.Review, lenses []runtime.Lens, paths map[string]bool) []runtime.LensReport {
-	got := map[string]runtime.LensReport{}
-	for _, rep := range rev.Reports() {
-		got[rep.Lens] = rep
-	}
-	out := make([]runtime.LensReport, 0, len(lenses))
-	for _, l := range lenses {
-		rep, ok := got[l.Name]
-		if !ok {
-			out = append(out, runtime.LensReport{Lens: l.Name, Verdict: runtime.VerdictSkipped,
-				Cause: "the model's answer has no entry for this lens"})
-			continue
-		}
-		for _, f := range rep.Findings {
-			if f.Path != "" && !paths[f.Path] {
-				rep = runtime.LensReport{Lens: l.Name, Verdict: runtime.VerdictSkipped,
-					Cause: fmt.Sprintf("the model's answer has a finding on %q, which is not a file of the reviewed diff", bounded(f.Path, 120))}
-				break
-			}
-		}
-		out = append(out, rep)
-	}
-	return out
+	return decodeValue(obj)
 }
 
 func skipAll(lenses []runtime.Lens, cause string) []runtime.LensReport {
@@ -297,26 +350,38 @@ func diffPaths(req *runtime.Request) map[string]bool {
 // errBudget marks a call that a token cap did not allow.
 var errBudget = errors.New("token budget")
 
-// ask sends a prompt and returns the answer's text, filling call with what the call cost. It
-// starts at the response format level remembered for the endpoint and model and steps down
-// when the endpoint refuses it.
-func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p *prompt, call *runtime.Call) (string, error) {
-	timeout := r.opts.Timeout
-	if timeout <= 0 && req.Settings.TimeoutSeconds > 0 {
-		timeout = time.Duration(req.Settings.TimeoutSeconds) * time.Second
+// callTimeout is the deadline of one whole call.
+func (r *Runtime) callTimeout(req *runtime.Request) time.Duration {
+	switch {
+	case r.opts.Timeout > 0:
+		return r.opts.Timeout
+	case req.Settings.TimeoutSeconds > 0:
+		return time.Duration(req.Settings.TimeoutSeconds) * time.Second
 	}
-	if timeout <= 0 {
-		timeout = 45 * time.Second
+	return 45 * time.Second
+}
+
+// ask sends a prompt and returns the server's reply, filling call with what the call cost and
+// how it was sampled. One deadline bounds the whole call. It starts at the response format
+// level and sampling remembered for the endpoint and model, and steps down when the endpoint
+// refuses one of them.
+func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p *prompt, call *runtime.Call) (reply, error) {
+	timeout, byReview := r.callTimeout(req), false
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		// The review's own deadline ends first: a timeout is then the review's.
+		timeout, byReview = time.Until(dl), true
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	key := r.endpoint + "\x00" + model
 	schemaJSON := p.schema.encode()
-	level := r.level(key)
+	st := r.state(key)
 
 	// The most this call can cost: its prompt and a full answer.
-	reserved := estimatePrompt(p, formats[level], schemaJSON) + r.opts.MaxTokens
+	reserved := estimatePrompt(p, formats[st.level], schemaJSON) + r.opts.MaxTokens
 	if req.Budget != nil {
 		if ok, cause := req.Budget.Reserve(ctx, reserved); !ok {
-			return "", fmt.Errorf("%w: %s", errBudget, cause)
+			return reply{}, fmt.Errorf("%w: %s", errBudget, cause)
 		}
 	}
 	var used int
@@ -329,18 +394,17 @@ func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p
 	call.Started = time.Now()
 	defer func() { call.Duration = time.Since(call.Started) }()
 	for {
-		format := formats[level]
-		call.Format = format
-		body, err := r.body(model, p, format, schemaJSON)
+		format := formats[st.level]
+		smp := r.sampling(st)
+		call.Format, call.Temperature, call.Seed = format, smp.temperature, smp.seed
+		body, err := r.body(model, p, format, schemaJSON, smp)
 		if err != nil {
-			return "", err
+			return reply{}, err
 		}
-		resp, attempts, err := r.post(ctx, body, timeout)
+		resp, attempts, err := r.post(ctx, body)
 		call.Attempts += attempts
-		var he *httpError
-		if errors.As(err, &he) && he.refusesFormat() && level+1 < len(formats) {
-			level++
-			r.lower(key, model, level)
+		if next, ok := r.adapt(key, model, st, err); ok {
+			st = next
 			continue
 		}
 		if err != nil {
@@ -348,16 +412,89 @@ func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p
 			// count it, estimated, so a cap is never undercut and no sent call reads zero.
 			call.Usage = runtime.Tokens{PromptTokens: estimatePrompt(p, format, schemaJSON), Estimated: true}
 			used = call.Usage.Total()
-			return "", err
+			return reply{}, r.explain(err, model, timeout, byReview)
 		}
 		rp, perr := parseCompletion(resp)
 		call.Usage = usageOf(rp, p, format, schemaJSON)
 		used = call.Usage.Total()
 		if perr != nil {
-			return "", perr
+			return rp, perr
 		}
-		return rp.text, nil
+		return rp, checkPromptRead(rp, estimatePrompt(p, format, schemaJSON), r.contextOf(ctx, key, model))
 	}
+}
+
+// sampling is what a request to an endpoint in state st says about sampling.
+func (r *Runtime) sampling(st endpointState) sampling {
+	var smp sampling
+	if !st.noTemperature {
+		t := *r.opts.Temperature
+		smp.temperature = &t
+	}
+	if !st.noSeed {
+		s := *r.opts.Seed
+		smp.seed = &s
+	}
+	return smp
+}
+
+// adapt steps an endpoint's state down after it refused part of a request: a sampling
+// parameter it named, else the response format. ok is false when there is nothing to change.
+func (r *Runtime) adapt(key, model string, st endpointState, err error) (endpointState, bool) {
+	var he *httpError
+	if !errors.As(err, &he) {
+		return st, false
+	}
+	next := st
+	var what []string
+	if !st.noTemperature && he.refusesParam("temperature") {
+		next.noTemperature = true
+		what = append(what, "temperature")
+	}
+	if !st.noSeed && he.refusesParam("seed") {
+		next.noSeed = true
+		what = append(what, "seed")
+	}
+	if len(what) == 0 && he.refusesFormat() && st.level+1 < len(formats) {
+		next.level++
+		what = append(what, "response_format "+formats[st.level])
+	}
+	if len(what) == 0 {
+		return st, false
+	}
+	r.remember(key, model, next, strings.Join(what, ", "))
+	return next, true
+}
+
+// explain turns a failed call's error into a cause the operator can act on.
+func (r *Runtime) explain(err error, model string, timeout time.Duration, byReview bool) error {
+	var he *httpError
+	switch {
+	case errors.Is(err, errTimedOut) && byReview:
+		return fmt.Errorf("%w: the review's own deadline ended the call after %s (review.job_timeout)", err, roundDuration(timeout))
+	case errors.Is(err, errTimedOut):
+		return fmt.Errorf("%w after %s (the deadline of the whole call, retries included): raise review.timeout_seconds, "+
+			"or runtimes.openai_timeout for a slow (CPU-hosted) model server", err, roundDuration(timeout))
+	case !errors.As(err, &he):
+		return err
+	case he.modelNotFound():
+		return fmt.Errorf("the model server has no model %q (HTTP 404, model not found): pull or serve it (ollama pull %s; vLLM --served-model-name), "+
+			"or set models.reviewer or runtimes.openai_model to a model it serves", bounded(model, 80), bounded(model, 80))
+	case he.status == http.StatusNotFound:
+		return fmt.Errorf("%w: check runtimes.openai_base_url (an API base such as http://host:port/v1)", err)
+	case he.contextExceeded():
+		return fmt.Errorf("%w: the prompt does not fit the model's context; raise it (vLLM --max-model-len, llama.cpp -c, Ollama num_ctx "+
+			"or OLLAMA_CONTEXT_LENGTH) or lower review.max_diff_lines", err)
+	}
+	return err
+}
+
+// roundDuration is d to the second, or to the millisecond below a second.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 // usageOf is the server's count when it sent one, otherwise an estimate from the bytes.
@@ -369,24 +506,28 @@ func usageOf(rp reply, p *prompt, format string, schemaJSON []byte) runtime.Toke
 		CompletionTokens: runtime.EstimateTokens(rp.producedBytes), Estimated: true}
 }
 
-// level is the response format level to start at for an endpoint and model.
-func (r *Runtime) level(key string) int {
+// state is what the runtime learned about an endpoint and model so far.
+func (r *Runtime) state(key string) endpointState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.levels[key]
+	return r.states[key]
 }
 
-// lower remembers that an endpoint and model need at least the given level, and says so once.
-func (r *Runtime) lower(key, model string, level int) {
+// remember keeps what an endpoint and model refused, and says so once.
+func (r *Runtime) remember(key, model string, st endpointState, refused string) {
 	r.mu.Lock()
-	changed := r.levels[key] < level
+	old := r.states[key]
+	changed := old.level < st.level || !old.noTemperature && st.noTemperature || !old.noSeed && st.noSeed
 	if changed {
-		r.levels[key] = level
+		st.level = max(st.level, old.level)
+		st.noTemperature = st.noTemperature || old.noTemperature
+		st.noSeed = st.noSeed || old.noSeed
+		r.states[key] = st
 	}
 	r.mu.Unlock()
 	if changed {
-		r.opts.Logger.Warn().Str("runtime", Name).Str("model", model).Str("response_format", formats[level]).
-			Str("refused", formats[level-1]).Msg("model endpoint refused a response format; using the next level for this endpoint and model")
+		r.opts.Logger.Warn().Str("runtime", Name).Str("model", model).Str("response_format", formats[st.level]).
+			Str("refused", refused).Msg("model endpoint refused a response format or a sampling parameter; later calls to this endpoint and model go without it")
 	}
 }
 
@@ -395,9 +536,12 @@ func (r *Runtime) Formats() map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string]string{}
-	for k, l := range r.levels {
+	for k, st := range r.states {
+		if st.level == 0 {
+			continue
+		}
 		_, model, _ := strings.Cut(k, "\x00")
-		out[model] = formats[l]
+		out[model] = formats[st.level]
 	}
 	return out
 }

@@ -74,14 +74,18 @@ func (f *fakeModel) requests() []chatRequest {
 	return append([]chatRequest(nil), f.bodies...)
 }
 
-// reply writes a chat completion whose message content is content.
-func reply(w http.ResponseWriter, content string) {
+// reply writes a chat completion whose message content is content, counting 1000 prompt
+// tokens (about what the small prompts of these tests hold).
+func reply(w http.ResponseWriter, content string) { replyCounted(w, content, 1000) }
+
+// replyCounted writes a chat completion that reports prompt tokens.
+func replyCounted(w http.ResponseWriter, content string, prompt int) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "x", "object": "chat.completion", "model": "m",
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 			"message": map[string]any{"role": "assistant", "content": content}}},
-		"usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050},
+		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": 50, "total_tokens": prompt + 50},
 	})
 }
 
@@ -384,6 +388,17 @@ func TestFailsClosed(t *testing.T) {
 			case <-time.After(5 * time.Second):
 			}
 		}, func(o *openai.Options) { o.Timeout = 50 * time.Millisecond; o.Retries = -1 }, 1, "timed out", true},
+		// The deadline is the whole call's: a timed-out attempt is not repeated.
+		{"timeout with retries left", func(_ int, w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}, func(o *openai.Options) { o.Timeout = 50 * time.Millisecond }, 1, "the deadline of the whole call, retries included", true},
+		// Retries happen inside the deadline: a server that keeps failing slowly uses it up.
+		{"retries inside the deadline", func(_ int, w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}, func(o *openai.Options) { o.Timeout = 200 * time.Millisecond; o.Backoff = time.Hour }, 1, "timed out while waiting to repeat a failed attempt (1 so far, the last: model endpoint answered HTTP 503) after 200ms", false},
 		{"oversized answer", func(_ int, w http.ResponseWriter, _ *http.Request) { reply(w, big) },
 			func(o *openai.Options) { o.MaxResponseBytes = 8 << 10 }, 1, "size limit", false},
 	}

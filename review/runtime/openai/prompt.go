@@ -19,13 +19,13 @@ const (
 // answerShape describes the answer for servers that were not given the schema. It says the
 // same as reviewSchema: every key present, nothing else.
 const answerShape = "Answer with exactly one JSON object and nothing else (no prose, no Markdown fence), of this shape, " +
-	"every key present:\n" +
-	`{"schema":"asdd/review/v0.1","recommendation":"comment|request-changes","summary":"...",` +
-	`"lenses":[{"lens":"<lens name>","verdict":"ok|concerns|request-changes","summary":"...",` +
-	`"findings":[{"severity":"note|warn|block","title":"...","message":"...","path":"file:line or empty",` +
-	`"suggestion":null}]}]}` + "\n" +
+	"every key present, in this order:\n" +
+	`{"schema":"asdd/review/v0.1","lenses":[{"lens":"<lens name>","findings":[{"path":"file:line or empty",` +
+	`"severity":"note|warn|block","title":"...","message":"...","suggestion":null}],"summary":"...",` +
+	`"verdict":"ok|concerns|request-changes"}],"summary":"...","recommendation":"comment|request-changes"}` + "\n" +
 	"A finding's suggestion may instead be {\"lines\":\"10-12\",\"replacement\":\"the new text of those lines\"}: " +
-	"replacement text for lines of the file's new version, only for a small fix you are sure of.\n"
+	"lines is \"N\" or \"N-M\" (line numbers of the file's new version); replacement text for those lines, only for " +
+	"a small fix you are sure of.\n"
 
 // systemPrompt holds every instruction: the reviewer's role, how to treat the fenced data and
 // the lenses. Nothing from the pull request is ever written here.
@@ -119,11 +119,13 @@ func (r *Runtime) triage(ctx context.Context, req *runtime.Request, model string
 	sch := triageSchema()
 	p := &prompt{system: b.String(), shape: triageShape, user: userPrompt(req, nonce), schema: sch, schemaName: "asdd_triage"}
 	call := runtime.Call{Model: model}
-	text, err := r.ask(ctx, req, model, p, &call)
+	rp, err := r.ask(ctx, req, model, p, &call)
 	res := &runtime.Result{Model: model}
 	if err == nil {
 		var t *asdd.Triage
-		if t, err = checkTriage(text, sch); err == nil {
+		if t, err = checkTriage(rp.text, sch); err != nil {
+			err = rp.explainUnparsed(err)
+		} else {
 			res.Triage = &runtime.Triage{Labels: t.Labels, Comment: t.Comment}
 		}
 	}

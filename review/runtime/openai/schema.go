@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,43 +14,134 @@ import (
 
 // schema is the subset of JSON Schema that OpenAI's strict structured outputs accept and that
 // lensgate needs: objects whose every property is required and no other allowed, arrays,
-// strings and string enums. The same value is sent to the endpoint and checked in Go, so an
-// answer is held to one definition whichever response format the server honoured.
+// strings, string enums and patterns. The same value is sent to the endpoint and checked in
+// Go, so an answer is held to one definition whichever response format the server honoured.
+//
+// Properties keep the order they are declared in, and the schema is encoded in that order:
+// servers that turn a schema into a grammar make the model write the keys in schema order, so
+// the order is part of the prompt. A review answer names its lens first, then the findings
+// (where, how bad, what), and only then the verdict, so the verdict follows the reasoning.
 type schema struct {
-	Type                 string             `json:"type"`
-	Enum                 []string           `json:"enum,omitempty"`
-	Properties           map[string]*schema `json:"properties,omitempty"`
-	Required             []string           `json:"required,omitempty"`
-	AdditionalProperties *bool              `json:"additionalProperties,omitempty"`
-	Items                *schema            `json:"items,omitempty"`
+	Type    string
+	Enum    []string
+	Pattern *regexp.Regexp
+	// Properties are an object's keys, in the order the model is to write them.
+	Properties           []property
+	AdditionalProperties *bool
+	Items                *schema
 	// Nullable lets the value be null, and an answer checked in Go leave the key out: the way
 	// strict structured outputs express an optional field.
-	Nullable bool `json:"-"`
+	Nullable bool
 }
 
-// MarshalJSON writes a nullable schema's type as [type, "null"].
-func (s *schema) MarshalJSON() ([]byte, error) {
-	type plain schema
-	if !s.Nullable {
-		return json.Marshal((*plain)(s))
+// property is one key of an object schema.
+type property struct {
+	Name   string
+	Schema *schema
+}
+
+// prop returns the schema of an object's key, or nil.
+func (s *schema) prop(name string) *schema {
+	for _, p := range s.Properties {
+		if p.Name == name {
+			return p.Schema
+		}
 	}
-	return json.Marshal(struct {
-		Type []string `json:"type"`
-		*plain
-	}{[]string{s.Type, "null"}, (*plain)(s)})
+	return nil
+}
+
+// MarshalJSON writes the schema with its keys in a fixed order and its properties in their
+// declared order (encoding/json sorts map keys, which would lose it). A nullable schema's type
+// is [type, "null"].
+func (s *schema) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	field := func(name string, v any) error {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(name)
+		b.Write(k)
+		b.WriteByte(':')
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		b.Write(enc)
+		return nil
+	}
+	var typ any = s.Type
+	if s.Nullable {
+		typ = []string{s.Type, "null"}
+	}
+	if err := field("type", typ); err != nil {
+		return nil, err
+	}
+	if len(s.Enum) > 0 {
+		if err := field("enum", s.Enum); err != nil {
+			return nil, err
+		}
+	}
+	if s.Pattern != nil {
+		if err := field("pattern", s.Pattern.String()); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Properties) > 0 {
+		if err := field("properties", orderedProps(s.Properties)); err != nil {
+			return nil, err
+		}
+		req := make([]string, len(s.Properties))
+		for i, p := range s.Properties {
+			req[i] = p.Name
+		}
+		if err := field("required", req); err != nil {
+			return nil, err
+		}
+	}
+	if s.AdditionalProperties != nil {
+		if err := field("additionalProperties", *s.AdditionalProperties); err != nil {
+			return nil, err
+		}
+	}
+	if s.Items != nil {
+		if err := field("items", s.Items); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// orderedProps encodes properties as one JSON object in their declared order.
+type orderedProps []property
+
+func (ps orderedProps) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(p.Name)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := json.Marshal(p.Schema)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 func str(enum ...string) *schema { return &schema{Type: "string", Enum: enum} }
 
-// object is a closed object: every property required, nothing else allowed.
-func object(props map[string]*schema) *schema {
+// object is a closed object: every property required, in the order given, nothing else allowed.
+func object(props ...property) *schema {
 	no := false
-	req := make([]string, 0, len(props))
-	for k := range props {
-		req = append(req, k)
-	}
-	sort.Strings(req)
-	return &schema{Type: "object", Properties: props, Required: req, AdditionalProperties: &no}
+	return &schema{Type: "object", Properties: props, AdditionalProperties: &no}
 }
 
 func array(items *schema) *schema { return &schema{Type: "array", Items: items} }
@@ -61,31 +153,40 @@ var (
 	answerSeverities = []string{"note", "warn", "block"}
 )
 
+// linesPattern is what a suggestion's lines must be: "N" or "N-M", line numbers from 1.
+var linesPattern = regexp.MustCompile(`^[1-9][0-9]{0,6}(-[1-9][0-9]{0,6})?$`)
+
 // reviewSchema is the schema of a review answer whose lens names are exactly the lenses asked.
+// Keys are in the order the model is to write them: the lens, the findings (path, severity,
+// title, message, then an optional suggestion), the lens summary and last the verdict.
 func reviewSchema(lenses []string) *schema {
-	suggestion := object(map[string]*schema{"lines": str(), "replacement": str()})
+	lines := str()
+	lines.Pattern = linesPattern
+	suggestion := object(property{"lines", lines}, property{"replacement", str()})
 	suggestion.Nullable = true
-	finding := object(map[string]*schema{
-		"severity": str(answerSeverities...), "title": str(), "message": str(), "path": str(),
-		"suggestion": suggestion,
-	})
-	lens := object(map[string]*schema{
-		"lens": str(lenses...), "verdict": str(answerVerdicts...), "summary": str(), "findings": array(finding),
-	})
-	return object(map[string]*schema{
-		"schema": str(asdd.ReviewSchema), "recommendation": str("comment", "request-changes"),
-		"summary": str(), "lenses": array(lens),
-	})
+	finding := object(
+		property{"path", str()}, property{"severity", str(answerSeverities...)}, property{"title", str()},
+		property{"message", str()}, property{"suggestion", suggestion},
+	)
+	lens := object(
+		property{"lens", str(lenses...)}, property{"findings", array(finding)}, property{"summary", str()},
+		property{"verdict", str(answerVerdicts...)},
+	)
+	return object(
+		property{"schema", str(asdd.ReviewSchema)}, property{"lenses", array(lens)}, property{"summary", str()},
+		property{"recommendation", str("comment", "request-changes")},
+	)
 }
 
 // triageSchema is the schema of a triage answer. Labels are free strings: the pipeline keeps
 // only those in triage_labels, so a model's invented label is dropped rather than failing the
 // whole triage.
 func triageSchema() *schema {
-	return object(map[string]*schema{"schema": str(asdd.TriageSchema), "labels": array(str()), "comment": str()})
+	return object(property{"schema", str(asdd.TriageSchema)}, property{"labels", array(str())}, property{"comment", str()})
 }
 
-// encode is the schema as compact JSON (sorted keys, so the same lenses give the same bytes).
+// encode is the schema as compact JSON (keys in declared order, so the same lenses give the
+// same bytes).
 func (s *schema) encode() json.RawMessage {
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -113,9 +214,9 @@ func (s *schema) check(v any, at string) error {
 		if !ok {
 			return fmt.Errorf("%s is not an object", at)
 		}
-		for _, k := range s.Required {
-			if _, ok := m[k]; !ok && !s.Properties[k].Nullable {
-				return fmt.Errorf("%s has no %q", at, k)
+		for _, p := range s.Properties {
+			if _, ok := m[p.Name]; !ok && !p.Schema.Nullable {
+				return fmt.Errorf("%s has no %q", at, p.Name)
 			}
 		}
 		keys := make([]string, 0, len(m))
@@ -124,8 +225,8 @@ func (s *schema) check(v any, at string) error {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			sub, ok := s.Properties[k]
-			if !ok {
+			sub := s.prop(k)
+			if sub == nil {
 				if s.AdditionalProperties != nil && !*s.AdditionalProperties {
 					return fmt.Errorf("%s has an unexpected key %q", at, bounded(k, 40))
 				}
@@ -152,6 +253,9 @@ func (s *schema) check(v any, at string) error {
 		}
 		if len(s.Enum) > 0 && !contains(s.Enum, str) {
 			return fmt.Errorf("%s is %q, not one of %s", at, bounded(str, 40), strings.Join(s.Enum, ", "))
+		}
+		if s.Pattern != nil && !s.Pattern.MatchString(str) {
+			return fmt.Errorf("%s is %q, which does not match %s", at, bounded(str, 40), s.Pattern)
 		}
 	default:
 		return fmt.Errorf("%s: unsupported schema type %q", at, s.Type)

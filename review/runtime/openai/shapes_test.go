@@ -43,8 +43,7 @@ var (
 		"@OUTSIDE@": `{"schema":"asdd/review/v0.1","recommendation":"request-changes","summary":"s","lenses":[` +
 			`{"lens":"correctness","verdict":"request-changes","summary":"s","findings":[` +
 			`{"severity":"block","title":"t","message":"Unrelated file.","path":"cmd/other/main.go:9"}]}]}`,
-		"@EXTRAKEY@": `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"s","approved":true,"lenses":[` +
-			`{"lens":"correctness","verdict":"ok","summary":"s","findings":[]}]}`,
+		"@EXTRAKEY@": strings.Replace(honestAnswer, `"summary":`, `"approved":true,"summary":`, 1),
 	}
 )
 
