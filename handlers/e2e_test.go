@@ -313,14 +313,18 @@ func TestSnapshotRetriesTransientFailures(t *testing.T) {
 		{"429 then ok", func(gh *githubfake.Server) {
 			gh.Inject(routeCommits, githubfake.Fault{Status: http.StatusTooManyRequests, RetryAfter: 0, Times: 1})
 		}},
-		{"secondary rate limit", func(gh *githubfake.Server) { gh.SecondaryRateLimitNext(routeCommits, 0, 1) }},
+		// GitHub names the wait of a secondary limit; one under the longest wait is waited out.
+		{"secondary rate limit", func(gh *githubfake.Server) { gh.SecondaryRateLimitNext(routeCommits, 1, 1) }},
 		{"timeout", func(gh *githubfake.Server) { gh.DelayNext(routeGetPull, 3*time.Second, 1) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// The client timeout stays under the injected delay but leaves a loaded machine room
 			// for the start-up GET /app.
-			e := newEnv(t, func(c *config.Server, _ *handlers.Options) { c.GitHub.Timeout = 2 * time.Second })
+			e := newEnv(t, func(c *config.Server, o *handlers.Options) {
+				c.GitHub.Timeout = 2 * time.Second
+				o.MaxBackoff = 2 * time.Second // room for the secondary limit's Retry-After
+			})
 			e.addFixturePR(readmeDiff)
 			tt.inject(e.gh)
 			e.send("pull_request", "d-retry", fixture(t, "pull_request.opened.payload.json"))
