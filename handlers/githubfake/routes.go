@@ -246,7 +246,7 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 		state = "open"
 	}
 	head, base := q.Get("head"), q.Get("base")
-	var out []*github.PullRequest
+	var out []pullAnswer
 	for _, p := range s.sortedPulls(st) {
 		p = s.shown(st, p)
 		if state != "all" && p.State != state {
@@ -379,7 +379,7 @@ func (s *Server) listPullsForCommit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sha := r.PathValue("sha")
-	var out []*github.PullRequest
+	var out []pullAnswer
 	for _, p := range s.sortedPulls(st) {
 		hit := p.HeadSHA == sha
 		for _, c := range p.Commits {
