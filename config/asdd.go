@@ -662,6 +662,9 @@ var asddSchema = []*field{
 		}},
 		strField("approval", false, []string{DelegateApprovalExternal, DelegateApprovalNever}, func(r *Repo, v string) { r.Delegate.Approval = v }),
 	),
+	sectionField("dismissals",
+		boolField("by_author", false, func(r *Repo, v bool) { r.Dismissals.ByAuthor = v }),
+	),
 	{name: "agent_review", kind: fPolicy},
 }
 

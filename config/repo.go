@@ -58,6 +58,8 @@ type Repo struct {
 
 	// Delegate configures lenses answered by another review bot.
 	Delegate Delegate
+	// Dismissals configures who may dismiss findings (lensgate's own keys).
+	Dismissals Dismissals
 
 	// Policy is the named-lens review policy from agent_review, or DefaultPolicy() when the
 	// section is absent.
@@ -120,6 +122,14 @@ type Delegate struct {
 	// Approval says when a maintainer must approve before the App asks the bot: "external"
 	// (default) for pull requests from forks or from authors without write access, "never".
 	Approval string
+}
+
+// Dismissals configures who may dismiss a finding, beyond the write access every dismissal needs.
+type Dismissals struct {
+	// ByAuthor lets the pull request's author dismiss a blocking finding of a required lens on
+	// their own pull request. Off by default: separation of duties, another person with write
+	// access decides.
+	ByAuthor bool
 }
 
 // Delegate approval modes.

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,6 +113,9 @@ type ServerDetails struct {
 	// PublicRepos serves the pages of public repositories without login. Env
 	// LENSGATE_DETAILS_PUBLIC_REPOS. Default false.
 	PublicRepos bool `yaml:"public_repos"`
+	// ViewsPerMinute bounds the page views of one client (a logged-in reader, else an IP
+	// address), in bursts of 20; more are answered 429. Default 60.
+	ViewsPerMinute int `yaml:"views_per_minute"`
 }
 
 // ServerApp identifies the GitHub App.
@@ -579,6 +583,13 @@ func (s *Server) Validate() error {
 	for i, k := range s.PreviousWitnessPublicKeys {
 		if b, err := hex.DecodeString(strings.TrimSpace(k)); err != nil || len(b) != 32 {
 			p = append(p, fmt.Sprintf("previous_witness_public_keys[%d] (LENSGATE_PREVIOUS_WITNESS_PUBLIC_KEYS): not a 64-hex Ed25519 public key", i))
+		}
+	}
+	for _, k := range append([]string{s.Runner.WitnessPublicKey}, s.PreviousWitnessPublicKeys...) {
+		if k = strings.ToLower(strings.TrimSpace(k)); k != "" && slices.ContainsFunc(s.PreviousPublicKeys, func(r string) bool {
+			return strings.ToLower(strings.TrimSpace(r)) == k
+		}) {
+			add("previous_public_keys", "%s is also a witness key (runner.witness_public_key or previous_witness_public_keys): a key has one role", k)
 		}
 	}
 	if s.WitnessKeyFile != "" && s.WitnessKeyFile == s.SigningKeyFile {

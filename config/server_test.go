@@ -304,3 +304,26 @@ func TestServerQueueAndPresetErrors(t *testing.T) {
 		t.Fatalf("presets %v", s.Runtime.Presets)
 	}
 }
+
+// TestServerRefusesAKeyInBothRoles: a retired receipt key listed as a witness key (a retired
+// one, or the runner's) is refused with the keys named.
+func TestServerRefusesAKeyInBothRoles(t *testing.T) {
+	key := testRSAKeyPEM(t)
+	k := strings.Repeat("ab", 32)
+	for _, witness := range []map[string]string{
+		{"LENSGATE_PREVIOUS_WITNESS_PUBLIC_KEYS": strings.Repeat("01", 32) + "," + strings.ToUpper(k)},
+		{"LENSGATE_RUNNER_URL": "unix:///run/r.sock", "LENSGATE_RUNNER_TOKEN_FILE": "/run/token", "LENSGATE_RUNNER_WITNESS_PUBLIC_KEY": k},
+	} {
+		env := map[string]string{
+			"GITHUB_APP_INTEGRATION_ID": "1", "GITHUB_APP_WEBHOOK_SECRET": "x", "GITHUB_APP_PRIVATE_KEY": key,
+			"LENSGATE_PREVIOUS_PUBLIC_KEYS": k,
+		}
+		for a, b := range witness {
+			env[a] = b
+		}
+		_, err := LoadServer("", envMap(env))
+		if err == nil || !strings.Contains(err.Error(), "previous_public_keys") || !strings.Contains(err.Error(), "witness key") {
+			t.Fatalf("%v: %v", witness, err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -74,6 +75,14 @@ func DismissCommand(reviewCommand string) string {
 		word = "/lensgate"
 	}
 	return word + " dismiss"
+}
+
+// ApproveDelegateCommand is the command with which a maintainer approves asking another review
+// bot for a pull request that needs approval (delegate.approval: external): the review
+// command's first word followed by "approve-delegate".
+func ApproveDelegateCommand(reviewCommand string) string {
+	word, _, _ := strings.Cut(DismissCommand(reviewCommand), " ")
+	return word + " approve-delegate"
 }
 
 // ParseDismiss returns the arguments of a dismiss command: the text after the command on the
@@ -249,18 +258,41 @@ type Answer struct {
 
 // dismissals checks every unanswered dismiss command: accepted ones become dismissals of the
 // review, refused ones an answer that says why. A dismissal already in effect is not checked
-// again, so re-reading the same commands costs nothing.
-func (w *Worker) dismissals(ctx context.Context, client *github.Client, owner, repo string, conv *Conversation) ([]review.Dismissal, []Answer) {
+// again, so re-reading the same commands costs nothing. Commands from bots and from people
+// without write access get no answer (a debug line only): comment spam must not become App
+// comments.
+func (w *Worker) dismissals(ctx context.Context, client *github.Client, subj *review.Subject, cfg *config.Repo, conv *Conversation) ([]review.Dismissal, []Answer) {
 	var out []review.Dismissal
 	var answers []Answer
 	perms := map[string]string{}
 	accepted := map[string]bool{}
+	log := zerolog.Ctx(ctx)
 	for _, cmd := range conv.Commands {
 		if conv.Answered[cmd.CommentID] {
 			continue
 		}
+		if cmd.Bot {
+			log.Debug().Str("user", cmd.User).Int64("comment_id", cmd.CommentID).Msg("dismiss command from a bot ignored")
+			continue
+		}
 		refuse := func(why string) {
 			answers = append(answers, Answer{CommentID: cmd.CommentID, InReplyTo: cmd.InReplyTo, Text: "Not dismissed: " + why})
+		}
+		perm, ok := perms[cmd.User]
+		if !ok {
+			level, err := w.permission(ctx, client, subj.Owner, subj.Repo, cmd.User)
+			if err != nil {
+				// Unknown is not write access; the command is read again on the next run.
+				log.Warn().Err(err).Msg("permission of a dismiss command's author unknown; command left for the next run")
+				continue
+			}
+			perm = level.GetPermission()
+			perms[cmd.User] = perm
+		}
+		if !canWrite(&github.RepositoryPermissionLevel{Permission: &perm}) {
+			log.Debug().Str("user", cmd.User).Str("permission", nonBlank(perm, "none")).Int64("comment_id", cmd.CommentID).
+				Msg("dismiss command from a user without write access ignored")
+			continue
 		}
 		id, reason := "", cmd.Args
 		if cmd.InReplyTo != 0 {
@@ -272,9 +304,6 @@ func (w *Worker) dismissals(ctx context.Context, client *github.Client, owner, r
 		reason = strings.TrimSpace(firstLineOf(reason))
 		prior, known := conv.Prior.Finding(id)
 		switch {
-		case cmd.Bot:
-			refuse("commands from bots are not accepted.")
-			continue
 		case cmd.InReplyTo != 0 && id == "":
 			refuse("reply to one of lensgate's inline finding comments, or write the command in the conversation with the finding's `LG-…` id.")
 			continue
@@ -289,25 +318,11 @@ func (w *Worker) dismissals(ctx context.Context, client *github.Client, owner, r
 			continue
 		case prior.Disposition == review.DispositionDismissed || accepted[id]:
 			continue // already dismissed
-		}
-		perm, ok := perms[cmd.User]
-		if !ok {
-			var level *github.RepositoryPermissionLevel
-			err := w.Fetch.do(ctx, "get permission of "+cmd.User, func(ctx context.Context) error {
-				var err error
-				level, _, err = client.Repositories.GetPermissionLevel(ctx, owner, repo, cmd.User)
-				return err
-			})
-			if err != nil {
-				// Unknown is not write access; the command is read again on the next run.
-				zerolog.Ctx(ctx).Warn().Err(err).Msg("permission of a dismiss command's author unknown; command left for the next run")
-				continue
-			}
-			perm = level.GetPermission()
-			perms[cmd.User] = perm
-		}
-		if !canWrite(&github.RepositoryPermissionLevel{Permission: &perm}) {
-			refuse(fmt.Sprintf("dismissing a finding needs write access to the repository (%s has %s).", "`"+cmd.User+"`", nonBlank(perm, "none")))
+		case authorMayNotDismiss(cfg, subj, cmd.User, prior):
+			log.Info().Str("user", cmd.User).Str("finding", id).Str("lens", prior.Lens).
+				Msg("dismissal of a blocking finding by the pull request's author refused (separation of duties)")
+			refuse("the pull request's author cannot dismiss a blocking finding of a required lens; " +
+				"another person with write access can (`dismissals.by_author` in .asdd.yml).")
 			continue
 		}
 		if len(reason) > 300 {
@@ -315,6 +330,7 @@ func (w *Worker) dismissals(ctx context.Context, client *github.Client, owner, r
 			reason = strings.ToValidUTF8(reason, "")
 		}
 		accepted[id] = true
+		log.Info().Str("user", cmd.User).Str("finding", id).Str("lens", prior.Lens).Msg("finding dismissed")
 		out = append(out, review.Dismissal{ID: id, Reason: reason, By: cmd.User})
 		if cmd.InReplyTo == 0 {
 			answers = append(answers, Answer{CommentID: cmd.CommentID, Text: "Dismissed `" + id + "`: " + reason +
@@ -322,6 +338,33 @@ func (w *Worker) dismissals(ctx context.Context, client *github.Client, owner, r
 		}
 	}
 	return out, answers
+}
+
+// permission reads a user's permission on the repository.
+func (w *Worker) permission(ctx context.Context, client *github.Client, owner, repo, login string) (*github.RepositoryPermissionLevel, error) {
+	var level *github.RepositoryPermissionLevel
+	err := w.Fetch.do(ctx, "get permission of "+login, func(ctx context.Context) error {
+		var err error
+		level, _, err = client.Repositories.GetPermissionLevel(ctx, owner, repo, login)
+		return err
+	})
+	return level, err
+}
+
+// authorMayNotDismiss reports whether separation of duties refuses user's dismissal of f: user
+// wrote the pull request, f blocks (critical or high) and its lens is required, and the policy
+// does not let authors dismiss (dismissals.by_author). Without a configuration nothing is
+// required, so nothing blocks.
+func authorMayNotDismiss(cfg *config.Repo, subj *review.Subject, user string, f review.Finding) bool {
+	if cfg == nil || cfg.Dismissals.ByAuthor || subj.Author == "" || !strings.EqualFold(user, subj.Author) || !f.Severity.Blocks() {
+		return false
+	}
+	for _, l := range cfg.Policy.Lenses {
+		if l.Name == f.Lens {
+			return l.Required && l.Outcome != config.OutcomeAdvisory
+		}
+	}
+	return false
 }
 
 func firstLineOf(s string) string {

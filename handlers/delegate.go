@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/go-github/v62/github"
@@ -323,17 +324,15 @@ func (w *Worker) prepareDelegation(ctx context.Context, client *github.Client, j
 
 // approvalNeeded returns "-" when the bot may be asked for this pull request now, or the cause
 // shown while a maintainer's approval is missing. A pull request from a fork, or by an author
-// without write access, needs a maintainer's review command for the head (the job then carries
-// who asked; the issue_comment handler checked their write access).
+// without write access, needs the approve-delegate command for the head: the job then carries
+// who approved (the issue_comment handler checked their write access). Neither a review
+// command nor a dismissal approves, and neither a bot nor the pull request's author can.
 func (w *Worker) approvalNeeded(ctx context.Context, client *github.Client, job queue.Job, pr *github.PullRequest, cfg *config.Repo) string {
-	if cfg.Delegate.Approval == config.DelegateApprovalNever || ParseJobExtra(job.Extra).RequestedBy != "" {
+	if cfg.Delegate.Approval == config.DelegateApprovalNever || validApprover(ParseJobExtra(job.Extra).ApprovedBy, pr) {
 		return "-"
 	}
-	cmd := w.Command
-	if cmd == "" {
-		cmd = "/lensgate review"
-	}
-	why := "a maintainer's approval is needed first: comment " + cmd + " on this head"
+	why := "a maintainer's approval is needed first: someone with write access other than the author comments " +
+		ApproveDelegateCommand(w.Command) + " on this head"
 	headRepo, baseRepo := pr.GetHead().GetRepo(), pr.GetBase().GetRepo()
 	if headRepo == nil || baseRepo == nil || headRepo.GetID() != baseRepo.GetID() || headRepo.GetFullName() != baseRepo.GetFullName() {
 		return why + " (the pull request comes from a fork)"
@@ -352,6 +351,12 @@ func (w *Worker) approvalNeeded(ctx context.Context, client *github.Client, job 
 		return why + " (the author has no write access)"
 	}
 	return "-"
+}
+
+// validApprover reports whether login may approve asking another review bot for pr: a person,
+// not the pull request's author. Write access was checked when the command was received.
+func validApprover(login string, pr *github.PullRequest) bool {
+	return login != "" && !strings.HasSuffix(login, "[bot]") && !strings.EqualFold(login, pr.GetUser().GetLogin())
 }
 
 // afterDelegation schedules the next look for an answer while a delegated lens waits, so that

@@ -341,9 +341,9 @@ func TestDelegatedLensUnsolicitedAnswerNeedsApproval(t *testing.T) {
 	if n := len(de.requests(fixtureHead)); n != 0 {
 		t.Fatalf("%d requests posted without approval", n)
 	}
-	// A maintainer's review command approves: the bot is asked, and answers.
+	// A maintainer's approve-delegate command approves: the bot is asked, and answers.
 	de.gh.SetPermission(fixtureRepo, "maintainer", "maintain")
-	cmd := de.gh.AddComment(fixtureRepo, fixturePR, "maintainer", "/lensgate review")
+	cmd := de.gh.AddComment(fixtureRepo, fixturePR, "maintainer", "/lensgate approve-delegate")
 	payload := strings.ReplaceAll(string(de.gh.IssueCommentPayload(fixtureRepo, fixturePR, cmd.ID)), `"type":"Bot"`, `"type":"User"`)
 	if code, body := de.send("issue_comment", "d-approve", []byte(payload)); code >= 300 {
 		t.Fatalf("command: %d %q", code, body)

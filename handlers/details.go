@@ -36,7 +36,7 @@ func (s *Server) newDetails(h *hooks, opts Options) (*details.Handler, error) {
 		},
 		WebURL: cfg.GitHub.WebURL, V3APIURL: cfg.GitHub.V3APIURL,
 		ClientID: cfg.GitHub.OAuth.ClientID, ClientSecret: cfg.GitHub.OAuth.ClientSecret,
-		SessionKey: key, PublicURL: cfg.PublicURL, PublicRepos: cfg.Details.PublicRepos,
+		SessionKey: key, PublicURL: cfg.PublicURL, PublicRepos: cfg.Details.PublicRepos, ViewsPerMinute: cfg.Details.ViewsPerMinute,
 		Keys: opts.SigningKeys, WitnessKeys: opts.WitnessKeys, KeysPath: RouteKeys, AuditFile: audit, CheckName: opts.CheckName,
 		Logger: opts.Logger,
 		Rerun: func(ctx context.Context, r details.Rerun) error {

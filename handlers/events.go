@@ -29,6 +29,9 @@ type JobExtra struct {
 	RepositoryNodeID string `json:"repository_node_id,omitempty"`
 	// RequestedBy is the user whose comment command asked for the review.
 	RequestedBy string `json:"requested_by,omitempty"`
+	// ApprovedBy is the user whose approve-delegate command, from someone with write access,
+	// approves asking another review bot for the head. Nothing else approves.
+	ApprovedBy string `json:"approved_by,omitempty"`
 	// CommentID is the comment carrying the command, for a reaction.
 	CommentID int64 `json:"comment_id,omitempty"`
 	// CheckRunID is the check run whose re-run was requested.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review/runtime/delegate"
@@ -45,20 +46,25 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 		return badPayload(errors.New("issue_comment event without issue, repository or comment"))
 	}
 	inst := githubapp.GetInstallationIDFromEvent(&ev)
-	ctx, log := githubapp.PreparePRContext(ctx, inst, repo, is.GetNumber())
+	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, is.GetNumber())
 	reason := eventType + "." + ev.GetAction()
 	if ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 && botOfPresets(h.delegates, c.GetUser()) != "" {
 		return h.delegateAnswer(ctx, ev, deliveryID, reason)
 	}
 	if _, ok := ParseDismiss(c.GetBody(), DismissCommand(h.command)); ok && ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 {
-		// The worker checks the command (author, permission, finding) and answers it; a
-		// review of the same head costs no model call.
-		return enqueueCommand(ctx, h.hooks, inst, repo, is.GetNumber(), deliveryID, eventType+".dismiss", c.GetUser().GetLogin(), 0)
+		// The worker checks the command (finding, reason, separation of duties) and answers
+		// it; a review of the same head costs no model call. Commands from bots and from
+		// people without write access are dropped here, unanswered.
+		if isBot(ev.GetSender()) || isBot(c.GetUser()) {
+			return h.skip(ctx, eventType+".dismiss", "dismiss command from a bot")
+		}
+		return dismissFromWriter(ctx, h.hooks, inst, repo, is.GetNumber(), deliveryID, eventType+".dismiss", c.GetUser().GetLogin())
 	}
+	approve := IsCommand(c.GetBody(), ApproveDelegateCommand(h.command))
 	switch {
 	case ev.GetAction() != "created":
 		return h.skip(ctx, reason, "only new comments are commands")
-	case !IsCommand(c.GetBody(), h.command):
+	case !approve && !IsCommand(c.GetBody(), h.command):
 		return h.skip(ctx, reason, "not a command")
 	case isBot(ev.GetSender()) || isBot(c.GetUser()):
 		return h.skip(ctx, reason, "command from a bot")
@@ -67,31 +73,48 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 	case inst == 0:
 		return h.skip(ctx, reason, "no installation in payload")
 	}
+	if approve {
+		reason = eventType + ".approve-delegate"
+	}
+	return h.reviewCommand(ctx, ev, deliveryID, reason, approve)
+}
+
+// reviewCommand queues a review of the head for a review or approve-delegate command from
+// someone with write access. Only the approve-delegate command approves asking another review
+// bot, and never from the pull request's author: approval is another person's.
+func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueCommentEvent, deliveryID, reason string, approve bool) error {
+	repo, c := ev.GetRepo(), ev.GetComment()
+	inst := githubapp.GetInstallationIDFromEvent(&ev)
 	owner, name, login := repo.GetOwner().GetLogin(), repo.GetName(), c.GetUser().GetLogin()
 	client, err := h.clients.NewInstallationClient(inst)
 	if err != nil {
 		return fmt.Errorf("installation client: %w", err)
 	}
-	var perm *github.RepositoryPermissionLevel
-	err = h.fetch.do(ctx, "get permission of "+login, func(ctx context.Context) error {
-		var err error
-		perm, _, err = client.Repositories.GetPermissionLevel(ctx, owner, name, login)
-		return err
-	})
+	perm, err := permissionOf(ctx, h.hooks, client, owner, name, login)
 	if err != nil {
 		return err
 	}
 	if !canWrite(perm) {
-		log.Info().Str("user", login).Str("permission", perm.GetPermission()).Msg("review command from a user without write access ignored")
+		zerolog.Ctx(ctx).Info().Str("user", login).Str("permission", perm.GetPermission()).Str("command", reason).Msg("command from a user without write access ignored")
 		h.events.outcome(reason, "ignored")
 		return nil
 	}
-	pr, err := h.fetch.GetPull(ctx, client, owner, name, is.GetNumber())
+	pr, err := h.fetch.GetPull(ctx, client, owner, name, ev.GetIssue().GetNumber())
 	if err != nil {
 		return err
 	}
 	if pr.GetState() == "closed" {
 		return h.skip(ctx, reason, "pull request is closed")
+	}
+	x := JobExtra{RequestedBy: login, CommentID: c.GetID()}
+	if approve {
+		if strings.EqualFold(pr.GetUser().GetLogin(), login) {
+			zerolog.Ctx(ctx).Info().Str("user", login).Msg("approve-delegate command from the pull request's author ignored")
+			h.events.outcome(reason, "ignored")
+			return nil
+		}
+		x.ApprovedBy = login
+		zerolog.Ctx(ctx).Info().Str("user", login).Str("head", pr.GetHead().GetSHA()).Msg("asking another review bot approved")
 	}
 	return h.enqueue(ctx, queue.Job{
 		Key:            JobKey(owner, name, pr.GetNumber()),
@@ -103,8 +126,37 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 		Number:         pr.GetNumber(),
 		HeadSHA:        pr.GetHead().GetSHA(),
 		Reason:         reason,
-		Extra:          JobExtra{RequestedBy: login, CommentID: c.GetID()}.raw(),
+		Extra:          x.raw(),
 	})
+}
+
+// permissionOf reads a user's permission on the repository.
+func permissionOf(ctx context.Context, h *hooks, client *github.Client, owner, repo, login string) (*github.RepositoryPermissionLevel, error) {
+	var perm *github.RepositoryPermissionLevel
+	err := h.fetch.do(ctx, "get permission of "+login, func(ctx context.Context) error {
+		var err error
+		perm, _, err = client.Repositories.GetPermissionLevel(ctx, owner, repo, login)
+		return err
+	})
+	return perm, err
+}
+
+// dismissFromWriter queues the review that answers a dismiss command when its author has write
+// access. A command from anyone else is dropped with a debug line and no reply, so comment spam
+// costs one permission read per comment, never an App comment or a review run.
+func dismissFromWriter(ctx context.Context, h *hooks, inst int64, repo *github.Repository, number int, deliveryID, reason, login string) error {
+	client, err := h.clients.NewInstallationClient(inst)
+	if err != nil {
+		return fmt.Errorf("installation client: %w", err)
+	}
+	perm, err := permissionOf(ctx, h, client, repo.GetOwner().GetLogin(), repo.GetName(), login)
+	if err != nil {
+		return err
+	}
+	if !canWrite(perm) {
+		return h.skip(ctx, reason, "dismiss command from a user without write access")
+	}
+	return enqueueCommand(ctx, h, client, inst, repo, number, deliveryID, reason, login)
 }
 
 // delegateAnswer reviews the head again when a bot a lens is delegated to comments: the comment
@@ -131,13 +183,9 @@ func (h issueCommentHandler) delegateAnswer(ctx context.Context, ev github.Issue
 	return h.enqueue(ctx, answerJob(inst, owner, name, pr, delegate.EvidenceComment, c.GetID(), reason))
 }
 
-// enqueueCommand queues a review of the pull request's current head for a comment command.
-func enqueueCommand(ctx context.Context, h *hooks, inst int64, repo *github.Repository, number int, deliveryID, reason, login string, commentID int64) error {
+// enqueueCommand queues a review of the pull request's current head for a dismiss command.
+func enqueueCommand(ctx context.Context, h *hooks, client *github.Client, inst int64, repo *github.Repository, number int, deliveryID, reason, login string) error {
 	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
-	client, err := h.clients.NewInstallationClient(inst)
-	if err != nil {
-		return fmt.Errorf("installation client: %w", err)
-	}
 	pr, err := h.fetch.GetPull(ctx, client, owner, name, number)
 	if err != nil {
 		return err
@@ -148,7 +196,7 @@ func enqueueCommand(ctx context.Context, h *hooks, inst int64, repo *github.Repo
 	return h.enqueue(ctx, queue.Job{
 		Key: JobKey(owner, name, number), DeliveryID: deliveryID, Kind: queue.KindPullRequest,
 		InstallationID: inst, Owner: owner, Repo: name, Number: number, HeadSHA: pr.GetHead().GetSHA(),
-		Reason: reason, Extra: JobExtra{RequestedBy: login, CommentID: commentID}.raw(),
+		Reason: reason, Extra: JobExtra{RequestedBy: login}.raw(),
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -20,7 +21,7 @@ var reviewCommentFields = newFieldSet(
 	"action",
 	"pull_request", "pull_request.number",
 	"repository", "repository.name", "repository.owner", "repository.owner.login",
-	"comment", "comment.body", "comment.user", "comment.user.login",
+	"comment", "comment.body", "comment.user", "comment.user.login", "comment.user.type",
 	"installation", "installation.id",
 )
 
@@ -33,7 +34,7 @@ func (h reviewCommentHandler) Handle(ctx context.Context, eventType, deliveryID 
 	f.objects("comment.user")
 	action := f.str("action")
 	number := int(f.int64("pull_request.number"))
-	body, login := f.str("comment.body"), f.str("comment.user.login")
+	body, login, userType := f.str("comment.body"), f.str("comment.user.login"), f.str("comment.user.type")
 	inst := f.installationID()
 	if f.err != nil {
 		return badPayload(f.err)
@@ -52,5 +53,8 @@ func (h reviewCommentHandler) Handle(ctx context.Context, eventType, deliveryID 
 	if _, ok := ParseDismiss(body, DismissCommand(h.command)); !ok {
 		return h.skip(ctx, reason, "not a command")
 	}
-	return enqueueCommand(ctx, h.hooks, inst, repo, number, deliveryID, eventType+".dismiss", login, 0)
+	if isBot(&github.User{Login: &login, Type: &userType}) {
+		return h.skip(ctx, eventType+".dismiss", "dismiss command from a bot")
+	}
+	return dismissFromWriter(ctx, h.hooks, inst, repo, number, deliveryID, eventType+".dismiss", login)
 }

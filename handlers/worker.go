@@ -346,7 +346,7 @@ func (w *Worker) readConversation(ctx context.Context, client *github.Client, su
 			subj.Since = inc
 		}
 	}
-	subj.Dismissals, pub.Answers = w.dismissals(ctx, client, subj.Owner, subj.Repo, conv)
+	subj.Dismissals, pub.Answers = w.dismissals(ctx, client, subj, pub.Repo, conv)
 }
 
 // queueShownHead queues a review of the head GitHub shows when the stale job is still its

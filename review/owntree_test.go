@@ -75,6 +75,12 @@ func TestOwnTreeIsClean(t *testing.T) {
 		if f.Rule == "protected-path" {
 			continue
 		}
+		if f.Severity == SeverityLow && strings.HasSuffix(f.Path, "_test.go") {
+			// A planted secret in a test: reported at low severity, as fixtures are, and
+			// never blocking.
+			t.Logf("fixture finding: %s %s:%d", f.Rule, f.Path, f.Line)
+			continue
+		}
 		t.Errorf("finding on lensgate's own tree: %s %s:%d %s", f.Rule, f.Path, f.Line, f.Title)
 	}
 	ignored := 0

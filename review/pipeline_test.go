@@ -504,11 +504,11 @@ func TestWorkDirHoldsNoSecret(t *testing.T) {
 		}
 	}
 	for _, name := range []string{FileTitle, FileBody, FileCommits, FileDiff} {
-		if !strings.Contains(fake.seen[name], "[redacted github-token]") {
+		if !strings.Contains(fake.seen[name], "[redacted github-pat]") {
 			t.Errorf("%s has no placeholder: %q", name, fake.seen[name])
 		}
 	}
-	if !strings.Contains(fake.seen[FileDiff], "[redacted github-token]\"\r\n") {
+	if !strings.Contains(fake.seen[FileDiff], "[redacted github-pat]\"\r\n") {
 		t.Errorf("the CRLF line end was not kept: %q", fake.seen[FileDiff])
 	}
 	if fake.seen[FileChanged] != "M\tREADME.md\nM\tapp.go\n" {

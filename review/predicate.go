@@ -101,7 +101,17 @@ func ReceiptFinding(f Finding, title string) disclosure.Finding {
 	case f.Disposition == DispositionFixed && reSHA.MatchString(f.FixCommit):
 		out.Disposition, out.FixCommit = DispositionFixed, f.FixCommit
 	case f.Disposition == DispositionDismissed && !config.IsBlank(f.Reason):
-		out.Disposition, out.Reason = DispositionDismissed, f.Reason
+		out.Disposition, out.Reason = DispositionDismissed, DismissalReason(f)
 	}
 	return out
+}
+
+// DismissalReason is a dismissal as the receipt records it: who dismissed the finding (when
+// known) and why. The predicate's finding has one free-text reason, so the person is named in
+// it, in the form the receipt names people elsewhere ("github:<login>").
+func DismissalReason(f Finding) string {
+	if config.IsBlank(f.DismissedBy) {
+		return f.Reason
+	}
+	return "dismissed by github:" + f.DismissedBy + ": " + f.Reason
 }

@@ -146,7 +146,7 @@ func TestReviewNamesEveryPlantedFile(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"deploy/id_ed25519": "private-key", "app/settings.py": "aws-access-key-id",
+		"deploy/id_ed25519": "private-key", "app/settings.py": "aws-access-token",
 		"src/app.go": "conflict-marker", ".github/workflows/preview.yml": "workflow-pull-request-target-checkout",
 	}
 	for p, r := range want {
@@ -499,7 +499,7 @@ func TestReviewReportsModelTokens(t *testing.T) {
 		t.Fatalf("lens tokens %+v, model input %+v", doc.Lenses, doc.ModelInput)
 	}
 	for _, b := range bodies {
-		if strings.Contains(b, key[4:20]) || !strings.Contains(b, "[redacted github-token]") {
+		if strings.Contains(b, key[4:20]) || !strings.Contains(b, "[redacted github-pat]") {
 			t.Fatalf("the token reached the model: %s", b)
 		}
 	}

@@ -75,7 +75,7 @@ func (c *runnerCmd) Run(e *env) error {
 	}
 	// The handler bounds the time a body may take to arrive; the call it asks for may then run
 	// as long as its runtime's own deadline (no read or write timeout here).
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: runner.MaxHeaderBytes}
 	var fresh newConns
 	fresh.watch(hs)
 	errc := make(chan error, 1)

@@ -161,6 +161,9 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	if wk.remote != nil {
 		reg = wk.remote
 	}
+	if err := oneRolePerKey(rk.keys, wk.keys); err != nil {
+		return fail(err)
+	}
 
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -511,4 +514,20 @@ func fetchCooldown(role string) time.Duration {
 		return durable.SharedFetchCooldown
 	}
 	return 0
+}
+
+// oneRolePerKey refuses a key that is both a receipt key (signing_key_file or
+// previous_public_keys) and a witness key (witness_key_file, the runner's, or
+// previous_witness_public_keys): a retired receipt key could otherwise vouch for an
+// observation, which would be one more self-declaration.
+func oneRolePerKey(receipt, witness []ed25519.PublicKey) error {
+	for _, w := range witness {
+		if slices.ContainsFunc(receipt, func(r ed25519.PublicKey) bool { return r.Equal(w) }) {
+			return fmt.Errorf("key %s is both a receipt key (%s or %s) and a witness key (%s, %s, %s or %s): give each role keys of its own",
+				hex.EncodeToString(w), config.ServerKeyName("signing_key_file"), config.ServerKeyName("previous_public_keys"),
+				config.ServerKeyName("witness_key_file"), config.ServerKeyName("runner.url"), config.ServerKeyName("runner.witness_public_key"),
+				config.ServerKeyName("previous_witness_public_keys"))
+		}
+	}
+	return nil
 }

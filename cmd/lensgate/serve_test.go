@@ -344,6 +344,30 @@ func TestServeRefusesOneKeyForBothRoles(t *testing.T) {
 	}
 }
 
+// TestServeRefusesARetiredWitnessKeyThatSignsReceipts: the receipt key listed among the
+// retired witness keys would let it vouch for observations; serve refuses to start and names
+// the key and both roles.
+func TestServeRefusesARetiredWitnessKeyThatSignsReceipts(t *testing.T) {
+	gh := githubfake.New(t)
+	serveEnv(t, gh)
+	receipt := filepath.Join(t.TempDir(), "receipt.key")
+	pk, err := disclosure.GenerateKey(receipt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := hex.EncodeToString(pk)
+	t.Setenv("LENSGATE_SIGNING_KEY_FILE", receipt)
+	t.Setenv("LENSGATE_PREVIOUS_WITNESS_PUBLIC_KEYS", pub)
+	// Bounded, so that a server that starts anyway stops and the test fails instead of hanging.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	if code := run(ctx, []string{"serve"}, io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), pub) ||
+		!strings.Contains(stderr.String(), "both a receipt key") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
 // TestServeStopsWithNewConnections: connections that have not sent a whole request (a client's
 // spare connection, one with part of a request) do not hold a graceful stop past
 // shutdown_timeout, as net/http would until they are 5 s old; the stop closes them

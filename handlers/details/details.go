@@ -84,6 +84,9 @@ type Options struct {
 	CheckName string
 	// Rerun queues a review; nil hides the re-run form.
 	Rerun func(ctx context.Context, r Rerun) error
+	// ViewsPerMinute bounds the page views, envelope downloads and re-runs of one client
+	// (DefaultViewsPerMinute when zero; bursts of 20).
+	ViewsPerMinute int
 	// Timeout bounds the GitHub reads of one page view (20s when zero).
 	Timeout time.Duration
 	Logger  zerolog.Logger
@@ -100,6 +103,9 @@ type Handler struct {
 	assets    http.Handler
 	auth      http.Handler
 	mux       *http.ServeMux
+	ledger    *ledgerIndex // nil without an audit ledger
+	limits    *clientLimits
+	revoked   *revocations
 }
 
 // New builds the page handler.
@@ -122,7 +128,11 @@ func New(o Options) (*Handler, error) {
 	if o.App == nil {
 		o.App = func() (int64, string) { return 0, "" }
 	}
-	h := &Handler{o: o, sign: signer{key: o.SessionKey, now: o.Now}, publicURL: strings.TrimSuffix(o.PublicURL, "/")}
+	h := &Handler{o: o, sign: signer{key: o.SessionKey, now: o.Now}, publicURL: strings.TrimSuffix(o.PublicURL, "/"),
+		limits: newClientLimits(o.ViewsPerMinute), revoked: newRevocations()}
+	if o.AuditFile != "" {
+		h.ledger = newLedgerIndex(o.AuditFile)
+	}
 	var err error
 	if h.page, err = template.New("page.html.tmpl").Funcs(funcs).ParseFS(templateFS, "templates/page.html.tmpl"); err != nil {
 		return nil, fmt.Errorf("details: %w", err)
@@ -255,10 +265,9 @@ func (h *Handler) authorize(ctx context.Context, r *http.Request, t target) (*ac
 			return nil, fmt.Errorf("get repository: %w", err)
 		}
 		if repo.GetPrivate() || repo.GetVisibility() == "internal" {
-			if h.auth == nil {
-				return nil, errNotFound
-			}
-			return nil, nil // log in, then the permission decides
+			// The same 404 as a repository without the App, so that an anonymous reader cannot
+			// tell which private repositories have it installed; the 404 offers the login.
+			return nil, errNotFound
 		}
 		return a, nil
 	}
@@ -290,7 +299,7 @@ func (h *Handler) gate(w http.ResponseWriter, r *http.Request, t target, ctx con
 	case err == nil && h.auth != nil && r.Method == http.MethodGet:
 		http.Redirect(w, r, RouteAuth+"?return="+url.QueryEscape(r.URL.Path), http.StatusFound)
 	case err == nil, errors.Is(err, errNotFound):
-		h.notFound(w)
+		h.notFound(w, r)
 	default:
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("details page: access check failed")
 		h.unavailable(w)
@@ -311,7 +320,10 @@ func (h *Handler) context(r *http.Request, t target) (context.Context, context.C
 func (h *Handler) open(w http.ResponseWriter, r *http.Request) (target, context.Context, context.CancelFunc, *access) {
 	t, ok := parseTarget(r)
 	if !ok {
-		h.notFound(w)
+		h.notFound(w, r)
+		return t, nil, nil, nil
+	}
+	if h.limited(w, r) {
 		return t, nil, nil, nil
 	}
 	ctx, cancel := h.context(r, t)
@@ -332,7 +344,7 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	v, err := h.load(ctx, a, t)
 	if err != nil {
 		if errors.Is(err, errNotFound) {
-			h.notFound(w)
+			h.notFound(w, r)
 			return
 		}
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("details page: GitHub read failed")
@@ -341,8 +353,8 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Viewer = a.login
 	v.CanRerun = a.write && h.o.Rerun != nil && v.Stale != ""
-	if s := h.viewer(r); s != nil && v.CanRerun {
-		v.CSRF = h.csrfToken(s)
+	if s := h.viewer(r); s != nil {
+		v.CSRF = h.csrfToken(s) // the log-out form, and the re-run form when offered
 	}
 	v.RerunQueued = r.URL.Query().Get("rerun") == "queued"
 	v.LoginEnabled = h.auth != nil
@@ -361,6 +373,16 @@ func (h *Handler) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer cancel()
+	ok, err := h.belongs(ctx, a.gh, t, t.head)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("details page: GitHub read failed")
+		h.unavailable(w)
+		return
+	}
+	if !ok {
+		h.notFound(w, r)
+		return
+	}
 	hv, err := h.loadHead(ctx, a.gh, t, t.head)
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("details page: GitHub read failed")
@@ -375,7 +397,7 @@ func (h *Handler) serveEnvelope(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(env) == 0 {
-		h.notFound(w)
+		h.notFound(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -388,12 +410,15 @@ func (h *Handler) serveRerun(w http.ResponseWriter, r *http.Request) {
 	t, ok := parseTarget(r)
 	s := h.viewer(r)
 	if !ok || s == nil || h.o.Rerun == nil {
-		h.notFound(w)
+		h.notFound(w, r)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	if !h.checkCSRF(r, s) {
 		http.Error(w, "The form expired or did not come from this page; reload the page and try again.", http.StatusForbidden)
+		return
+	}
+	if h.limited(w, r) {
 		return
 	}
 	ctx, cancel := h.context(r, t)
@@ -409,7 +434,7 @@ func (h *Handler) serveRerun(w http.ResponseWriter, r *http.Request) {
 	pr, resp, err := a.gh.PullRequests.Get(ctx, t.owner, t.repo, t.number)
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusNotFound {
-			h.notFound(w)
+			h.notFound(w, r)
 			return
 		}
 		h.unavailable(w)
@@ -429,7 +454,19 @@ func (h *Handler) serveRerun(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Path(t.owner, t.repo, t.number, "")+"?rerun=queued", http.StatusSeeOther)
 }
 
+// serveLogout ends the session: the cookie is cleared and the session revoked on the server,
+// so a copy of the cookie no longer works either. The form carries the session's CSRF token
+// (a page of another origin cannot log the reader out).
 func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	s := h.viewer(r)
+	if s != nil && !h.checkCSRF(r, s) {
+		http.Error(w, "The form expired or did not come from this page; reload the page and try again.", http.StatusForbidden)
+		return
+	}
+	if s != nil && !h.revoked.revoke(s.ID, time.Unix(s.Expires, 0), h.o.Now()) {
+		h.o.Logger.Warn().Int("revoked", maxRevoked).Msg("details page: too many sessions revoked at once; this logout only clears the cookie")
+	}
 	h.setCookie(w, r, cookieSession, "", -1)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write([]byte("Logged out.\n"))
@@ -478,11 +515,17 @@ func (h *Handler) onLoginError(w http.ResponseWriter, r *http.Request, err error
 	_, _ = w.Write([]byte("The GitHub login did not complete. Go back to the pull request and open the details link again.\n"))
 }
 
-func (h *Handler) notFound(w http.ResponseWriter) {
+// notFound answers the one 404 page of every reason a page is not shown. A reader who is not
+// logged in is offered the login, whatever the reason, so the offer tells nothing either.
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNotFound)
-	_ = h.missing.Execute(w, map[string]string{"Title": "Not found", "Message": "There is no page here, or you cannot see it. If you expected one, log in with an account that can read the repository."})
+	data := map[string]string{"Title": "Not found", "Message": "There is no page here, or you cannot see it. If you expected one, log in with an account that can read the repository."}
+	if h.auth != nil && h.viewer(r) == nil && safeReturn(r.URL.Path) != "" {
+		data["Login"] = RouteAuth + "?return=" + url.QueryEscape(r.URL.Path)
+	}
+	_ = h.missing.Execute(w, data)
 }
 
 func (h *Handler) unavailable(w http.ResponseWriter) {

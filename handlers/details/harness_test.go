@@ -26,6 +26,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/handlers"
+	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/handlers/githubfake"
 	"github.com/lensgate/lensgate/handlers/publish"
 	"github.com/lensgate/lensgate/review"
@@ -124,6 +125,11 @@ type stackOptions struct {
 	title       string
 	// witness signs a runner observation beside each receipt.
 	witness bool
+	// ledgerBytes fills the audit ledger with records of other pull requests up to about
+	// this size before the App starts.
+	ledgerBytes int
+	// viewsPerMinute is details.views_per_minute.
+	viewsPerMinute int
 }
 
 func newStack(t testing.TB, o stackOptions) *stack {
@@ -138,6 +144,9 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	seed := sha256.Sum256([]byte("lensgate details test key"))
 	st.key = ed25519.NewKeyFromSeed(seed[:])
 	st.ledger = filepath.Join(t.TempDir(), "audit.jsonl")
+	if o.ledgerBytes > 0 {
+		details.FillLedgerForTest(t, st.ledger, fixtureRepo, o.ledgerBytes)
+	}
 	sink, err := pdp.OpenFileSink(st.ledger)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +180,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	cfg.AuditFile = st.ledger
 	cfg.Queue.CatchupWindow = 0
 	cfg.PublicURL = public
-	cfg.Details = config.ServerDetails{SessionKey: strings.Repeat("ab", 32), PublicRepos: o.publicRepos}
+	cfg.Details = config.ServerDetails{SessionKey: strings.Repeat("ab", 32), PublicRepos: o.publicRepos, ViewsPerMinute: o.viewsPerMinute}
 	reviewer := o.reviewer
 	if reviewer == nil {
 		reviewer = plantedReviewer{}

@@ -109,10 +109,15 @@ func (h *Handler) load(ctx context.Context, a *access, t target) (*view, error) 
 		heads = append(heads, v.CurrentHead)
 	}
 	if t.head != "" && !slices.Contains(heads, t.head) {
-		heads = append(heads, t.head)
+		// A head this pull request never had: another pull request's gate must not be shown
+		// under this one's title.
+		return nil, errNotFound
 	}
 	if len(heads) > maxHeadsShown {
 		heads = heads[len(heads)-maxHeadsShown:]
+		if t.head != "" && !slices.Contains(heads, t.head) {
+			heads = append(heads, t.head) // an older head asked for by its link
+		}
 	}
 	byDigest := map[string]*headView{}
 	for i := len(heads) - 1; i >= 0; i-- {
@@ -181,7 +186,7 @@ func (h *Handler) load(ctx context.Context, a *access, t target) (*view, error) 
 		}
 	}
 	v.Stale = staleness(v)
-	v.Audit = h.readAudit(t)
+	v.Audit = h.readAudit(ctx, t)
 	return v, nil
 }
 
@@ -205,6 +210,25 @@ func staleness(v *view) string {
 		return "The check run of head " + shortSHA(v.CurrentHead) + " carries no review record."
 	}
 	return ""
+}
+
+// belongs reports whether head is the pull request's head now or one the App reviewed for it.
+func (h *Handler) belongs(ctx context.Context, gh *github.Client, t target, head string) (bool, error) {
+	pr, resp, err := gh.PullRequests.Get(ctx, t.owner, t.repo, t.number)
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusNotFound {
+			return false, nil
+		}
+		return false, fmt.Errorf("get pull request: %w", err)
+	}
+	if pr.GetHead().GetSHA() == head {
+		return true, nil
+	}
+	heads, err := h.reviewedHeads(ctx, gh, t)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(heads, head), nil
 }
 
 // reviewedHeads reads the heads the App's advisory comment names, oldest first.

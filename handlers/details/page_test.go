@@ -1,6 +1,7 @@
 package details_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -198,6 +199,9 @@ func TestStaleHeadOffersRerunToWritersOnly(t *testing.T) {
 	if s := post(wc, url.Values{"csrf": {token}}, "http://evil.example"); s != http.StatusForbidden {
 		t.Fatalf("POST from another origin: %d, want 403", s)
 	}
+	if s := post(wc, url.Values{"csrf": {token}}, "null"); s != http.StatusForbidden {
+		t.Fatalf("POST with Origin: null: %d, want 403", s)
+	}
 	if s := post(rc, url.Values{"csrf": {token}}, ""); s != http.StatusForbidden {
 		t.Fatalf("reader with the writer's token: %d, want 403", s)
 	}
@@ -251,6 +255,57 @@ func BenchmarkPageView(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(st.gh.TotalCalls())/float64(b.N), "github-calls/op")
+}
+
+// BenchmarkPageViewLedger: a logged-in page view with an audit ledger of 16 and 64 MiB of
+// other pull requests' records, plus this one's.
+func BenchmarkPageViewLedger(b *testing.B) {
+	for _, mib := range []int{16, 64} {
+		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
+			o := stackOptions{ledgerBytes: mib << 20, viewsPerMinute: 1 << 30}
+			st := newStack(b, o)
+			st.review(o)
+			cl := st.client()
+			st.login(cl, reader)
+			b.ResetTimer()
+			for b.Loop() {
+				if status, body, _ := get(b, cl, st.pageURL("")); status != http.StatusOK || !strings.Contains(body, `id="audit-chain"`) {
+					b.Fatalf("status %d", status)
+				}
+			}
+		})
+	}
+}
+
+// TestViewsAreRateLimitedPerClient: a client that asks for more pages than its burst gets 429
+// with a Retry-After; another client is still served.
+func TestViewsAreRateLimitedPerClient(t *testing.T) {
+	o := stackOptions{public: true, publicRepos: true}
+	st := newStack(t, o)
+	st.review(o)
+	anon := st.client()
+	limited := 0
+	for i := 0; i < 40; i++ {
+		resp, err := anon.Get(st.pageURL(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			limited++
+			if resp.Header.Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+		}
+	}
+	if limited == 0 {
+		t.Fatal("40 views in a row from one client were all served")
+	}
+	cl := st.client()
+	st.login(cl, reader)
+	if status, _, _ := get(t, cl, st.pageURL("")); status != http.StatusOK {
+		t.Fatalf("a logged-in reader after another client's burst: %d", status)
+	}
 }
 
 func TestPolicyProblemsAndFileAreShown(t *testing.T) {

@@ -9,7 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"path"
+	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -115,10 +118,49 @@ func (h *Handler) viewer(r *http.Request) *session {
 		return nil
 	}
 	var s session
-	if h.sign.open(cookieSession, c.Value, &s) != nil || s.Login == "" || h.sign.now().Unix() > s.Expires {
+	if h.sign.open(cookieSession, c.Value, &s) != nil || s.Login == "" || h.sign.now().Unix() > s.Expires ||
+		h.revoked.has(s.ID) {
 		return nil
 	}
 	return &s
+}
+
+// maxRevoked bounds the revoked sessions remembered; expired ones are dropped first.
+const maxRevoked = 100000
+
+// revocations are the sessions logged out before their expiry, kept until they expire. They
+// live in this process: with several replicas behind a load balancer, a logout revokes the
+// session on the replica that served it (the cookie is cleared in the browser either way).
+type revocations struct {
+	mu  sync.Mutex
+	ids map[string]time.Time
+}
+
+func newRevocations() *revocations { return &revocations{ids: map[string]time.Time{}} }
+
+// revoke remembers a logged-out session; false when the bound is reached with none expired.
+func (rv *revocations) revoke(id string, expires, now time.Time) bool {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if len(rv.ids) >= maxRevoked {
+		for k, exp := range rv.ids {
+			if now.After(exp) {
+				delete(rv.ids, k)
+			}
+		}
+	}
+	if len(rv.ids) >= maxRevoked {
+		return false
+	}
+	rv.ids[id] = expires
+	return true
+}
+
+func (rv *revocations) has(id string) bool {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	_, ok := rv.ids[id]
+	return ok
 }
 
 // csrfToken is the token the re-run form carries: bound to the session, so a form of one
@@ -134,7 +176,9 @@ func (h *Handler) checkCSRF(r *http.Request, s *session) bool {
 	}
 	// A browser names the page that sent a POST; one from another origin is refused even with
 	// a token.
-	if o := r.Header.Get("Origin"); o != "" && o != "null" && o != h.origin(r) {
+	// "null" (a sandboxed frame, a redirect across origins, a data: or file: page) is not this
+	// page's origin either.
+	if o := r.Header.Get("Origin"); o != "" && o != h.origin(r) {
 		return false
 	}
 	return true
@@ -186,10 +230,16 @@ func (h *Handler) loginState(r *http.Request) (loginState, bool) {
 	return ls, true
 }
 
+// reReturn is the alphabet of the page's own paths (Path escapes nothing in them: owner and
+// repository names, numbers and heads use only these characters).
+var reReturn = regexp.MustCompile(`^/details/[A-Za-z0-9_.\-/]{1,1000}$`)
+
 // safeReturn keeps a return path only when it is one of the page's own paths, so the login
-// cannot be used to redirect anywhere else.
+// cannot be used to redirect anywhere else: only the characters of those paths (no control
+// character, backslash or percent escape reaches the Location header) and a clean path (no
+// "..", "." or empty segment that would lead out of /details/).
 func safeReturn(p string) string {
-	if !strings.HasPrefix(p, Route) || strings.ContainsAny(p, "\\\r\n") || strings.Contains(p, "//") || len(p) > 1024 {
+	if !reReturn.MatchString(p) || path.Clean(p) != p {
 		return ""
 	}
 	return p

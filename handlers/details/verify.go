@@ -1,17 +1,17 @@
 package details
 
 import (
-	"bufio"
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/jcs"
@@ -255,54 +255,33 @@ type auditView struct {
 	Error      string
 }
 
-// readAudit reads this pull request's records from the local ledger and verifies its chain.
-func (h *Handler) readAudit(t target) auditView {
-	if h.o.AuditFile == "" {
+// readAudit reads this pull request's records from the local ledger's index and its chain
+// verification.
+func (h *Handler) readAudit(ctx context.Context, t target) auditView {
+	if h.ledger == nil {
 		return auditView{}
 	}
 	av := auditView{Configured: true}
-	f, err := os.Open(h.o.AuditFile)
-	if err != nil {
-		av.Error = "the audit ledger could not be opened on this replica"
+	res, err := h.ledger.read(ctx, t.owner+"/"+t.repo, t.number, maxAuditShown)
+	switch {
+	case errors.Is(err, errLedgerTooLarge):
+		av.Error = err.Error()
+		return av
+	case err != nil && ctx.Err() != nil:
+		av.Error = "the audit ledger was not read: the request ended first"
+		return av
+	case err != nil:
+		// The reason stays in the log: it names paths of this host.
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("details page: audit ledger not read")
+		av.Error = "the audit ledger could not be read on this replica"
 		return av
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() > maxAuditBytes {
-		av.Error = fmt.Sprintf("the audit ledger is larger than %d MiB; read it with lensgate's ledger tools", maxAuditBytes>>20)
-		return av
-	}
-	repo := t.owner + "/" + t.repo
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var r pdp.Record
-		if json.Unmarshal(line, &r) != nil {
-			continue
-		}
-		if !strings.EqualFold(r.Target.Repo, repo) || r.Target.PR != t.number {
-			continue
-		}
-		av.Total++
-		av.Records = append(av.Records, r)
-		if len(av.Records) > maxAuditShown {
-			av.Records = av.Records[1:]
-		}
-	}
-	if err := sc.Err(); err != nil {
-		av.Error = "the audit ledger could not be read: " + err.Error()
-		return av
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		av.Error = "the audit ledger could not be read: " + err.Error()
-		return av
-	}
-	res, err := pdp.Verify(f)
-	if err != nil {
-		av.Chain = "broken: " + err.Error()
+	av.Total, av.Records = res.total, res.records
+	if res.broken != nil {
+		av.Chain = "broken: " + res.broken.Error()
 	} else {
 		av.ChainOK = true
-		av.Chain = fmt.Sprintf("intact: %d records, last %s", res.Records, res.Last)
+		av.Chain = fmt.Sprintf("intact: %d records, last %s", res.chain, res.last)
 	}
 	// Newest first.
 	for i, j := 0, len(av.Records)-1; i < j; i, j = i+1, j-1 {

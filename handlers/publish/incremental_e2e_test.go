@@ -200,6 +200,13 @@ func (st *stack) synchronize(head, delivery string) {
 // inline comment parent (the fake holds the reply already).
 func (st *stack) reviewCommentReply(delivery string, c githubfake.ReviewComment, login, userType string) {
 	st.t.Helper()
+	st.sendReviewCommentReply(delivery, c, login, userType)
+	st.wait(delivery)
+}
+
+// sendReviewCommentReply delivers the reply's event without waiting for a publication.
+func (st *stack) sendReviewCommentReply(delivery string, c githubfake.ReviewComment, login, userType string) {
+	st.t.Helper()
 	var opened map[string]any
 	if err := json.Unmarshal(readPayload(st.t, "pull_request.opened.payload.json"), &opened); err != nil {
 		st.t.Fatal(err)
@@ -218,12 +225,19 @@ func (st *stack) reviewCommentReply(delivery string, c githubfake.ReviewComment,
 		st.t.Fatal(err)
 	}
 	st.send("pull_request_review_comment", delivery, b)
-	st.wait(delivery)
 }
 
 // conversationCommand adds a conversation comment and delivers its issue_comment event (the
 // fixture's number, body and author changed in memory).
 func (st *stack) conversationCommand(delivery, login, userType, body string) githubfake.Comment {
+	st.t.Helper()
+	c := st.sendConversationCommand(delivery, login, userType, body)
+	st.wait(delivery)
+	return c
+}
+
+// sendConversationCommand delivers the command's event without waiting for a publication.
+func (st *stack) sendConversationCommand(delivery, login, userType, body string) githubfake.Comment {
 	st.t.Helper()
 	c := st.gh.AddComment(e2eRepo, e2ePR, login, body)
 	payload := edit(st.t, readPayload(st.t, "issue_comment.created.on-pull-request.with-installation.payload.json"), func(m map[string]any) {
@@ -234,7 +248,6 @@ func (st *stack) conversationCommand(delivery, login, userType, body string) git
 		m["sender"].(map[string]any)["login"], m["sender"].(map[string]any)["type"] = login, userType
 	})
 	st.send("issue_comment", delivery, payload)
-	st.wait(delivery)
 	return c
 }
 
@@ -411,8 +424,8 @@ func TestIncrementalReviewOfTenPushes(t *testing.T) {
 		t.Fatal("the check run does not show the fixed finding")
 	}
 
-	// Dismissal of file1's finding: from a read-only user it is refused with a reply and
-	// changes nothing; from a writer it sticks across a later push.
+	// Dismissal of file1's finding: from a read-only user it is ignored without a reply or a
+	// review run and changes nothing; from a writer it sticks across a later push.
 	var target review.Finding
 	for _, f := range state.Findings {
 		if f.Path == "pkg/file1.go" && f.Open() {
@@ -427,12 +440,12 @@ func TestIncrementalReviewOfTenPushes(t *testing.T) {
 	st.gh.SetPermission(e2eRepo, "maintainer", "write")
 	callsBefore, _ := model.counts()
 	r1 := st.gh.AddReviewCommentReply(e2eRepo, e2ePR, inline[0].ID, "reader", "/lensgate dismiss we accept this risk")
-	st.reviewCommentReply("dismiss-reader", r1, "reader", "User")
+	st.sendReviewCommentReply("dismiss-reader", r1, "reader", "User")
 	if f, _ := stickyState(t, st.gh).Finding(target.ID); !f.Open() {
 		t.Fatalf("a read-only user's dismissal was applied: %+v", f)
 	}
-	if rs := st.gh.Replies(e2eRepo, e2ePR, inline[0].ID); len(rs) != 2 || !strings.Contains(rs[1].Body, "needs write access") {
-		t.Fatalf("refusal reply: %+v", rs)
+	if rs := st.gh.Replies(e2eRepo, e2ePR, inline[0].ID); len(rs) != 1 {
+		t.Fatalf("replies after a read-only user's dismissal: %+v", rs)
 	}
 	if st.gh.ThreadResolved(e2eRepo, e2ePR, inline[0].ID) {
 		t.Fatal("thread resolved after a refused dismissal")
@@ -450,7 +463,7 @@ func TestIncrementalReviewOfTenPushes(t *testing.T) {
 		t.Fatal("thread of the dismissed finding not resolved")
 	}
 	rs := st.gh.Replies(e2eRepo, e2ePR, inline[0].ID)
-	if n := len(rs); n != 4 || !strings.Contains(rs[3].Body, "Dismissed: the input is a compile-time constant") {
+	if n := len(rs); n != 3 || !strings.Contains(rs[2].Body, "Dismissed: the input is a compile-time constant") {
 		t.Fatalf("replies after the dismissal: %+v", rs)
 	}
 
@@ -465,8 +478,8 @@ func TestIncrementalReviewOfTenPushes(t *testing.T) {
 	if f, _ := stickyState(t, st.gh).Finding(target.ID); f.Disposition != review.DispositionDismissed {
 		t.Fatalf("dismissal lost on the next push: %+v", f)
 	}
-	if n := len(st.gh.Replies(e2eRepo, e2ePR, inline[0].ID)); n != 4 {
-		t.Fatalf("%d replies after the next push, want 4", n)
+	if n := len(st.gh.Replies(e2eRepo, e2ePR, inline[0].ID)); n != 3 {
+		t.Fatalf("%d replies after the next push, want 3", n)
 	}
 	for _, c := range st.gh.ReviewComments(e2eRepo, e2ePR) {
 		if handlers.HiddenValue(c.Body, handlers.MarkerFingerprint) == target.ID && c.ID != inline[0].ID {
@@ -517,9 +530,9 @@ func TestDismissCommandsRefusedWithAReason(t *testing.T) {
 		{"no reason", "maintainer", "User", "/lensgate dismiss " + id, "give a one-sentence reason"},
 		{"unknown id", "maintainer", "User", "/lensgate dismiss LG-nothex reason", "name the finding"},
 		{"a finding of another pull request", "maintainer", "User", "/lensgate dismiss " + foreign + " it is fine", "`" + foreign + "` is not a finding of this pull request"},
-		{"from a bot", "helper[bot]", "Bot", "/lensgate dismiss " + id + " automated triage says so", "commands from bots are not accepted"},
-		{"from a read-only user", "reader", "User", "/lensgate dismiss " + id + " I think it is fine", "needs write access"},
+		{"by the author", "Codertocat", "User", "/lensgate dismiss " + id + " my own change is fine", "the pull request's author cannot dismiss a blocking finding"},
 	}
+	st.gh.SetPermission(e2eRepo, "Codertocat", "admin")
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := st.conversationCommand(fmt.Sprint("cmd-", i), tt.user, tt.userType, tt.body)
@@ -550,8 +563,23 @@ func TestDismissCommandsRefusedWithAReason(t *testing.T) {
 		t.Fatalf("bot comments %d -> %d after another run", answered, n)
 	}
 
+	// Commands from a bot or from someone without write access get no answer and no run, not
+	// even when another run reads them.
+	st.gh.SetPermission(e2eRepo, "reader", "read")
+	ignored := []githubfake.Comment{
+		st.sendConversationCommand("cmd-bot", "helper[bot]", "Bot", "/lensgate dismiss "+id+" automated triage says so"),
+		st.sendConversationCommand("cmd-reader", "reader", "User", "/lensgate dismiss "+id+" I think it is fine"),
+	}
+
 	// The conversation form from a writer dismisses, answers once and resolves the thread.
 	c := st.conversationCommand("cmd-ok", "maintainer", "User", "/lensgate dismiss "+id+" generated code, fixed upstream")
+	for _, bc := range botComments(st.gh) {
+		for _, c := range ignored {
+			if handlers.HiddenValue(bc.Body, handlers.MarkerAnswer) == fmt.Sprint(c.ID) {
+				t.Fatalf("the App answered an ignored command: %q", bc.Body)
+			}
+		}
+	}
 	f, _ := stickyState(t, st.gh).Finding(id)
 	if f.Disposition != review.DispositionDismissed || f.Reason != "generated code, fixed upstream" {
 		t.Fatalf("not dismissed: %+v", f)
@@ -667,3 +695,27 @@ func TestFiveThousandFilePullRequest(t *testing.T) {
 }
 
 const readmeDiffForLarge = "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # Hello-World\n+x\n"
+
+// With dismissals.by_author the author may dismiss a blocking finding of their own pull request,
+// and the dismissal names them.
+func TestAuthorDismissalWhenAllowed(t *testing.T) {
+	model := newFakeModel(t)
+	st := newStack(t, modelPipeline(t, model), prDiff(map[int]bool{0: true}, nil))
+	adopt(st)
+	st.gh.SetFile(e2eRepo, "master", ".asdd.yml", modelConfig+"dismissals:\n  by_author: true\n")
+	st.send("pull_request", "opened", readPayload(t, "pull_request.opened.payload.json"))
+	st.wait("opened")
+	open := openIDs(stickyState(t, st.gh))
+	if len(open) != 1 {
+		t.Fatalf("open findings %v", open)
+	}
+	st.gh.SetPermission(e2eRepo, "Codertocat", "write")
+	st.conversationCommand("cmd-author", "Codertocat", "User", "/lensgate dismiss "+open[0]+" reviewed with the team")
+	f, _ := stickyState(t, st.gh).Finding(open[0])
+	if f.Disposition != review.DispositionDismissed || f.DismissedBy != "Codertocat" {
+		t.Fatalf("the author's dismissal was not applied: %+v", f)
+	}
+	if d := st.decisions.last(); d.Gate.State != review.OutcomePassed {
+		t.Fatalf("gate %s after the only blocking finding was dismissed", d.Gate.State)
+	}
+}

@@ -73,7 +73,7 @@ func TestModelReviewThroughTheApp(t *testing.T) {
 	if len(sent) != 1 || len(d.Tokens.Calls) != 1 || !d.Tokens.Estimated || d.Tokens.Total <= 0 {
 		t.Fatalf("%d requests, tokens %+v", len(sent), d.Tokens)
 	}
-	if strings.Contains(sent[0], secret[4:16]) || !strings.Contains(sent[0], "[redacted github-token]") {
+	if strings.Contains(sent[0], secret[4:16]) || !strings.Contains(sent[0], "[redacted github-pat]") {
 		t.Fatal("the secret of the pull request body reached the model")
 	}
 	line := review.TokensLine(d)

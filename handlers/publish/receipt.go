@@ -101,7 +101,8 @@ func coverage(pub subjectInfo, d *review.Decision) disclosure.Coverage {
 	var gaps []string
 	for _, l := range d.Lenses {
 		if l.Outcome == review.OutcomePending {
-			gaps = append(gaps, "lens "+l.Name+" pending: "+oneLine(l.Cause, 200))
+			// Plain text: the receipt is data, not Markdown, and its readers escape it themselves.
+			gaps = append(gaps, "lens "+l.Name+" pending: "+truncate(plainLine(l.Cause), 200))
 			continue
 		}
 		observed++

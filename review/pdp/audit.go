@@ -325,6 +325,10 @@ func Verify(r io.Reader) (VerifyResult, error) {
 	return res, nil
 }
 
+// VerifyLine checks one JSON line of a ledger against its predecessor's hash and returns its
+// own, so a reader that verified a ledger up to a record can verify what is appended after it.
+func VerifyLine(line []byte, prev string) (string, error) { return verifyLine(line, prev) }
+
 // verifyLine checks one JSON record against its predecessor's hash and returns its own.
 func verifyLine(line []byte, prev string) (string, error) {
 	v, err := jcs.Parse(line)

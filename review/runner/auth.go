@@ -16,16 +16,20 @@ import (
 )
 
 // Authentication: both sides hold the same token (a file of at least 32 bytes). The token
-// never crosses the wire. Every request carries a time, a fresh nonce and an HMAC-SHA256 under
-// the token over the method, path, time, nonce and the SHA-256 of the body; the runner refuses
-// a request whose MAC does not verify, whose time is more than MaxSkew away from its clock, or
-// whose nonce it has seen. Every response carries an HMAC over the request's nonce, the status
-// and the SHA-256 of the response body, so the worker knows the answer comes from a holder of
-// the token and answers this very request. The bodies are authenticated, not encrypted.
+// never crosses the wire. Every request carries a time, a fresh nonce, the SHA-256 of its body,
+// its length (Content-Length) and an HMAC-SHA256 under the token over the method, path, time,
+// nonce, length and digest. All of it is in the headers, so the runner verifies the MAC, the
+// time and the nonce before it reads a byte of the body: a sender without the token costs it the
+// headers and nothing else. The body is then read to its declared length and must have the
+// declared digest. Every response carries an HMAC over the request's nonce, the status and the
+// SHA-256 of the response body, so the worker knows the answer comes from a holder of the token
+// and answers this very request. The bodies are authenticated, not encrypted.
 const (
 	HeaderDate  = "Lensgate-Runner-Date"
 	HeaderNonce = "Lensgate-Runner-Nonce"
 	HeaderMAC   = "Lensgate-Runner-Mac"
+	// HeaderDigest is the hex SHA-256 of the request body.
+	HeaderDigest = "Lensgate-Runner-Body-Digest"
 	// MaxSkew is how far a request's time may be from the runner's clock.
 	MaxSkew = 2 * time.Minute
 	// MinTokenBytes is the shortest token accepted.
@@ -47,11 +51,16 @@ func LoadToken(file string) ([]byte, error) {
 	return t, nil
 }
 
-func requestMAC(token []byte, method, path, date, nonce string, body []byte) string {
-	sum := sha256.Sum256(body)
+func requestMAC(token []byte, method, path, date, nonce string, length int64, digest string) string {
 	m := hmac.New(sha256.New, token)
-	fmt.Fprintf(m, "lensgate-runner-request\n%s\n%s\n%s\n%s\n%x", method, path, date, nonce, sum)
+	fmt.Fprintf(m, "lensgate-runner-request-v2\n%s\n%s\n%s\n%s\n%d\n%s", method, path, date, nonce, length, digest)
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// bodyDigest is the hex SHA-256 of a request body, as HeaderDigest carries it.
+func bodyDigest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
 }
 
 func responseMAC(token []byte, nonce string, status int, body []byte) string {
@@ -74,43 +83,35 @@ type nonceCache struct {
 	seen map[string]time.Time
 }
 
-// precheck refuses, before the body is read, a request whose authentication headers are
-// missing or malformed or whose time is not current.
-func precheck(now time.Time, date, nonce, mac string) error {
-	if date == "" || nonce == "" || mac == "" {
+// authHeaders are what a request declares about itself before its body.
+type authHeaders struct {
+	method, path, date, nonce, mac, digest string
+	// length is the declared Content-Length (-1 when none was declared).
+	length int64
+}
+
+// check verifies a request's authentication from its headers alone and records its nonce. It
+// does constant work whatever the sender declares.
+func (n *nonceCache) check(token []byte, now time.Time, h authHeaders) error {
+	if h.date == "" || h.nonce == "" || h.mac == "" || h.digest == "" {
 		return errors.New("the request is not authenticated")
 	}
-	if len(nonce) != 32 || !isHexN(nonce) || len(mac) != 64 || !isHexN(strings.ToLower(mac)) {
+	if len(h.nonce) != 32 || !isHexN(h.nonce) || len(h.mac) != 64 || !isHexN(strings.ToLower(h.mac)) ||
+		len(h.digest) != 64 || !isHexN(h.digest) {
 		return errors.New("the request's authentication headers are malformed")
 	}
-	secs, err := strconv.ParseInt(date, 10, 64)
+	if h.length < 0 {
+		return errors.New("the request declares no Content-Length")
+	}
+	want := requestMAC(token, h.method, h.path, h.date, h.nonce, h.length, h.digest)
+	if !hmac.Equal([]byte(strings.ToLower(h.mac)), []byte(want)) {
+		return errors.New("the request's authentication does not verify (wrong token?)")
+	}
+	secs, err := strconv.ParseInt(h.date, 10, 64)
 	if err != nil {
 		return errors.New("the request's time is malformed")
 	}
 	if d := now.Sub(time.Unix(secs, 0)); d > MaxSkew || d < -MaxSkew {
-		return fmt.Errorf("the request's time is %s from the runner's clock (at most %s)", d.Round(time.Second), MaxSkew)
-	}
-	return nil
-}
-
-// check verifies a request's authentication and records its nonce.
-func (n *nonceCache) check(token []byte, now time.Time, method, path, date, nonce, mac string, body []byte) error {
-	if date == "" || nonce == "" || mac == "" {
-		return errors.New("the request is not authenticated")
-	}
-	if len(nonce) != 32 || !isHexN(nonce) {
-		return errors.New("the request's nonce is malformed")
-	}
-	want := requestMAC(token, method, path, date, nonce, body)
-	if !hmac.Equal([]byte(strings.ToLower(mac)), []byte(want)) {
-		return errors.New("the request's authentication does not verify (wrong token?)")
-	}
-	secs, err := strconv.ParseInt(date, 10, 64)
-	if err != nil {
-		return errors.New("the request's time is malformed")
-	}
-	at := time.Unix(secs, 0)
-	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
 		return fmt.Errorf("the request's time is %s from the runner's clock (at most %s)", d.Round(time.Second), MaxSkew)
 	}
 	n.mu.Lock()
@@ -118,7 +119,7 @@ func (n *nonceCache) check(token []byte, now time.Time, method, path, date, nonc
 	if n.seen == nil {
 		n.seen = map[string]time.Time{}
 	}
-	if _, ok := n.seen[nonce]; ok {
+	if _, ok := n.seen[h.nonce]; ok {
 		return errors.New("the request replays an earlier nonce")
 	}
 	if len(n.seen) >= maxNonces {
@@ -131,7 +132,7 @@ func (n *nonceCache) check(token []byte, now time.Time, method, path, date, nonc
 			return errors.New("the runner is taking too many requests to remember their nonces; try again")
 		}
 	}
-	n.seen[nonce] = now
+	n.seen[h.nonce] = now
 	return nil
 }
 

@@ -29,6 +29,10 @@ import (
 // DefaultGrant is the tokens a call may spend when the review has no per-review cap.
 const DefaultGrant = 200000
 
+// expectContinue is how long the worker waits for the runner's go-ahead (or refusal) before
+// it sends a body anyway.
+const expectContinue = 5 * time.Second
+
 // Client is a worker's connection to its runner.
 type Client struct {
 	base  string
@@ -60,7 +64,7 @@ func NewClient(addr string, token []byte, pinned ed25519.PublicKey) (*Client, er
 				var d net.Dialer
 				return d.DialContext(ctx, "unix", sock)
 			},
-			MaxIdleConns: 8, IdleConnTimeout: 90 * time.Second,
+			MaxIdleConns: 8, IdleConnTimeout: 90 * time.Second, ExpectContinueTimeout: expectContinue,
 		}}
 	default:
 		u, err := url.Parse(addr)
@@ -68,7 +72,7 @@ func NewClient(addr string, token []byte, pinned ed25519.PublicKey) (*Client, er
 			return nil, fmt.Errorf("runner url %q: want unix:///path.sock or http://host:port", addr)
 		}
 		c.base = "http://" + u.Host
-		c.hc = &http.Client{Transport: &http.Transport{MaxIdleConns: 8, IdleConnTimeout: 90 * time.Second}}
+		c.hc = &http.Client{Transport: &http.Transport{MaxIdleConns: 8, IdleConnTimeout: 90 * time.Second, ExpectContinueTimeout: expectContinue}}
 	}
 	return c, nil
 }
@@ -92,8 +96,16 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	date, nonce := strconv.FormatInt(time.Now().Unix(), 10), newNonce()
 	req.Header.Set(HeaderDate, date)
 	req.Header.Set(HeaderNonce, nonce)
-	req.Header.Set(HeaderMAC, requestMAC(c.token, method, path, date, nonce, body))
+	digest := bodyDigest(body)
+	req.Header.Set(HeaderDigest, digest)
+	req.Header.Set(HeaderMAC, requestMAC(c.token, method, path, date, nonce, int64(len(body)), digest))
 	req.Header.Set("Content-Type", "application/json")
+	if len(body) > 0 {
+		// The runner authenticates from the headers: a refusal (a wrong token, a request over
+		// its max_request_bytes) comes before the body is sent, as an answer instead of a
+		// broken pipe.
+		req.Header.Set("Expect", "100-continue")
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("runner unreachable: %w", err)

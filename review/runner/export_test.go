@@ -17,6 +17,10 @@ func SignedRequestAtForTest(token []byte, method, path string, body []byte, at t
 	h := http.Header{}
 	h.Set(HeaderDate, date)
 	h.Set(HeaderNonce, nonce)
-	h.Set(HeaderMAC, requestMAC(token, method, path, date, nonce, body))
+	h.Set(HeaderDigest, bodyDigest(body))
+	if len(body) > 0 {
+		h.Set("Expect", "100-continue") // as the worker sends it
+	}
+	h.Set(HeaderMAC, requestMAC(token, method, path, date, nonce, int64(len(body)), bodyDigest(body)))
 	return h, body
 }

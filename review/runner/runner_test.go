@@ -355,7 +355,7 @@ func TestRunnerAuthentication(t *testing.T) {
 	sock := strings.TrimPrefix(addr, "unix://")
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}}
+	}, ExpectContinueTimeout: 5 * time.Second}}
 	send := func(hdr http.Header, body []byte) int {
 		req, _ := http.NewRequest(http.MethodPost, "http://runner"+runner.PathCalls, bytes.NewReader(body))
 		req.Header = hdr

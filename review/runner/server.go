@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,11 @@ const (
 	maxObservesPerRun = 8
 	// bodyTimeout bounds how long a request's body may take to arrive.
 	bodyTimeout = 2 * time.Minute
+	// maxLingering, lingerTime and lingerBytes bound the wait for a refused sender to read its
+	// answer (see closeRefused).
+	maxLingering = 64
+	lingerTime   = 500 * time.Millisecond
+	lingerBytes  = 4 << 10
 )
 
 // Options configure a Server.
@@ -65,15 +71,15 @@ type Options struct {
 
 // Server is the runner's HTTP handler.
 type Server struct {
-	opts    Options
-	pipe    *review.Pipeline
-	pub     ed25519.PublicKey
-	sem     chan struct{}
-	reading chan struct{}
-	nonces  nonceCache
-	mu      sync.Mutex
-	runs    map[string]*run
-	refused map[string]int // counts of refusals by kind, for the log
+	opts      Options
+	pipe      *review.Pipeline
+	pub       ed25519.PublicKey
+	sem       chan struct{}
+	lingering chan struct{}
+	nonces    nonceCache
+	refusals  *refusalLog
+	mu        sync.Mutex
+	runs      map[string]*run
 }
 
 // run is the runner's own record of one review: what it was told before the first call, and
@@ -125,8 +131,7 @@ func NewServer(o Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: o, pub: o.Witness.Key.Public().(ed25519.PublicKey), sem: make(chan struct{}, o.MaxConcurrent),
-		reading: make(chan struct{}, 2*o.MaxConcurrent),
-		runs:    map[string]*run{}, refused: map[string]int{},
+		runs: map[string]*run{}, refusals: newRefusalLog(o.Logger), lingering: make(chan struct{}, maxLingering),
 		pipe: review.NewPipeline(review.Options{Runtimes: o.Runtimes, Logger: o.Logger, Version: o.Version, Now: o.Now, WorkRoot: o.WorkRoot}),
 	}
 	return s, nil
@@ -135,7 +140,7 @@ func NewServer(o Options) (*Server, error) {
 // WitnessPublicKey is the key observations are signed with.
 func (s *Server) WitnessPublicKey() ed25519.PublicKey { return s.pub }
 
-// ServeHTTP authenticates the request, then answers it.
+// ServeHTTP authenticates the request from its headers, then reads its body and answers it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	nonce := r.Header.Get(HeaderNonce)
 	reply := func(status int, v any) {
@@ -144,65 +149,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status, body = http.StatusInternalServerError, []byte(`{"error":"the answer could not be encoded"}`)
 		}
 		w.Header().Set("Content-Type", "application/json")
+		// An explicit length: a refusal's answer is flushed before the connection is taken
+		// over, and must not be sent chunked.
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		if len(nonce) == 32 && isHexN(nonce) {
 			w.Header().Set(HeaderMAC, responseMAC(s.opts.Token, nonce, status, body))
 		}
 		w.WriteHeader(status)
 		_, _ = w.Write(body)
 	}
+	body, ok := s.authenticated(w, r, reply)
+	if !ok {
+		return
+	}
 	refuse := func(status int, kind, msg string) {
-		s.mu.Lock()
-		s.refused[kind]++
-		s.mu.Unlock()
-		s.opts.Logger.Warn().Str("path", r.URL.Path).Str("refused", kind).Str("reason", msg).Msg("runner request refused")
+		s.refusals.note(true, r.URL.Path, kind, msg)
 		reply(status, ErrorResponse{Error: msg})
-	}
-	var routeMethod string
-	switch r.URL.Path {
-	case PathInfo:
-		routeMethod = http.MethodGet
-	case PathCalls, PathObserve:
-		routeMethod = http.MethodPost
-	default:
-		refuse(http.StatusNotFound, "path", "no such endpoint")
-		return
-	}
-	if r.Method != routeMethod {
-		refuse(http.StatusMethodNotAllowed, "method", "want "+routeMethod)
-		return
-	}
-	// Before the body is read: a request without a well-formed nonce and a current time is
-	// refused at once, and only a few bodies are read at a time, so unauthenticated senders
-	// cannot make the runner hold many large bodies.
-	if err := precheck(s.opts.Now(), r.Header.Get(HeaderDate), nonce, r.Header.Get(HeaderMAC)); err != nil {
-		refuse(http.StatusUnauthorized, "auth", err.Error())
-		return
-	}
-	select {
-	case s.reading <- struct{}{}:
-	default:
-		refuse(http.StatusServiceUnavailable, "busy", "the runner is reading as many requests as it takes; try again")
-		return
-	}
-	// The body must arrive within bodyTimeout; the deadline is lifted before the call runs,
-	// so that a long call is not cut off.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
-	_ = rc.SetReadDeadline(time.Time{})
-	<-s.reading
-	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			refuse(http.StatusRequestEntityTooLarge, "size", fmt.Sprintf("the request exceeds %d bytes", s.opts.MaxRequestBytes))
-			return
-		}
-		refuse(http.StatusBadRequest, "read", "the request body could not be read")
-		return
-	}
-	if err := s.nonces.check(s.opts.Token, s.opts.Now(), r.Method, r.URL.Path, r.Header.Get(HeaderDate), nonce, r.Header.Get(HeaderMAC), body); err != nil {
-		refuse(http.StatusUnauthorized, "auth", err.Error())
-		return
 	}
 	switch r.URL.Path {
 	case PathInfo:
@@ -233,6 +195,87 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		reply(http.StatusOK, resp)
 	}
+}
+
+// closeRefused ends the connection of a request refused before its body was read. The HTTP
+// server would keep every such connection open for half a second after the answer (so that
+// the sender reads it before a reset), which under a flood of refused requests holds
+// thousands of connections. Here at most maxLingering wait, up to lingerTime and reading at
+// most lingerBytes of what the sender still sends; the others are closed at once.
+func (s *Server) closeRefused(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		return // the server closes it (Connection: close)
+	}
+	select {
+	case s.lingering <- struct{}{}:
+	default:
+		_ = conn.Close()
+		return
+	}
+	go func() {
+		defer func() { <-s.lingering }()
+		defer conn.Close()
+		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(lingerTime))
+		_, _ = io.CopyN(io.Discard, conn, lingerBytes)
+	}()
+}
+
+// authenticated checks the route and the request's authentication from its headers, and only
+// then reads the body to its declared length and checks its digest. A request refused before
+// its body is read is answered with "Connection: close", so that the HTTP server does not read
+// the body either: an unauthenticated sender costs the runner its headers and one buffer.
+func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, reply func(int, any)) ([]byte, bool) {
+	authed := false // logged each once the sender is authenticated, with a rate limit before
+	refuse := func(status int, kind, msg string) ([]byte, bool) {
+		w.Header().Set("Connection", "close")
+		s.refusals.note(authed, r.URL.Path, kind, msg)
+		reply(status, ErrorResponse{Error: msg})
+		s.closeRefused(w)
+		return nil, false
+	}
+	var routeMethod string
+	switch r.URL.Path {
+	case PathInfo:
+		routeMethod = http.MethodGet
+	case PathCalls, PathObserve:
+		routeMethod = http.MethodPost
+	default:
+		return refuse(http.StatusNotFound, "path", "no such endpoint")
+	}
+	if r.Method != routeMethod {
+		return refuse(http.StatusMethodNotAllowed, "method", "want "+routeMethod)
+	}
+	h := authHeaders{method: r.Method, path: r.URL.Path, date: r.Header.Get(HeaderDate), nonce: r.Header.Get(HeaderNonce),
+		mac: r.Header.Get(HeaderMAC), digest: strings.ToLower(r.Header.Get(HeaderDigest)), length: r.ContentLength}
+	if err := s.nonces.check(s.opts.Token, s.opts.Now(), h); err != nil {
+		return refuse(http.StatusUnauthorized, "auth", err.Error())
+	}
+	authed = true
+	if h.length > s.opts.MaxRequestBytes {
+		return refuse(http.StatusRequestEntityTooLarge, "size", fmt.Sprintf("the request exceeds %d bytes", s.opts.MaxRequestBytes))
+	}
+	// The body must arrive within bodyTimeout; the deadline is lifted before the call runs,
+	// so that a long call is not cut off.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+	body := make([]byte, h.length)
+	_, err := io.ReadFull(r.Body, body)
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		return refuse(http.StatusBadRequest, "read", "the request body could not be read to its declared length")
+	}
+	if bodyDigest(body) != h.digest {
+		return refuse(http.StatusBadRequest, "digest", "the request body does not have the declared digest")
+	}
+	return body, true
 }
 
 // call runs one runtime call and records it in its run.

@@ -30,6 +30,9 @@ import (
 const (
 	// DefaultMaxRequestBytes bounds a request body the runner reads.
 	DefaultMaxRequestBytes = 64 << 20
+	// MaxHeaderBytes bounds a request's headers (the server's MaxHeaderBytes): the protocol's
+	// are a few hundred bytes, and they are all an unauthenticated sender gets read.
+	MaxHeaderBytes = 8 << 10
 	// MaxResponseBytes bounds a response body the worker reads.
 	MaxResponseBytes = 16 << 20
 	maxLenses        = 64

@@ -58,15 +58,15 @@ func TestPlantedDiffs(t *testing.T) {
 	}{
 		{"private-key.diff", []string{"private-key deploy/keys/deploy_ed25519.pem:1"}},
 		{"aws-keys.diff", []string{
-			"aws-access-key-id app/settings/production.py:4",
+			"aws-access-token app/settings/production.py:4",
 			"aws-secret-access-key app/settings/production.py:5",
 			"code-without-tests app/settings/production.py:0",
 		}},
-		{"github-token.diff", []string{"github-token scripts/release.sh:4", "protected-path scripts/release.sh:0"}},
+		{"github-token.diff", []string{"github-pat scripts/release.sh:4", "protected-path scripts/release.sh:0"}},
 		{"chat-tokens.diff", []string{
 			"code-without-tests services/notify/config.js:0",
-			"slack-token services/notify/config.js:2",
-			"stripe-live-key services/notify/config.js:3",
+			"slack-bot-token services/notify/config.js:2",
+			"stripe-access-token services/notify/config.js:3",
 		}},
 		{"conflict.diff", []string{
 			"conflict-marker internal/cart/total.go:12",
@@ -250,7 +250,7 @@ func TestASDDSecurityScanVector(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"aws-access-key-id app/net.py:12",
+		"aws-access-token app/net.py:12",
 		"code-without-tests app/net.py:0",
 		"hidden-unicode app/net.py:21",
 		"remote-script-piped-to-shell app/net.py:15",

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"math"
 	"regexp"
 	"unicode/utf8"
 
@@ -12,34 +11,19 @@ import (
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
-// secretRule is one pattern for a committed credential. Keyword is a cheap literal that must be
-// on the line before the regular expression runs.
+// secretRule is one line pattern: a private key header, or a code pattern that switches off a
+// protection. Keyword is a cheap literal that must be on the line before the regular expression
+// runs. (Credentials other than private keys are found by the rule set in secrets.go.)
 type secretRule struct {
 	id      string
 	keyword []byte
 	// foldWords, when set, replace keyword: one of them must be on the line, in any case.
 	foldWords []string
-	// assign requires an assignment (= or :) on the line.
-	assign   bool
-	re       *regexp.Regexp
-	severity string
-	title    string
-	// placeholderOK skips matches that look like documentation placeholders.
-	placeholderOK bool
-	// entropy, when positive, is the minimum Shannon entropy (bits per byte) of the secret.
-	entropy float64
+	re        *regexp.Regexp
+	severity  string
+	title     string
 	// message replaces the credential advice for rules that are not about credentials.
 	message string
-	// group is the submatch that holds the secret itself (0: the whole match).
-	group int
-	// mixed requires the secret to mix letters and digits.
-	mixed bool
-	// generic rules are skipped on a line a specific rule already reported, so one token is
-	// one finding. They come after the specific rules.
-	generic bool
-	// prefix is how many leading bytes of the secret are a public marker of its kind ("AKIA",
-	// "ghp_") and may be shown; the rest of a secret is never shown.
-	prefix int
 }
 
 // unsafeRules are code patterns that switch off a protection.
@@ -61,148 +45,12 @@ var unsafeRules = []secretRule{
 	},
 }
 
-var secretRules = []secretRule{
-	{
-		id: ruleKey, keyword: []byte("PRIVATE KEY"),
-		re:       regexp.MustCompile(`-----BEGIN ((RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY( BLOCK)?-----`),
-		severity: runtime.SeverityCritical, title: "Private key committed",
-	},
-	{
-		id: "aws-access-key-id", keyword: []byte("A"),
-		re:       regexp.MustCompile(`\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b`),
-		severity: runtime.SeverityCritical, title: "AWS access key id committed", placeholderOK: true, prefix: 4,
-	},
-	{
-		id:       "aws-secret-access-key",
-		re:       regexp.MustCompile(`(?i)aws.{0,20}secret.{0,20}['"]?\s*[:=]\s*['"]?([A-Za-z0-9/+=]{40})\b`),
-		severity: runtime.SeverityCritical, title: "AWS secret access key committed", placeholderOK: true, entropy: 4.0,
-		group: 1,
-	},
-	{
-		id: "github-token", keyword: []byte("gh"),
-		re:       regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,255}\b`),
-		severity: runtime.SeverityCritical, title: "GitHub token committed", prefix: 4,
-	},
-	{
-		id: "github-fine-grained-token", keyword: []byte("github_pat_"),
-		re:       regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{82}\b`),
-		severity: runtime.SeverityCritical, title: "GitHub fine-grained token committed", prefix: 11,
-	},
-	{
-		id: "gcp-api-key", keyword: []byte("AIza"),
-		re:       regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`),
-		severity: runtime.SeverityHigh, title: "Google API key committed", prefix: 4,
-	},
-	{
-		id: "gcp-service-account", keyword: []byte("service_account"),
-		re:       regexp.MustCompile(`"type"\s*:\s*"service_account"`),
-		severity: runtime.SeverityHigh, title: "Google service account credentials committed",
-	},
-	{
-		id: "slack-token", keyword: []byte("xox"),
-		re:       regexp.MustCompile(`\bxox[abposr]-[0-9A-Za-z-]{10,}\b`),
-		severity: runtime.SeverityHigh, title: "Slack token committed", prefix: 5,
-	},
-	{
-		id: "stripe-live-key", keyword: []byte("_live_"),
-		re:       regexp.MustCompile(`\b[sr]k_live_[0-9A-Za-z]{20,}\b`),
-		severity: runtime.SeverityCritical, title: "Stripe live key committed", prefix: 8,
-	},
-	{
-		id: "openai-api-key", keyword: []byte("sk-"),
-		re:       regexp.MustCompile(`\bsk-(proj-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}\b`),
-		severity: runtime.SeverityCritical, title: "OpenAI API key committed", prefix: 3,
-	},
-	{
-		id: "hardcoded-password", foldWords: []string{"pass", "secret", "key", "token"}, assign: true,
-		re: regexp.MustCompile(`(?i)\b(password|passwd|secret|api_?key|access_?token|auth_?token)\b["']?\s*[:=]\s*` +
-			`["']([^"'\s$<>{}]{12,})["']`),
-		severity: runtime.SeverityMedium, title: "Hard-coded credential", placeholderOK: true, entropy: 3.5,
-		group: 2, generic: true,
-	},
-}
-
-// Rules for credentials written without quotes, where a looser pattern needs more evidence.
-func init() {
-	secretRules = append(secretRules,
-		secretRule{
-			// scheme://user:password@host — a database or broker URL with its password.
-			id: "url-credentials", keyword: []byte("://"),
-			re:       regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^/\s:@'"]*:([^/\s@'"$<>{}]{8,})@[A-Za-z0-9.\[-]`),
-			severity: runtime.SeverityHigh, title: "Password in a connection URL", placeholderOK: true, entropy: 3.0,
-			group: 1, mixed: true, generic: true,
-		},
-		secretRule{
-			// NAME_PASSWORD=value, the .env and shell form, unquoted.
-			id: "env-credential", foldWords: []string{"pass", "secret", "token", "key"}, assign: true,
-			re: regexp.MustCompile(`^\s*(export\s+)?[A-Z][A-Z0-9_]*(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY)[A-Z0-9_]*=` +
-				`([A-Za-z0-9!#%&*+,.:;=?@^_~-]{10,})\s*(#.*)?$`),
-			severity: runtime.SeverityMedium, title: "Hard-coded credential", placeholderOK: true, entropy: 3.5,
-			group: 3, mixed: true, generic: true,
-		},
-	)
-}
-
-// hasLetterAndDigit reports whether s mixes letters and digits, as generated secrets do and
-// names such as "my-app-secret-name" do not.
-func hasLetterAndDigit(s []byte) bool {
-	var letter, digit bool
-	for _, c := range s {
-		switch {
-		case c >= '0' && c <= '9':
-			digit = true
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-			letter = true
-		}
-	}
-	return letter && digit
-}
-
-// weakWord reports a value built around a word that marks sample credentials
-// ("password12", "secret123", "letmein1").
-func weakWord(s []byte) bool {
-	for _, w := range []string{"password", "passwd", "secret", "letmein", "123456", "qwerty"} {
-		if containsFold(s, w) {
-			return true
-		}
-	}
-	return false
-}
-
-var placeholders = [][]byte{
-	[]byte("EXAMPLE"), []byte("example"), []byte("changeme"), []byte("CHANGEME"), []byte("your_"),
-	[]byte("YOUR_"), []byte("dummy"), []byte("DUMMY"), []byte("fake"), []byte("FAKE"), []byte("placeholder"),
-	[]byte("xxxx"), []byte("XXXX"), []byte("redacted"), []byte("REDACTED"), []byte("test"), []byte("TEST"),
-	[]byte("sample"), []byte("0000000000"),
-}
-
-func looksLikePlaceholder(s []byte) bool {
-	for _, p := range placeholders {
-		if bytes.Contains(s, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// entropy is the Shannon entropy of s in bits per byte.
-func entropy(s []byte) float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	var counts [256]int
-	for _, c := range s {
-		counts[c]++
-	}
-	var h float64
-	n := float64(len(s))
-	for _, c := range counts {
-		if c > 0 {
-			p := float64(c) / n
-			h -= p * math.Log2(p)
-		}
-	}
-	return h
+// pemRule finds a private key's header line; pemKey then tells a real key from a placeholder.
+// Every other secret is found by the rule set in secrets.go.
+var pemRule = secretRule{
+	id: ruleKey, keyword: []byte("PRIVATE KEY"),
+	re:       pemHeader,
+	severity: runtime.SeverityCritical, title: "Private key committed",
 }
 
 // maxScanLine bounds the part of a line the pattern checks look at; minified files can have
@@ -218,7 +66,9 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 		midLines         []diff.Line
 		conflictFound    []runtime.Finding
 		key              *pemKey // a key header whose body is still being read
+		added            []diff.Line
 	)
+	secretsBefore := len(out[GroupSecrets])
 	f.Walk(func(l diff.Line) bool {
 		if l.Kind != '+' {
 			return true
@@ -236,20 +86,8 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 					key = nil
 				}
 			}
-			reported := false
-			for i := range secretRules {
-				if reported && secretRules[i].generic {
-					continue
-				}
-				fd, ok := matchSecret(&secretRules[i], text, path, l.New)
-				if !ok {
-					continue
-				}
-				if fd.Rule != ruleKey {
-					out[GroupSecrets] = append(out[GroupSecrets], fd)
-					reported = true
-					continue
-				}
+			added = append(added, l)
+			if fd, ok := matchSecret(&pemRule, text, path, l.New); ok {
 				// A key header counts only with a key body after it; "-----BEGIN ... KEY-----"
 				// alone or followed by a stub ("AAAA", "...") is a placeholder in docs and tests.
 				pk := &pemKey{finding: fd}
@@ -297,6 +135,14 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 	if key != nil && key.real() {
 		out[GroupSecrets] = append(out[GroupSecrets], key.finding)
 	}
+	if needed[GroupSecrets] {
+		out[GroupSecrets] = append(out[GroupSecrets], secretFindings(path, added)...)
+		if isFixturePath(path) {
+			for i := secretsBefore; i < len(out[GroupSecrets]); i++ {
+				fixtureFinding(&out[GroupSecrets][i])
+			}
+		}
+	}
 	// A lone "=======" is a Markdown heading underline; it is a marker only next to the others.
 	if sawStart || sawEnd {
 		for _, l := range midLines {
@@ -331,35 +177,22 @@ func matchSecret(r *secretRule, text []byte, path string, line int) (runtime.Fin
 	if !keywordPresent(r, text) {
 		return runtime.Finding{}, false
 	}
-	m := r.re.FindSubmatch(text)
+	m := r.re.Find(text)
 	if m == nil {
-		return runtime.Finding{}, false
-	}
-	secret := m[0]
-	if r.group > 0 && r.group < len(m) && len(m[r.group]) > 0 {
-		secret = m[r.group]
-	}
-	if r.placeholderOK && looksLikePlaceholder(m[0]) {
-		return runtime.Finding{}, false
-	}
-	if r.entropy > 0 && entropy(secret) < r.entropy || r.mixed && (!hasLetterAndDigit(secret) || weakWord(secret)) {
 		return runtime.Finding{}, false
 	}
 	msg := r.message
 	if msg == "" {
-		msg = "A credential (" + redact(secret, r.prefix) + ") is added in this change. Remove it, rotate it now " +
+		msg = "A credential (" + redact(m, 0) + ") is added in this change. Remove it, rotate it now " +
 			"(it is in the history), and load it from a secret store instead."
 	}
 	return runtime.Finding{
 		Rule: r.id, Severity: r.severity, Path: path, Line: line, Title: r.title, Message: msg,
-		Key: lineKey(secret),
+		Key: lineKey(m),
 	}, true
 }
 
 func keywordPresent(r *secretRule, text []byte) bool {
-	if r.assign && bytes.IndexByte(text, '=') < 0 && bytes.IndexByte(text, ':') < 0 {
-		return false
-	}
 	if r.foldWords != nil {
 		for _, w := range r.foldWords {
 			if containsFold(text, w) {

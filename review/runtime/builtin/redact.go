@@ -3,13 +3,15 @@ package builtin
 import (
 	"bytes"
 	"regexp"
+	"strings"
 )
 
-// RedactedPrefix starts every placeholder Redact writes: "[redacted aws-access-key-id]".
+// RedactedPrefix starts every placeholder Redact writes: "[redacted aws-access-token]".
 const RedactedPrefix = "[redacted "
 
-// Redactor replaces the secrets the builtin detectors recognise with a placeholder naming
-// their kind, before text leaves for a model. It counts what it replaced. A Redactor is for
+// Redactor replaces the secrets the secrets lens recognises (gitleaks' rule set with lensgate's
+// rules, and private key blocks) with a placeholder naming their kind, before text leaves for a
+// model. It counts what it replaced. A Redactor is for
 // one review; it is not safe for concurrent use.
 type Redactor struct {
 	// Counts is the number of values replaced, by rule id.
@@ -30,6 +32,10 @@ func (r *Redactor) Total() int {
 
 var pemHeader = regexp.MustCompile(`-----BEGIN ((RSA|EC|DSA|OPENSSH|ENCRYPTED|PGP) )?PRIVATE KEY( BLOCK)?-----`)
 
+// freeTextPath is the file name free text is redacted as: people paste environment snippets into
+// descriptions, so the rules for configuration files (unquoted NAME_PASSWORD=value) apply too.
+const freeTextPath = "description.env"
+
 // Text redacts free text: a title, a description, a commit message, a file name.
 func (r *Redactor) Text(s string) string {
 	return string(r.lines([]byte(s), false))
@@ -41,11 +47,16 @@ func (r *Redactor) Diff(b []byte) []byte {
 	return r.lines(b, true)
 }
 
+// redLine is one line being redacted: its diff marker, its content and its line ending.
+type redLine struct {
+	marker, content, eol []byte
+}
+
 func (r *Redactor) lines(b []byte, isDiff bool) []byte {
 	if len(b) == 0 {
 		return b
 	}
-	out := make([]byte, 0, len(b))
+	var ls []redLine
 	inKey := false
 	for len(b) > 0 {
 		var line []byte
@@ -69,15 +80,90 @@ func (r *Redactor) lines(b []byte, isDiff bool) []byte {
 		}
 		var red []byte
 		red, inKey = r.line(content, inKey)
-		out = append(out, marker...)
-		out = append(out, red...)
-		out = append(out, eol...)
+		ls = append(ls, redLine{marker: marker, content: red, eol: eol})
+	}
+	if isDiff {
+		for start := 0; start < len(ls); {
+			end, path := diffSection(ls, start)
+			r.secrets(path, ls[start:end])
+			start = end
+		}
+	} else {
+		r.secrets(freeTextPath, ls)
+	}
+	out := make([]byte, 0, len(b))
+	for _, l := range ls {
+		out = append(out, l.marker...)
+		out = append(out, l.content...)
+		out = append(out, l.eol...)
 	}
 	return out
 }
 
-// line redacts one line's content. inKey says a private key block is open from an earlier
-// line; the result says whether it still is.
+// diffSection returns the end of the file section of a diff that starts at line start (the
+// next "diff --git" line) and the file's new path ("" when the section names none).
+func diffSection(ls []redLine, start int) (int, string) {
+	path := ""
+	end := start + 1
+	for ; end < len(ls); end++ {
+		if len(ls[end].marker) == 0 && bytes.HasPrefix(ls[end].content, []byte("diff --git ")) {
+			break
+		}
+	}
+	for _, l := range ls[start:end] {
+		if len(l.marker) == 0 && bytes.HasPrefix(l.content, []byte("+++ ")) {
+			path = strings.TrimPrefix(string(l.content[4:]), "b/")
+			break
+		}
+	}
+	return end, path
+}
+
+// secrets replaces what the secret rules find in one file's lines (diff markers removed, so
+// a secret spread over added and context lines is seen whole) with a placeholder naming its
+// rule. A secret over several lines is replaced line by line, so no line is added or removed.
+func (r *Redactor) secrets(path string, ls []redLine) {
+	var text strings.Builder
+	for i, l := range ls {
+		if i > 0 {
+			text.WriteByte('\n')
+		}
+		text.Write(l.content)
+	}
+	for _, f := range detectSecrets(path, text.String()) {
+		repl := []byte(RedactedPrefix + f.RuleID + "]")
+		pieces := strings.Split(f.Secret, "\n")
+		// Each line of the secret is looked for from the finding's first line on: gitleaks
+		// reports where a match starts, and its end line is not reliable across lines.
+		replaced := 0
+		li := max(f.StartLine, 0)
+		last := min(li+len(pieces)+2, len(ls)-1)
+		for _, piece := range pieces {
+			piece = strings.TrimSpace(piece)
+			if len(piece) < 4 {
+				continue
+			}
+			for k := li; k <= last; k++ {
+				if n := bytes.Count(ls[k].content, []byte(piece)); n > 0 {
+					// A fresh slice: the content may alias the caller's bytes.
+					ls[k].content = bytes.ReplaceAll(ls[k].content, []byte(piece), repl)
+					replaced += n
+					li = k
+					break
+				}
+			}
+		}
+		if replaced > 0 && len(pieces) > 1 {
+			replaced = 1 // one secret over several lines
+		}
+		if replaced > 0 {
+			r.Counts[f.RuleID] += replaced
+		}
+	}
+}
+
+// line redacts the private key blocks of one line's content. inKey says a private key block is
+// open from an earlier line; the result says whether it still is.
 func (r *Redactor) line(content []byte, inKey bool) ([]byte, bool) {
 	placeholder := []byte(RedactedPrefix + ruleKey + "]")
 	if inKey {
@@ -88,7 +174,7 @@ func (r *Redactor) line(content []byte, inKey bool) ([]byte, bool) {
 			} else {
 				rest = nil
 			}
-			return append(append([]byte{}, placeholder...), r.rules(rest)...), false
+			return append(append([]byte{}, placeholder...), rest...), false
 		}
 		if keyBodyLine(content) {
 			return placeholder, true
@@ -101,7 +187,7 @@ func (r *Redactor) line(content []byte, inKey bool) ([]byte, bool) {
 		r.Counts[ruleKey]++
 		// A fresh slice: appending to a sub-slice of content would write into the caller's
 		// bytes, which the free runtimes still read.
-		head := append([]byte{}, r.rules(content[:loc[0]])...)
+		head := append([]byte{}, content[:loc[0]]...)
 		rest := content[loc[1]:]
 		if end := bytes.Index(rest, []byte("-----END")); end >= 0 {
 			tail := rest[end+len("-----END"):]
@@ -110,11 +196,11 @@ func (r *Redactor) line(content []byte, inKey bool) ([]byte, bool) {
 			} else {
 				tail = nil
 			}
-			return append(append(head, placeholder...), r.rules(tail)...), false
+			return append(append(head, placeholder...), tail...), false
 		}
 		return append(head, placeholder...), true
 	}
-	return r.rules(content), false
+	return content, false
 }
 
 // keyBodyLine reports whether a line inside a key block is key material (base64, or the
@@ -127,48 +213,4 @@ func keyBodyLine(line []byte) bool {
 		return true
 	}
 	return base64Count(t) == len(t)
-}
-
-// rules replaces every match of the secret rules on one line, with the same filters the
-// findings use (placeholders, entropy, letters and digits), so what is redacted is what the
-// security lens reports.
-func (r *Redactor) rules(text []byte) []byte {
-	if len(text) == 0 {
-		return text
-	}
-	out := text[:len(text):len(text)] // never appended to in place
-	copied := false
-	for i := range secretRules {
-		rule := &secretRules[i]
-		if rule.id == ruleKey || !keywordPresent(rule, out) {
-			continue
-		}
-		locs := rule.re.FindAllSubmatchIndex(out, -1)
-		if len(locs) == 0 {
-			continue
-		}
-		// From the last match back, so earlier offsets stay valid.
-		for k := len(locs) - 1; k >= 0; k-- {
-			m := locs[k]
-			start, end := m[0], m[1]
-			if rule.group > 0 && 2*rule.group+1 < len(m) && m[2*rule.group] >= 0 && m[2*rule.group+1] > m[2*rule.group] {
-				start, end = m[2*rule.group], m[2*rule.group+1]
-			}
-			if rule.placeholderOK && looksLikePlaceholder(out[m[0]:m[1]]) {
-				continue
-			}
-			secret := out[start:end]
-			if rule.entropy > 0 && entropy(secret) < rule.entropy || rule.mixed && (!hasLetterAndDigit(secret) || weakWord(secret)) {
-				continue
-			}
-			if !copied {
-				out = append([]byte{}, out...)
-				copied = true
-			}
-			repl := []byte(RedactedPrefix + rule.id + "]")
-			out = append(out[:start], append(repl, out[end:]...)...)
-			r.Counts[rule.id]++
-		}
-	}
-	return out
 }

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -15,11 +16,11 @@ func TestFindingsNeverShowTheSecret(t *testing.T) {
 	cases := []struct {
 		before, secret, after, rule, shown string
 	}{
-		{`key_id = "`, "AKIA" + "Z7Q3LM4VXP2KRT5N", `"`, "aws-access-key-id", "AKIA…(20 chars)"},
+		{`key_id = "`, "AKIA" + "Z7Q3LM4VXP2KRT5N", `"`, "aws-access-token", "AKIA…(20 chars)"},
 		{`aws_secret_access_key = "`, "wJalrXUtnFEMI/K7MDENG" + "/bPxRfiCYzz9ax8Kq1W", `"`, "aws-secret-access-key", "(…(40 chars))"},
-		{`token: `, "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A", ``, "github-token", "ghp_…(40 chars)"},
-		{`password = "`, "Tr0ub4dor" + "&3xyzQ", `"`, "hardcoded-password", "(…(15 chars))"},
-		{`STRIPE = "`, "sk_" + "live_4eC39HqLyjWDarjtT1zdp7dc", `"`, "stripe-live-key", "sk_live_…(32 chars)"},
+		{`token: `, "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A", ``, "github-pat", "ghp_…(40 chars)"},
+		{`password = "`, "Tr0ub4dor" + "&3xyzQ", `"`, "credential-literal", "(…(15 chars))"},
+		{`STRIPE = "`, "sk_" + "live_4eC39HqLyjWDarjtT1zdp7dc", `"`, "stripe-access-token", "sk_live_…(32 chars)"},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -92,14 +93,14 @@ func TestRedactor(t *testing.T) {
 		t.Fatal("the input was modified")
 	}
 	want := "diff --git a/k.txt b/k.txt\n--- a/k.txt\n+++ b/k.txt\n@@ -1,2 +1,6 @@\n" +
-		" id = [redacted aws-access-key-id]\r\n" +
+		" id = [redacted aws-access-token]\r\n" +
 		"+[redacted private-key]\r\n+[redacted private-key]\r\n+[redacted private-key]\r\n+[redacted private-key]\r\n" +
-		"-old token [redacted github-token] and [redacted github-token]\n" +
+		"-old token [redacted github-pat] and [redacted github-pat]\n" +
 		"+after the key\n"
 	if out != want {
 		t.Fatalf("redacted diff:\n%q\nwant:\n%q", out, want)
 	}
-	if r.Counts["aws-access-key-id"] != 1 || r.Counts["private-key"] != 1 || r.Counts["github-token"] != 2 || r.Total() != 4 {
+	if r.Counts["aws-access-token"] != 1 || r.Counts["private-key"] != 1 || r.Counts["github-pat"] != 2 || r.Total() != 4 {
 		t.Fatalf("counts %v", r.Counts)
 	}
 	// A key header without an END line stops at the first line that is not key material.
@@ -136,4 +137,13 @@ func FuzzRedactor(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRedactorFreeText: an environment snippet pasted into a description is redacted as in a
+// configuration file.
+func TestRedactorFreeText(t *testing.T) {
+	v := gen{rand.New(rand.NewPCG(5, 5))}.alnum(20)
+	if got := NewRedactor().Text("Deploy with\n\nDB_PASSWORD=" + v + "\n"); strings.Contains(got, v) {
+		t.Fatalf("not redacted: %q", got)
+	}
 }

@@ -12,7 +12,7 @@ import (
 
 // Planted secrets, assembled at run time so this file stays clean for the builtin reviewer.
 var (
-	plantedAWSKey    = "AKIA" + "Q7ZP3LM4VXN2KRT8"
+	plantedAWSKey    = "AKIA" + "Q7ZP3LM4VXN2KRT6"
 	plantedAWSSecret = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYzz9ax8Kq1W"
 	plantedGitHub    = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
 	plantedKeyLines  = []string{
@@ -75,7 +75,7 @@ func TestNoSecretReachesTheModel(t *testing.T) {
 				}
 			}
 		}
-		for _, want := range []string{"[redacted github-token]", "[redacted aws-access-key-id]", "[redacted aws-secret-access-key]", "[redacted private-key]"} {
+		for _, want := range []string{"[redacted github-pat]", "[redacted aws-access-token]", "[redacted aws-secret-access-key]", "[redacted private-key]"} {
 			if !strings.Contains(body, want) {
 				t.Errorf("request %d has no %s placeholder", i, want)
 			}
@@ -87,7 +87,7 @@ func TestNoSecretReachesTheModel(t *testing.T) {
 	}
 	in := d.ModelInput
 	if !in.Sent || !slices.Equal(in.WithheldFiles, []string{".env.production"}) || in.RedactedValues < 6 ||
-		in.RedactedKinds["private-key"] != 2 || in.RedactedKinds["github-token"] != 3 {
+		in.RedactedKinds["private-key"] != 2 || in.RedactedKinds["github-pat"] != 3 {
 		t.Fatalf("model input %+v", in)
 	}
 	var gap bool
@@ -104,7 +104,7 @@ func TestNoSecretReachesTheModel(t *testing.T) {
 	for _, f := range lens(d, "security").Findings {
 		rules[f.Rule] = true
 	}
-	for _, r := range []string{"aws-access-key-id", "github-token", "private-key", "env-credential"} {
+	for _, r := range []string{"aws-access-token", "github-pat", "private-key", "credential-assignment"} {
 		if !rules[r] {
 			t.Errorf("the builtin security lens missed %s: %v", r, rules)
 		}
