@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -121,22 +120,22 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := classify(tt.err, 10*time.Second)
-			var pe *backoff.PermanentError
-			if errors.As(got, &pe) != tt.permanent {
-				t.Fatalf("classify = %v, permanent want %v", got, tt.permanent)
+			v := classifyGitHub(tt.err)
+			if v.Retry == tt.permanent {
+				t.Fatalf("classify = %+v, permanent want %v", v, tt.permanent)
 			}
-			var ra *backoff.RetryAfterError
-			if tt.after > 0 && (!errors.As(got, &ra) || ra.Duration != tt.after) {
-				t.Fatalf("classify = %v, want retry after %s", got, tt.after)
+			// A primary limit's wait is counted from now, so allow for the time the test took.
+			if tt.after > 0 && (v.After > tt.after+time.Second || v.After < tt.after-time.Second) {
+				t.Fatalf("classify = %+v, want retry after %s", v, tt.after)
 			}
 		})
 	}
-	// A reset far beyond the backoff cap is not waited for: it is an outage for this run.
+	// A reset far beyond the longest wait is not waited for: it is an outage for this run.
 	far := &github.RateLimitError{Rate: github.Rate{Reset: github.Timestamp{Time: time.Now().Add(time.Hour)}}, Response: &http.Response{StatusCode: 403}}
-	var ra *backoff.RetryAfterError
-	if got := classify(far, 10*time.Second); errors.As(got, &ra) {
-		t.Fatalf("waited %s for a rate-limit reset an hour away", ra.Duration)
+	f := Fetcher{Attempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Second}
+	var oe *OperationalError
+	if err := f.do(context.Background(), "read", func(context.Context) error { return far }); !errors.As(err, &oe) || oe.Attempts != 1 {
+		t.Fatalf("a rate-limit reset an hour away: %v, want an outage after one attempt", err)
 	}
 }
 
@@ -222,4 +221,35 @@ func (handlerFunc) Handles() []string { return []string{"pull_request"} }
 func (f handlerFunc) Handle(context.Context, string, string, []byte) error {
 	f()
 	return nil
+}
+
+// A read is compared with the event by head, updated_at and, within the same second, the body.
+func TestReadAgeAgainstTheEvent(t *testing.T) {
+	at := time.Date(2026, 12, 5, 12, 0, 5, 0, time.UTC)
+	pr := func(head string, updated time.Time, body string) *github.PullRequest {
+		return &github.PullRequest{Head: &github.PullRequestBranch{SHA: github.String(head)},
+			UpdatedAt: &github.Timestamp{Time: updated}, Body: github.String(body)}
+	}
+	seen := JobExtra{UpdatedAt: at, BodyDigest: bodyDigest("edited")}
+	tests := []struct {
+		name string
+		pr   *github.PullRequest
+		seen JobExtra
+		want readAge
+	}{
+		{"the event's state", pr("b", at, "edited"), seen, readCurrent},
+		{"changed since, same head", pr("b", at.Add(time.Second), "later"), seen, readCurrent},
+		{"older head, older time: lag", pr("a", at.Add(-time.Second), "edited"), seen, readOlder},
+		{"same head, older time: an edit not shown yet", pr("b", at.Add(-time.Second), "before"), seen, readOlder},
+		{"another head, later time: a newer push", pr("c", at.Add(time.Second), "edited"), seen, readNewer},
+		{"same second, body before the edit", pr("b", at, "before"), seen, readUnknown},
+		{"same second, another head", pr("a", at, "edited"), seen, readUnknown},
+		{"no timestamps: the head decides", pr("b", time.Time{}, ""), JobExtra{}, readCurrent},
+		{"no timestamps, another head", pr("a", at, ""), JobExtra{}, readUnknown},
+	}
+	for _, tt := range tests {
+		if got := ageOf(tt.pr, "b", tt.seen); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }
