@@ -423,6 +423,10 @@ func suggestHint(key string, candidates []string) string {
 	return "remove it; known keys are " + strings.Join(candidates, ", ")
 }
 
+// Nearest returns the candidate closest to s by edit distance, or "" when none is close enough
+// to be a plausible typo of it.
+func Nearest(s string, candidates []string) string { return nearest(s, candidates) }
+
 // nearest returns the candidate closest to s by edit distance, or "" when none is close enough
 // to be a plausible typo.
 func nearest(s string, candidates []string) string {

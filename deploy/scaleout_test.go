@@ -145,6 +145,8 @@ func (s *scaleOut) payloadFor(pr int, head string) []byte {
 	pull := p["pull_request"].(map[string]any)
 	pull["number"], pull["id"], pull["node_id"] = pr, stored.ID, stored.NodeID
 	pull["head"].(map[string]any)["sha"] = head
+	// As GitHub's payload shows it: the pull request's state right after the push.
+	pull["updated_at"], pull["body"] = stored.UpdatedAt.UTC().Format(time.RFC3339), stored.Body
 	body, err := json.Marshal(p)
 	if err != nil {
 		s.t.Fatal(err)

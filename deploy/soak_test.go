@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -96,7 +97,7 @@ func TestSoak(t *testing.T) {
 
 	var sentIDs []string
 	bodies := map[string][]byte{}
-	deliveries, redeliveries, injected := 0, 0, 0
+	deliveries, redeliveries, injected, edited := 0, 0, 0, 0
 	for round := range rounds {
 		for _, f := range soakFaults {
 			fault := f.fault
@@ -114,9 +115,24 @@ func TestSoak(t *testing.T) {
 			pause := time.Duration(rng.IntN(40)) * time.Millisecond
 			wg.Add(1)
 			sem <- struct{}{}
+			edits := rng.IntN(3) == 0
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
+				if edits {
+					// The author edits the body before pushing again, in front of lensgate's block.
+					line := fmt.Sprintf("Round %d: the author adds a line.\n", round)
+					s.fe.gh.EditPullBody(s.repo, pr, func(b string) string { return line + b })
+					id := fmt.Sprintf("soak-edit-%d-%d", round, pr)
+					body := s.editedPayload(pr)
+					s.send(web, id, body)
+					mu.Lock()
+					authors[pr] = line + authors[pr]
+					sentIDs = append(sentIDs, id)
+					bodies[id] = body
+					edited++
+					mu.Unlock()
+				}
 				for p := range pushes {
 					head := s.nextHead(pr)
 					s.fe.gh.Push(s.repo, pr, head, soakDiff(pr, round*10+p), nil)
@@ -226,8 +242,26 @@ func TestSoak(t *testing.T) {
 	var takenOver int
 	_ = s.pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'lensgate_review' AND args->>'rerun' LIKE 'resume-%'`).Scan(&takenOver)
 	calls := s.fe.gh.TotalCalls()
-	t.Logf("soak: %d pull requests, %d rounds, %d pushes, %d redeliveries, %d injected GitHub faults in %d calls (%.1f%%), 1 graceful and 1 hard worker restart; sent in %s, settled in %s; jobs by state %v, %d taken over from the killed worker",
-		len(prs), rounds, deliveries, redeliveries, injected, calls, 100*float64(injected)/float64(max(calls, 1)), sent.Round(time.Second), settled.Round(time.Second), states, takenOver)
+	t.Logf("soak: %d pull requests, %d rounds, %d pushes, %d author edits, %d redeliveries, %d injected GitHub faults in %d calls (%.1f%%), 1 graceful and 1 hard worker restart; sent in %s, settled in %s; jobs by state %v, %d taken over from the killed worker",
+		len(prs), rounds, deliveries, edited, redeliveries, injected, calls, 100*float64(injected)/float64(max(calls, 1)), sent.Round(time.Second), settled.Round(time.Second), states, takenOver)
+}
+
+// editedPayload is the pull_request.edited payload of pr's body edit, as the author's edit
+// sends it.
+func (s *scaleOut) editedPayload(pr int) []byte {
+	s.t.Helper()
+	p := map[string]any{}
+	if err := json.Unmarshal(s.payloadFor(pr, s.fe.gh.PullRequest(s.repo, pr).HeadSHA), &p); err != nil {
+		s.t.Fatal(err)
+	}
+	p["action"] = "edited"
+	p["changes"] = map[string]any{"body": map[string]any{"from": "the body before"}}
+	delete(p, "after")
+	body, err := json.Marshal(p)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return body
 }
 
 // saveFailure writes into dir what a failed soak leaves to read: every process's log, the check

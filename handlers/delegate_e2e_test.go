@@ -208,6 +208,9 @@ func newDelegateEnvWith(t *testing.T, ds delegateSetup) *delegateEnv {
 	for path, body := range files {
 		de.gh.SetFile(fixtureRepo, fixtureRef, path, body)
 	}
+	// The set-up precedes the events the tests send, whose payloads do not carry the body above:
+	// GitHub's replicas have caught up with it by then.
+	de.gh.CatchUp()
 	return de
 }
 

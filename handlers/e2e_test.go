@@ -318,14 +318,18 @@ func TestSnapshotRetriesTransientFailures(t *testing.T) {
 		{"429 then ok", func(gh *githubfake.Server) {
 			gh.Inject(routeCommits, githubfake.Fault{Status: http.StatusTooManyRequests, RetryAfter: 0, Times: 1})
 		}},
-		{"secondary rate limit", func(gh *githubfake.Server) { gh.SecondaryRateLimitNext(routeCommits, 0, 1) }},
+		// GitHub names the wait of a secondary limit; one under the longest wait is waited out.
+		{"secondary rate limit", func(gh *githubfake.Server) { gh.SecondaryRateLimitNext(routeCommits, 1, 1) }},
 		{"timeout", func(gh *githubfake.Server) { gh.DelayNext(routeGetPull, 3*time.Second, 1) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// The client timeout stays under the injected delay but leaves a loaded machine room
 			// for the start-up GET /app.
-			e := newEnv(t, func(c *config.Server, _ *handlers.Options) { c.GitHub.Timeout = 2 * time.Second })
+			e := newEnv(t, func(c *config.Server, o *handlers.Options) {
+				c.GitHub.Timeout = 2 * time.Second
+				o.MaxBackoff = 2 * time.Second // room for the secondary limit's Retry-After
+			})
 			e.addFixturePR(readmeDiff)
 			tt.inject(e.gh)
 			e.send("pull_request", "d-retry", fixture(t, "pull_request.opened.payload.json"))
@@ -448,7 +452,12 @@ func TestHeadNotYetVisibleIsReadAgain(t *testing.T) {
 	e.gh.OnNext(routeGetPull, func(*http.Request) {
 		e.gh.OnNext(routeGetPull, func(*http.Request) { e.gh.Push(fixtureRepo, fixturePR, newHead, []byte(readmeDiff), nil) })
 	})
-	e.send("pull_request", "d-lag", withHead(fixture(t, "pull_request.synchronize.payload.json"), newHead))
+	// The push happens between the reads here, so the payload's updated_at is set by hand: not
+	// after the state the first read shows, as GitHub's would be.
+	updated := e.gh.PullRequest(fixtureRepo, fixturePR).UpdatedAt.Format(time.RFC3339)
+	e.send("pull_request", "d-lag", setJSON(t, withHead(fixture(t, "pull_request.synchronize.payload.json"), newHead), func(m map[string]any) {
+		m["pull_request"].(map[string]any)["updated_at"] = updated
+	}))
 	e.drain()
 	pubs := e.pub.all()
 	if len(pubs) != 1 || pubs[0].Decision.Subject.HeadSHA != newHead {
@@ -461,6 +470,8 @@ func TestStaleJobIsSkipped(t *testing.T) {
 	e.addFixturePR(readmeDiff)
 	shown := strings.Repeat("cd", 20)
 	e.gh.Push(fixtureRepo, fixturePR, shown, []byte(readmeDiff), nil)
+	// The push is long past: GitHub's replicas show it already.
+	e.gh.CatchUp()
 	// The event names the older head; the pull request has moved on and stays there, and the
 	// newer push's own event never comes (lost, or received before this one and overtaken).
 	// The older head is not reviewed; the head GitHub shows is, once.

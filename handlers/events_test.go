@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -276,9 +277,13 @@ func TestEditedBodyRebinds(t *testing.T) {
 	e := newEnv(t)
 	e.addFixturePR(readmeDiff)
 	e.gh.SetPullBody(fixtureRepo, fixturePR, "a new description")
+	// The event shows the edit as GitHub sends it; the API shows it only after the read lag.
+	updated := e.gh.PullRequest(fixtureRepo, fixturePR).UpdatedAt.Format(time.RFC3339)
 	edited := setJSON(t, fixture(t, "pull_request.opened.payload.json"), func(m map[string]any) {
 		m["action"] = "edited"
 		m["changes"] = map[string]any{"body": map[string]any{"from": "old"}}
+		pr := m["pull_request"].(map[string]any)
+		pr["body"], pr["updated_at"] = "a new description", updated
 	})
 	if code, body := e.send("pull_request", "d-edit", edited); code != http.StatusAccepted {
 		t.Fatalf("%d %q", code, body)

@@ -243,6 +243,7 @@ func (e *env) addFixturePR(diff string) {
 // send posts a signed webhook and returns the status and body.
 func (e *env) send(event, delivery string, body []byte) (int, string) {
 	e.t.Helper()
+	body = e.gh.StampPullRequestEvent(event, body)
 	req, err := githubfake.WebhookRequest(e.http.URL+handlers.RouteHook, event, delivery, e.gh.WebhookSecret(), body)
 	if err != nil {
 		e.t.Fatal(err)

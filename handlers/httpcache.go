@@ -82,6 +82,10 @@ func (c *responseCache) remove(key string) {
 // conditionalRequests revalidates repeated GETs through cache. A diff or patch is fetched
 // around it: it shares the pull request's URL (only Accept differs), and storing it would
 // push the pull request's own entry out.
+//
+// go-githubapp's WithClientCaching(alwaysValidate) is not used for two reasons: it stores diffs
+// under the pull request's key, and it only rewrites a max-age directive, so an answer whose
+// freshness comes from Expires (or a future directive) would still be served unasked.
 func conditionalRequests(cache httpcache.Cache) githubapp.ClientMiddleware {
 	return func(next http.RoundTripper) http.RoundTripper {
 		cached := &httpcache.Transport{Transport: revalidateAlways{next}, Cache: cache}
@@ -94,13 +98,19 @@ func conditionalRequests(cache httpcache.Cache) githubapp.ClientMiddleware {
 	}
 }
 
-// revalidateAlways marks every response as one to revalidate before reuse.
+// revalidateAlways makes every answer one to revalidate before reuse, whatever freshness GitHub
+// gave it. GitHub sends "Cache-Control: private, max-age=60, s-maxage=60" on 200s and repeats it
+// on 304s; httpcache copies a 304's headers onto the stored answer, so the 304s are rewritten as
+// well, or the stored answer would count as fresh for another minute after the first 304. Expires
+// goes too (it sets freshness when no max-age does), and with it any stale-if-error, so a
+// failed read is never answered from the store either.
 type revalidateAlways struct{ next http.RoundTripper }
 
 func (t revalidateAlways) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
-	if err == nil && resp.StatusCode == http.StatusOK {
+	if err == nil && resp != nil {
 		resp.Header.Set("Cache-Control", "no-cache")
+		resp.Header.Del("Expires")
 	}
 	return resp, err
 }

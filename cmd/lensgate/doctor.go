@@ -16,6 +16,9 @@ import (
 type doctorCmd struct {
 	Config string `default:".asdd.yml" placeholder:"FILE" help:"The .asdd.yml to check (a .yaga.toml or pyproject.toml is checked as a policy); default: .asdd.yml in the current directory."`
 	Format string `default:"text" enum:"text,json" help:"Output format: text or json."`
+	// Preset declares the operator's presets, so a lens using one is not taken for a lens the
+	// builtin runtime cannot review.
+	Preset map[string]string `placeholder:"NAME=RUNTIME" help:"Operator-defined preset, as given to review or serve: lenses whose preset is NAME are reviewed by RUNTIME. Repeatable."`
 }
 
 type doctorReport struct {
@@ -37,6 +40,9 @@ func (c *doctorCmd) Run(e *env) error {
 	if config.IsRepoConfig(path) {
 		repo, probs := config.CheckRepo(path, data)
 		rep.problems, rep.ignored, rep.defaults, pol = probs, repo.Ignored, repo.PolicyDefaulted, repo.Policy
+		if len(probs) == 0 {
+			rep.problems = builtinPresetProblems(path, repo, c.Preset)
+		}
 	} else {
 		p, err := config.ParseYAGATOML(path, data)
 		if err != nil {

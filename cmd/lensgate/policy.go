@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/review/policy"
 )
 
@@ -75,6 +77,17 @@ func loadPlan(file string) (policy.Plan, error) {
 }
 
 func (c *policyCheckCmd) Run(e *env) error {
+	// An .asdd.yml also says which runtime reviews its lenses: a lens the builtin runtime has no
+	// checks for would stay pending on every review, so the check refuses it.
+	if path := resolvePath(c.File); config.IsRepoConfig(path) {
+		if data, err := readConfig(path); err == nil {
+			if repo, probs := config.CheckRepo(path, data); len(probs) == 0 {
+				if ps := builtinPresetProblems(path, repo, nil); len(ps) > 0 {
+					return policyFail(e, errors.New(ps[0].Message+" ("+ps[0].Hint+")"), c.Format)
+				}
+			}
+		}
+	}
 	return renderPlan(e, c.File, c.Format, policy.RenderCheck)
 }
 

@@ -38,7 +38,7 @@ type reviewCmd struct {
 	Runtime  string            `placeholder:"NAME" help:"Default runtime for lenses whose preset names none (builtin, openai, dryrun, or an adapter name)."`
 	Adapters string            `placeholder:"DIR" help:"Directory of operator-installed review adapters, enabled as exec runtimes."`
 	Preset   map[string]string `placeholder:"NAME=RUNTIME" help:"Operator-defined preset: lenses whose preset is NAME are reviewed by the enabled runtime RUNTIME. Repeatable."`
-	Format   string            `default:"text" enum:"text,json,markdown" help:"Output format: text, json or markdown."`
+	Format   string            `default:"text" enum:"text,json,markdown,sarif" help:"Output format: text, json, markdown or sarif (SARIF 2.1.0, for code scanning; the receipt and observation, when signed, are run properties)."`
 	SignKey  string            `placeholder:"FILE" help:"Ed25519 key file (lensgate keygen): also print the signed receipt."`
 	// WitnessKey signs what this process observed while it ran the lenses, beside the receipt.
 	WitnessKey string `placeholder:"FILE" help:"Ed25519 witness key file (lensgate keygen, not the --sign-key): also print the runner's signed observation of the review. Needs --sign-key."`
@@ -308,6 +308,15 @@ func writeReview(w io.Writer, format string, d *review.Decision, disc *disclosur
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		return enc.Encode(doc)
+	case "sarif":
+		var receipt, observed []byte
+		if disc != nil {
+			receipt = disc.Receipt.Envelope
+		}
+		if obs != nil {
+			observed = obs.Envelope
+		}
+		return writeSARIF(w, d, receipt, observed)
 	case "markdown":
 		fmt.Fprint(w, d.Comment)
 	default:
@@ -358,6 +367,10 @@ func writeText(w io.Writer, d *review.Decision) {
 				loc = fmt.Sprintf("%s:%d", loc, f.Line)
 			}
 			fmt.Fprintf(w, "  %-8s %-12s %s  %s  [%s]\n", f.Severity, f.Lens, loc, review.PlainText(f.Title), f.ID)
+			// The message says what is wrong and how to fix it; the title alone does not.
+			if body := review.PlainText(f.Body); body != "" {
+				fmt.Fprintf(w, "           %s\n", body)
+			}
 		}
 	}
 	status, pending := d.ReportedCoverage()

@@ -160,8 +160,9 @@ func TestPublicRepositoryWithoutLogin(t *testing.T) {
 func TestStaleHeadOffersRerunToWritersOnly(t *testing.T) {
 	st := newStack(t, stackOptions{})
 	st.review(stackOptions{})
-	// A push whose webhook never arrived.
+	// A push whose webhook never arrived, long enough ago for GitHub's replicas to show it.
 	st.gh.Push(fixtureRepo, fixturePR, newHead, []byte(fixtureDiff+"+TODO: more\n"), nil)
+	st.gh.CatchUp()
 
 	rc := st.client()
 	st.login(rc, reader)
@@ -326,5 +327,22 @@ func TestPolicyProblemsAndFileAreShown(t *testing.T) {
 	}
 	if !strings.Contains(body, `/Codertocat/Hello-World/blob/master/.asdd.yml"><code>.asdd.yml</code>`) || !strings.Contains(body, "unknown key &#34;version&#34;") {
 		t.Fatalf("the policy file is not linked at its ref:\n%s", body[strings.Index(body, `id="policy"`):][:800])
+	}
+}
+
+// The page reads GitHub through the server's cache, which revalidates every stored answer: read
+// twice before the review (a 200, then a 304 that repeats GitHub's max-age=60), the page still
+// checks the receipt against the body as GitHub serves it after lensgate's own body write.
+func TestPageChecksTheLiveBody(t *testing.T) {
+	st := newStack(t, stackOptions{})
+	c := st.client()
+	st.login(c, writer)
+	get(t, c, st.pageURL(""))
+	get(t, c, st.pageURL(""))
+	st.review(stackOptions{})
+	st.gh.CatchUp() // GitHub's replicas show lensgate's body write by now
+	_, body, _ := get(t, c, st.pageURL(""))
+	if !strings.Contains(body, "the server's verifier says ok") || !strings.Contains(body, "The pull request body as GitHub serves it now was checked too.") {
+		t.Fatalf("the server's check is not ok against the current body; body:\n%s", body)
 	}
 }

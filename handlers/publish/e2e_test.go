@@ -339,6 +339,7 @@ func (st *stack) start(with ...func(*handlers.Options)) {
 
 func (st *stack) send(event, delivery string, body []byte) {
 	st.t.Helper()
+	body = st.gh.StampPullRequestEvent(event, body)
 	req, err := githubfake.WebhookRequest(st.srv.URL+handlers.RouteHook, event, delivery, st.gh.WebhookSecret(), body)
 	if err != nil {
 		st.t.Fatal(err)
@@ -556,11 +557,13 @@ func TestServerStackEndToEnd(t *testing.T) {
 	if c := st.calls["opened"]; c[1] != 5 || c[0] > 12 {
 		t.Errorf("opened: %d calls, %d writes; want 5 writes and at most 12 calls", c[0], c[1])
 	}
-	if c := st.calls["synchronize"]; c[1] != 5 || c[0] > 9 {
-		t.Errorf("synchronize: %d calls, %d writes; want 5 writes and at most 9 calls", c[0], c[1])
+	// With GitHub's read lag, the read that finally shows the push (or lensgate's own body write)
+	// is one more counted read: the reads while the replicas lag are 304s.
+	if c := st.calls["synchronize"]; c[1] != 5 || c[0] > 10 {
+		t.Errorf("synchronize: %d calls, %d writes; want 5 writes and at most 10 calls", c[0], c[1])
 	}
-	if c := st.calls["redelivery+rerun"]; c[1] != 2 || c[0] > 7 {
-		t.Errorf("re-run of an unchanged head: %d calls, %d writes; want 2 writes (create and complete a new gate check) and at most 7 calls", c[0], c[1])
+	if c := st.calls["redelivery+rerun"]; c[1] != 2 || c[0] > 8 {
+		t.Errorf("re-run of an unchanged head: %d calls, %d writes; want 2 writes (create and complete a new gate check) and at most 8 calls", c[0], c[1])
 	}
 }
 

@@ -107,6 +107,9 @@ func newTestEnv(t *testing.T, opts ...func(*Options)) *testEnv {
 
 // subject binds the pull request as the worker would, from the fake's current state.
 func (e *testEnv) subject() *review.Subject {
+	// The worker binds a subject only once GitHub shows the event's state (it waits out the read
+	// lag); the publisher is driven directly here, so GitHub's replicas are caught up first.
+	e.gh.CatchUp()
 	pr := e.gh.PullRequest(repoFull, e.pr.Number)
 	s := &review.Subject{
 		Kind: review.KindPullRequest, Owner: "acme", Repo: "widgets", Number: pr.Number,
@@ -558,7 +561,9 @@ func TestAuthorEditWhilePublishing(t *testing.T) {
 	const route = "GET /repos/{owner}/{repo}/pulls/{number}"
 	edited := authorTxt + "Edited while the review ran.\n"
 	// The author edits after the snapshot was bound: the read right before the body write sees it.
-	e.gh.OnNext(route, func(*http.Request) { e.gh.SetPullBody(repoFull, 1, edited) })
+	// The edit is old enough for GitHub's replicas to show it; one they do not show yet cannot be
+	// seen by any read (GitHub has no conditional write), see docs/publishing.md.
+	e.gh.OnNext(route, func(*http.Request) { e.gh.SetPullBody(repoFull, 1, edited); e.gh.CatchUp() })
 	if err := e.runOnce("d1", review.OutcomeFailed); err != nil {
 		t.Fatal(err)
 	}

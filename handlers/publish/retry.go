@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/rs/zerolog"
+
+	"github.com/lensgate/lensgate/internal/retry"
 )
 
 // Retry bounds how GitHub failures are retried.
@@ -58,48 +57,23 @@ func statusOf(resp *github.Response, err error) int {
 	return 0
 }
 
-// retryWait decides whether a failure is worth another try and how long to wait first.
-func (r Retry) retryWait(resp *github.Response, err error, attempt int) (time.Duration, bool) {
-	var abuse *github.AbuseRateLimitError
-	if errors.As(err, &abuse) {
-		if abuse.RetryAfter != nil {
-			return *abuse.RetryAfter, true
-		}
-		return r.backoff(attempt) * 4, true
-	}
-	var rl *github.RateLimitError
-	if errors.As(err, &rl) {
-		return time.Until(rl.Rate.Reset.Time) + time.Second, true
-	}
+// classify judges a failed GitHub call by lensgate's one retry classification
+// (retry.GitHub); a removed installation is final, and an error that carries no GitHub answer
+// is judged by the status of the response that came with it, when one did.
+func classify(resp *github.Response, err error) retry.Verdict {
 	if pull.InstallationGone(err) {
-		return 0, false
+		return retry.Final()
 	}
-	status := statusOf(resp, err)
-	switch {
-	case status == http.StatusTooManyRequests:
-		if resp != nil {
-			if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s >= 0 {
-				return time.Duration(s) * time.Second, true
-			}
-		}
-		return r.backoff(attempt) * 4, true
-	case status >= 500:
-		return r.backoff(attempt), true
-	case status == 0:
-		var ne net.Error
-		if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
-			return r.backoff(attempt), true
-		}
+	var (
+		er    *github.ErrorResponse
+		abuse *github.AbuseRateLimitError
+		rl    *github.RateLimitError
+	)
+	answered := errors.As(err, &er) || errors.As(err, &abuse) || errors.As(err, &rl)
+	if !answered && resp != nil && resp.Response != nil && resp.StatusCode >= 300 {
+		return retry.HTTPStatus(resp.StatusCode, resp.Header)
 	}
-	return 0, false
-}
-
-func (r Retry) backoff(attempt int) time.Duration {
-	d := r.Backoff
-	for i := 1; i < attempt && d < r.MaxWait; i++ {
-		d *= 2
-	}
-	return min(d, r.MaxWait)
+	return retry.GitHub(err)
 }
 
 // call runs fn with retries. Before a retry, recheck (when set) reports whether the write
@@ -112,59 +86,49 @@ func (p *Publisher) call(ctx context.Context, op string, fn func(context.Context
 // before the attempt's own deadline starts, and the release it returns runs once the attempt
 // is answered.
 func (p *Publisher) callIn(ctx context.Context, op string, fn func(context.Context) (*github.Response, error), recheck func(context.Context) (bool, error), take func(context.Context) (func(), error)) error {
-	attempts := max(p.retry.Attempts, 1)
-	var lastErr error
+	var lastResp *github.Response
 	var lastStatus int
-	for attempt := 1; attempt <= attempts; attempt++ {
-		if attempt > 1 && recheck != nil {
-			done, err := recheck(ctx)
-			if err != nil {
-				// Not knowing whether the write landed, repeating it could duplicate it.
-				return &CallError{Op: op, Status: lastStatus, Err: errors.Join(lastErr, fmt.Errorf("re-check before retrying: %w", err))}
-			}
-			if done {
-				zerolog.Ctx(ctx).Info().Str("op", op).Msg("write landed despite the failed answer; not repeated")
-				return nil
-			}
-		}
+	attempt := func(ctx context.Context, _ int) error {
 		release := func() {}
 		if take != nil {
 			r, err := take(ctx)
 			if err != nil {
-				return &CallError{Op: op, Status: lastStatus, Err: errors.Join(lastErr, err)}
+				return fmt.Errorf("wait for a write slot: %w", err)
 			}
 			release = r
 		}
 		// A per-call deadline keeps a hung connection from eating the whole job.
 		cctx, cancel := context.WithTimeout(ctx, p.callTimeout)
+		defer cancel()
 		resp, err := fn(cctx)
-		cancel()
 		release()
-		if err == nil {
-			return nil
+		if err != nil {
+			lastResp, lastStatus = resp, statusOf(resp, err)
 		}
-		if ctx.Err() != nil {
-			return &CallError{Op: op, Err: ctx.Err()}
-		}
-		lastErr, lastStatus = err, statusOf(resp, err)
-		wait, retry := p.retry.retryWait(resp, err, attempt)
-		if !retry || attempt == attempts {
-			break
-		}
-		if wait > p.retry.MaxWait {
-			zerolog.Ctx(ctx).Warn().Str("op", op).Dur("retry_after", wait).Msg("GitHub asks to wait longer than allowed; giving up")
-			break
-		}
-		zerolog.Ctx(ctx).Warn().Str("op", op).Int("status", lastStatus).Int("attempt", attempt).Dur("wait", wait).Msg("GitHub call failed; retrying")
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return &CallError{Op: op, Status: lastStatus, Err: ctx.Err()}
-		case <-t.C:
-		}
+		return err
 	}
-	return &CallError{Op: op, Status: lastStatus, Err: lastErr}
+	opts := []retry.Option{retry.WithNotify(func(err error, n int, wait time.Duration) {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("op", op).Int("status", lastStatus).Int("attempt", n).Dur("wait", wait).Msg("GitHub call failed; retrying")
+	})}
+	if recheck != nil {
+		opts = append(opts, retry.WithRecheck(func(ctx context.Context) (bool, error) {
+			landed, err := recheck(ctx)
+			if landed {
+				zerolog.Ctx(ctx).Info().Str("op", op).Msg("write landed despite the failed answer; not repeated")
+			}
+			return landed, err
+		}))
+	}
+	policy := retry.Policy{Attempts: p.retry.Attempts, Initial: p.retry.Backoff, MaxWait: p.retry.MaxWait}
+	err := retry.Do(ctx, policy, func(err error) retry.Verdict { return classify(lastResp, err) }, attempt, opts...)
+	if err == nil {
+		return nil
+	}
+	var ex *retry.ExhaustedError
+	if errors.As(err, &ex) {
+		err = ex.Err
+	}
+	return &CallError{Op: op, Status: lastStatus, Err: err}
 }
 
 // DefaultContentSpacing is GitHub's guidance for content-creating requests: one a second.

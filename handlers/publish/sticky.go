@@ -313,6 +313,7 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 			r.keepObservation(prior, priorObservation)
 		}
 	}
+	body, revised = r.bodySinceOwnWrite(ctx, tgt, body, revised, prior, sticky)
 	for attempt := 0; attempt < 3; attempt++ {
 		prepared, err := block.Prepare(body)
 		if err != nil {
@@ -381,13 +382,82 @@ func (r *run) disclose(ctx context.Context, tgt bodyTarget, body string, revised
 		r.fail(r.p.call(ctx, "update body", func(ctx context.Context) (*github.Response, error) {
 			return tgt.write(ctx, disc.Body)
 		}, func(ctx context.Context) (bool, error) {
-			now, _, err := tgt.read(ctx)
-			return err == nil && now == disc.Body, err
+			return r.bodyLanded(ctx, tgt, disc.Body)
 		}))
 		return rc
 	}
 	r.notes = append(r.notes, "the body kept changing while publishing; disclosure block not written this run")
 	return prior
+}
+
+// How long a body read that predates lensgate's own last body write is read again: GitHub's
+// replicas can show the body from before that write for a moment after it.
+const (
+	ownWriteLagWait     = 10 * time.Second
+	ownWriteLagMaxPause = time.Second
+	// landedCheckWait bounds the re-reads that look for a body write whose answer was lost.
+	landedCheckWait = 3 * time.Second
+)
+
+// bodySinceOwnWrite returns a body read no older than lensgate's own last publication. The body
+// is written before the sticky comment, so a body that does not show the sticky's receipt and was
+// not revised after the sticky was written predates that write (or was edited in the same
+// second): it is read again until it shows the receipt or a later revision, or ownWriteLagWait
+// passes. Splicing the block into the older body would sign and write a stale body, and would
+// drop an author's edit made meanwhile from the next read.
+func (r *run) bodySinceOwnWrite(ctx context.Context, tgt bodyTarget, body string, revised time.Time, prior *receiptInfo, sticky *github.IssueComment) (string, time.Time) {
+	if prior == nil || sticky == nil || sticky.UpdatedAt == nil {
+		return body, revised
+	}
+	written := sticky.GetUpdatedAt().Time
+	stale := func(b string, rev time.Time) bool {
+		return !bodyShowsReceipt(b, prior.fileDigest) && !rev.After(written)
+	}
+	if !stale(body, revised) {
+		return body, revised
+	}
+	pause := 50 * time.Millisecond
+	// Measured on the wall clock: the wait is for GitHub's replicas.
+	for deadline := time.Now().Add(ownWriteLagWait); time.Now().Before(deadline); pause = min(2*pause, ownWriteLagMaxPause) {
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return body, revised
+		}
+		b, rev, err := tgt.read(ctx)
+		if err != nil || r.movedOn {
+			return body, revised
+		}
+		if body, revised = b, rev; !stale(b, rev) {
+			return body, revised
+		}
+	}
+	r.notes = append(r.notes, "the body read does not show the last receipt lensgate published; the block is written over the body as read")
+	return body, revised
+}
+
+// bodyLanded reports whether a body write whose answer was lost landed. A read can show the body
+// from before the write for a moment (GitHub's replicas lag), so a read without it is repeated
+// for up to landedCheckWait before the write counts as lost: writing the same body again is
+// harmless, but not when an author edit came in between.
+func (r *run) bodyLanded(ctx context.Context, tgt bodyTarget, written string) (bool, error) {
+	pause := 50 * time.Millisecond
+	deadline := time.Now().Add(landedCheckWait) // the wall clock: the wait is for GitHub's replicas
+	for {
+		now, _, err := tgt.read(ctx)
+		if err != nil || now == written {
+			return err == nil, err
+		}
+		if !time.Now().Before(deadline) {
+			return false, nil
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		pause = min(2*pause, ownWriteLagMaxPause)
+	}
 }
 
 // pullTarget is the pull request body of a decision.

@@ -8,16 +8,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
-	"github.com/cenkalti/backoff/v5"
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
+	"github.com/lensgate/lensgate/internal/retry"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -56,80 +55,37 @@ type Fetcher struct {
 	MaxBackoff     time.Duration
 }
 
-// do runs op until it succeeds, fails permanently, or runs out of attempts.
+// Do runs op under lensgate's retry policy until it succeeds, fails with an answer no repeat
+// can change, or runs out of attempts; running out is an *OperationalError (an outage).
 func (f Fetcher) Do(ctx context.Context, what string, op func(context.Context) error) error {
-	attempts := max(f.Attempts, 1)
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = f.InitialBackoff
-	if b.InitialInterval <= 0 {
-		b.InitialInterval = 500 * time.Millisecond
+	maxWait := f.MaxBackoff
+	if maxWait <= 0 {
+		maxWait = 10 * time.Second
 	}
-	b.MaxInterval = f.MaxBackoff
-	if b.MaxInterval <= 0 {
-		b.MaxInterval = 10 * time.Second
-	}
-	tries := 0
-	var last error
-	permanent := false
-	_, err := backoff.Retry(ctx, func() (struct{}, error) {
-		tries++
-		err := op(ctx)
-		if err == nil {
-			return struct{}{}, nil
-		}
-		last = err
-		if ctx.Err() != nil {
-			permanent = true
-			return struct{}{}, backoff.Permanent(err)
-		}
-		c := classify(err, b.MaxInterval)
-		var pe *backoff.PermanentError
-		permanent = errors.As(c, &pe)
-		return struct{}{}, c
-	}, backoff.WithBackOff(b), backoff.WithMaxTries(uint(attempts)), backoff.WithMaxElapsedTime(0),
-		backoff.WithNotify(func(err error, d time.Duration) {
-			zerolog.Ctx(ctx).Warn().Err(last).Str("op", what).Dur("retry_in", d).Msg("github read failed, retrying")
+	policy := retry.Policy{Attempts: f.Attempts, Initial: f.InitialBackoff, MaxWait: maxWait}
+	err := retry.Do(ctx, policy, classifyGitHub, func(ctx context.Context, _ int) error { return op(ctx) },
+		retry.WithNotify(func(err error, _ int, wait time.Duration) {
+			zerolog.Ctx(ctx).Warn().Err(err).Str("op", what).Dur("retry_in", wait).Msg("github read failed, retrying")
 		}))
+	var ex *retry.ExhaustedError
 	switch {
 	case err == nil:
 		return nil
 	case ctx.Err() != nil:
-		return fmt.Errorf("%s: %w", what, context.Cause(ctx))
-	case permanent:
-		return fmt.Errorf("%s: %w", what, last)
+		return fmt.Errorf("%s: %w", what, err)
+	case errors.As(err, &ex):
+		return &OperationalError{Op: what, Attempts: ex.Attempts, Err: ex.Err}
 	}
-	return &OperationalError{Op: what, Attempts: tries, Err: last}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
-// classify marks err as permanent, as retryable, or as retryable after a server-given delay.
-func classify(err error, maxWait time.Duration) error {
-	var abuse *github.AbuseRateLimitError
-	if errors.As(err, &abuse) {
-		if d := abuse.GetRetryAfter(); d > 0 && d <= maxWait {
-			return backoff.RetryAfter(int(d.Seconds() + 0.999))
-		}
-		return err
+// classifyGitHub is retry.GitHub, except that a removed installation is final: its token
+// exchange fails like a network error, but it is an answer.
+func classifyGitHub(err error) retry.Verdict {
+	if InstallationGone(err) {
+		return retry.Final()
 	}
-	var rl *github.RateLimitError
-	if errors.As(err, &rl) {
-		if d := time.Until(rl.Rate.Reset.Time); d > 0 && d <= maxWait {
-			return backoff.RetryAfter(int(d.Seconds() + 0.999))
-		}
-		return err
-	}
-	if retryable(err) {
-		var er *github.ErrorResponse
-		if errors.As(err, &er) && er.Response != nil {
-			if s := er.Response.Header.Get("Retry-After"); s != "" {
-				var secs int
-				if _, perr := fmt.Sscanf(s, "%d", &secs); perr == nil && secs > 0 && time.Duration(secs)*time.Second <= maxWait {
-					return backoff.RetryAfter(secs)
-				}
-			}
-		}
-		return err
-	}
-	return backoff.Permanent(err)
+	return retry.GitHub(err)
 }
 
 // InstallationGone reports a token exchange GitHub answered 404: the installation was removed
@@ -137,29 +93,6 @@ func classify(err error, maxWait time.Duration) error {
 func InstallationGone(err error) bool {
 	var he *ghinstallation.HTTPError
 	return errors.As(err, &he) && he.Response != nil && he.Response.StatusCode == http.StatusNotFound
-}
-
-// retryable reports whether err is a transient GitHub or network failure.
-func retryable(err error) bool {
-	if InstallationGone(err) {
-		return false // the transport error looks like a network error, but it is an answer
-	}
-	var abuse *github.AbuseRateLimitError
-	var rl *github.RateLimitError
-	if errors.As(err, &abuse) || errors.As(err, &rl) {
-		return true
-	}
-	var er *github.ErrorResponse
-	if errors.As(err, &er) && er.Response != nil {
-		s := er.Response.StatusCode
-		return s >= 500 || s == http.StatusTooManyRequests || s == http.StatusRequestTimeout
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, http.ErrHandlerTimeout) ||
-		strings.Contains(err.Error(), "unexpected EOF") || strings.Contains(err.Error(), "connection reset")
 }
 
 // isNotFound reports a 404 from GitHub.
@@ -390,7 +323,7 @@ func (f Fetcher) FileAt(ctx context.Context, c *github.Client, owner, repo, path
 		}
 		s, err := fc.GetContent()
 		if err != nil {
-			return backoff.Permanent(err)
+			return fmt.Errorf("decode %s: %w", path, err) // not a GitHub failure: final
 		}
 		data, found = []byte(s), true
 		return nil

@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Extra is what a job carries in Job.Extra (JSON), for the worker and the publisher.
@@ -22,6 +23,10 @@ type Extra struct {
 	CheckRunID int64 `json:"check_run_id,omitempty"`
 	// Recheck counts the scheduled looks for a delegated answer.
 	Recheck int `json:"recheck,omitempty"`
+	// UpdatedAt and BodyDigest are the pull request's updated_at and body digest as the event
+	// showed them: the worker does not act on a read that is older (GitHub's replicas lag).
+	UpdatedAt  time.Time `json:"updated_at,omitzero"`
+	BodyDigest string    `json:"body_digest,omitempty"`
 }
 
 // Raw encodes x for queue.Job.Extra (nil when empty).

@@ -3,11 +3,13 @@ package webhook
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // pullRequestHandler turns pull_request events into review jobs.
@@ -23,7 +25,7 @@ func (pullRequestHandler) Handles() []string { return []string{"pull_request"} }
 var pullRequestFields = newFieldSet(
 	"action",
 	"pull_request", "pull_request.number", "pull_request.draft", "pull_request.state",
-	"pull_request.head", "pull_request.head.sha",
+	"pull_request.head", "pull_request.head.sha", "pull_request.updated_at", "pull_request.body",
 	"repository", "repository.name", "repository.owner", "repository.owner.login",
 	"installation", "installation.id",
 	"sender", "sender.login", "sender.type",
@@ -42,6 +44,7 @@ func (h pullRequestHandler) Handle(ctx context.Context, eventType, deliveryID st
 	draft := f.bool("pull_request.draft")
 	state := f.str("pull_request.state")
 	head := f.str("pull_request.head.sha")
+	seen := eventState(f.str("pull_request.updated_at"), f.str("pull_request.body"))
 	inst := f.installationID()
 	sender := f.user("sender")
 	// A new title, body or base, even null, is present as for a json.RawMessage.
@@ -88,5 +91,16 @@ func (h pullRequestHandler) Handle(ctx context.Context, eventType, deliveryID st
 		Number:         number,
 		HeadSHA:        head,
 		Reason:         reason,
+		Extra:          seen.Raw(),
 	})
+}
+
+// eventState is what the worker's first read must show at least: the pull request as of the
+// event. A malformed timestamp leaves only the head to compare.
+func eventState(updatedAt, body string) queue.Extra {
+	t, err := time.Parse(time.RFC3339, updatedAt)
+	if err != nil {
+		return queue.Extra{}
+	}
+	return queue.Extra{UpdatedAt: t.UTC(), BodyDigest: digest.SHA256Hex([]byte(body))}
 }

@@ -370,29 +370,100 @@ func (w *Worker) queueShownHead(ctx context.Context, job queue.Job, head string)
 	}
 }
 
-// headLagReads is how often the pull request is read again when GitHub's API does not show the
-// head the webhook announced yet (the API can lag the event by a moment).
-const headLagReads = 3
+// How long the worker waits for GitHub's API to catch up with a webhook: replicas can show the
+// pull request as it was before the push or edit the event announced for a moment after the
+// event. The re-reads are conditional, so those answered 304 cost no rate limit.
+const (
+	headLagWait     = 20 * time.Second
+	headLagMaxPause = 2 * time.Second
+)
 
-// currentPull reads the pull request, reading again briefly when its head differs from the
-// job's: either the API lags the webhook (the next read shows the job's head) or a newer push
-// exists (the head stays different, and that push's own job supersedes this one).
+// currentPull reads the pull request, reading again while the read is older than the job's
+// event: its head differs from the job's, or its updated_at (and, within the same second, its
+// body) is from before the event. The API then lags the webhook, and a later read shows the
+// event's state. A read changed after the event with another head shows a newer push, whose own
+// job reviews it: that read is returned at once. Without timestamps to compare, a different
+// head is waited out like a lag, and returned when it stays. A read that still shows an older
+// state than the event after headLagWait is an outage: the job is retried rather than acting
+// on it.
 func (w *Worker) currentPull(ctx context.Context, client *github.Client, job queue.Job) (*github.PullRequest, error) {
-	wait := w.Fetch.InitialBackoff
-	if wait <= 0 {
-		wait = 500 * time.Millisecond
-	}
-	for i := 1; ; i++ {
+	seen := queue.ParseExtra(job.Extra)
+	pause := max(w.Fetch.InitialBackoff, 50*time.Millisecond)
+	// The wait is measured on the wall clock: it waits for GitHub, not for the job's schedule.
+	deadline := time.Now().Add(lagWait(ctx))
+	for reads := 1; ; reads++ {
 		pr, err := w.Fetch.GetPull(ctx, client, job.Owner, job.Repo, job.Number)
-		if err != nil || job.HeadSHA == "" || pr.GetHead().GetSHA() == job.HeadSHA || pr.GetState() == "closed" || i >= headLagReads {
+		if err != nil || pr.GetState() == "closed" {
 			return pr, err
 		}
+		age := ageOf(pr, job.HeadSHA, seen)
+		if age == readCurrent || age == readNewer || queue.CheckCurrent(ctx) != nil {
+			// A superseded job stops waiting: the newer job reads for itself.
+			return pr, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			if age == readOlder {
+				return nil, &pull.OperationalError{Op: "read the pull request as of its event", Attempts: reads,
+					Err: fmt.Errorf("GitHub still shows head %s updated %s, older than the event's head %s updated %s",
+						digest.Short(pr.GetHead().GetSHA()), pr.GetUpdatedAt().Format(time.RFC3339), digest.Short(job.HeadSHA), seen.UpdatedAt.Format(time.RFC3339))}
+			}
+			return pr, nil
+		}
 		select {
-		case <-time.After(time.Duration(i) * wait):
+		case <-time.After(min(pause, left)):
 		case <-ctx.Done():
 			return nil, fmt.Errorf("get pull request: %w", context.Cause(ctx))
 		}
+		pause = min(2*pause, headLagMaxPause)
 	}
+}
+
+// lagWait is how long currentPull may wait for GitHub to catch up: headLagWait, or half of what
+// is left of the job's time when that is less, so the review still fits.
+func lagWait(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return min(headLagWait, time.Until(dl)/2)
+	}
+	return headLagWait
+}
+
+// readAge is how a pull request read compares with the event a job came from.
+type readAge int
+
+const (
+	// readCurrent shows the event's head (and, when known, its state or a later one).
+	readCurrent readAge = iota
+	// readOlder is from before the event: GitHub's replicas lag.
+	readOlder
+	// readNewer was changed after the event and shows another head: a newer push.
+	readNewer
+	// readUnknown shows another head, and which is newer cannot be told.
+	readUnknown
+)
+
+func ageOf(pr *github.PullRequest, head string, seen queue.Extra) readAge {
+	sameHead := head == "" || pr.GetHead().GetSHA() == head
+	read := pr.GetUpdatedAt().Time
+	switch {
+	case seen.UpdatedAt.IsZero() || read.IsZero():
+		if sameHead {
+			return readCurrent
+		}
+		return readUnknown
+	case read.Before(seen.UpdatedAt):
+		return readOlder
+	case read.After(seen.UpdatedAt):
+		if sameHead {
+			return readCurrent
+		}
+		return readNewer
+	}
+	// The same second: the event's own state, one just before it, or one just after it.
+	if sameHead && (seen.BodyDigest == "" || digest.SHA256Hex([]byte(pr.GetBody())) == seen.BodyDigest) {
+		return readCurrent
+	}
+	return readUnknown
 }
 
 // loadConfig reads the trusted configuration with retries on GitHub failures.

@@ -8,4 +8,10 @@
 // outside the diff, the exact diff bytes for the diff media type, pagination with Link headers,
 // and injected failures (403 secondary rate limit with Retry-After, 429, 5xx, delays). Routes it
 // does not implement answer 404 and are recorded, so a test can assert none were called.
+//
+// By default it is as strict as github.com about freshness: every GET answer carries
+// "Cache-Control: private, max-age=60, s-maxage=60", an ETag and Vary, and a 304 repeats them; a
+// 304 does not count against the rate limit (X-RateLimit-Used); pull request reads lag pushes and
+// edits by DefaultReadLag (WithReadLag, CatchUp); and more than DefaultContentLimit content-creating
+// requests of one installation in a minute get the secondary rate limit (WithContentLimit).
 package githubfake

@@ -44,9 +44,9 @@ type fixture struct {
 	pr   PullRequest
 }
 
-func setup(t *testing.T) fixture {
+func setup(t *testing.T, opts ...Option) fixture {
 	t.Helper()
-	s := New(t)
+	s := New(t, opts...)
 	s.AddRepo(Repo{Owner: "acme", Name: "widgets"})
 	s.AddRepo(Repo{Owner: "acme", Name: ".github"})
 	pr := s.AddPullRequest("acme/widgets", PullRequest{
@@ -573,6 +573,7 @@ func TestConditionalRequestsAndListing(t *testing.T) {
 		t.Fatalf("revalidation: %d, want 304", again.StatusCode)
 	}
 	f.s.SetPullBody("acme/widgets", 1, "changed")
+	f.s.CatchUp() // this test is about ETags, not about the read lag (TestReadLag)
 	if changed := get(etag); changed.StatusCode != http.StatusOK {
 		t.Fatalf("after a change: %d, want 200", changed.StatusCode)
 	}
@@ -583,5 +584,98 @@ func TestConditionalRequestsAndListing(t *testing.T) {
 	_, dir, _, err := f.gh.Repositories.GetContents(ctx, "acme", "widgets", "", &github.RepositoryContentGetOptions{Ref: "main"})
 	if err != nil || len(dir) != 1 || dir[0].GetName() != ".asdd.yml" || dir[0].GetType() != "file" || dir[0].GetSize() == 0 {
 		t.Fatalf("root listing %+v %v", dir, err)
+	}
+}
+
+// Like GitHub's replicas, a read right after a push or an edit shows the pull request as it was
+// (same ETag, so a 304), until the replicas catch up. The lag is an hour here so that no read
+// can outlast it; CatchUp ends it.
+func TestReadLag(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, WithReadLag(time.Hour))
+	before, resp, err := f.gh.PullRequests.Get(ctx, "acme", "widgets", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag := resp.Header.Get("ETag")
+	f.s.SetPullBody("acme/widgets", 1, "Edited by the author.\n")
+	f.s.Push("acme/widgets", 1, "aaaa000000000000000000000000000000000002", []byte(testDiff), nil)
+	lagged, _, err := f.gh.PullRequests.Get(ctx, "acme", "widgets", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lagged.GetHead().GetSHA() != before.GetHead().GetSHA() || lagged.GetBody() != "Author text.\n" || !lagged.GetUpdatedAt().Equal(before.GetUpdatedAt()) {
+		t.Fatalf("during the lag: head %s body %q updated %v, want the state before the writes", lagged.GetHead().GetSHA(), lagged.GetBody(), lagged.GetUpdatedAt())
+	}
+	req, _ := f.gh.NewRequest(http.MethodGet, "repos/acme/widgets/pulls/1", nil)
+	req.Header.Set("If-None-Match", etag)
+	if resp, err := f.gh.Client().Do(req); err != nil || resp.StatusCode != http.StatusNotModified {
+		t.Fatalf("revalidation during the lag: %v %v, want 304", resp, err)
+	}
+	if got := f.s.PullRequest("acme/widgets", 1); got.HeadSHA != "aaaa000000000000000000000000000000000002" || got.Body != "Edited by the author.\n" {
+		t.Fatalf("stored state %s %q", got.HeadSHA, got.Body)
+	}
+	f.s.CatchUp()
+	after, _, err := f.gh.PullRequests.Get(ctx, "acme", "widgets", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.GetHead().GetSHA() != "aaaa000000000000000000000000000000000002" || after.GetBody() != "Edited by the author.\n" {
+		t.Fatalf("after catching up: head %s body %q", after.GetHead().GetSHA(), after.GetBody())
+	}
+}
+
+// GitHub's cache and rate-limit headers: Cache-Control, ETag and Vary on the 200 and repeated on
+// the 304, which does not use up the primary rate limit.
+func TestCacheAndRateHeaders(t *testing.T) {
+	f := setup(t)
+	get := func(etag string) *http.Response {
+		req, err := f.gh.NewRequest(http.MethodGet, "repos/acme/widgets/pulls/1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		resp, err := f.gh.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	first := get("")
+	notModified := get(first.Header.Get("ETag"))
+	if notModified.StatusCode != http.StatusNotModified {
+		t.Fatalf("status %d, want 304", notModified.StatusCode)
+	}
+	for _, resp := range []*http.Response{first, notModified} {
+		h := resp.Header
+		if h.Get("Cache-Control") != "private, max-age=60, s-maxage=60" || h.Get("Vary") != "Accept, Authorization, Cookie, X-GitHub-OTP" || h.Get("ETag") != first.Header.Get("ETag") {
+			t.Errorf("%d: Cache-Control %q Vary %q ETag %q", resp.StatusCode, h.Get("Cache-Control"), h.Get("Vary"), h.Get("ETag"))
+		}
+	}
+	if first.Header.Get("X-RateLimit-Used") == "" || notModified.Header.Get("X-RateLimit-Used") != first.Header.Get("X-RateLimit-Used") {
+		t.Errorf("X-RateLimit-Used %q then %q: a 304 must not count", first.Header.Get("X-RateLimit-Used"), notModified.Header.Get("X-RateLimit-Used"))
+	}
+}
+
+// More content-creating requests than GitHub allows in a minute get its secondary rate limit:
+// 403 with Retry-After, and nothing is written.
+func TestContentCreationLimit(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, WithContentLimit(3))
+	for i := range 3 {
+		if _, _, err := f.gh.Issues.CreateComment(ctx, "acme", "widgets", 1, &github.IssueComment{Body: github.String("c")}); err != nil {
+			t.Fatalf("comment %d: %v", i+1, err)
+		}
+	}
+	_, resp, err := f.gh.Issues.CreateComment(ctx, "acme", "widgets", 1, &github.IssueComment{Body: github.String("one too many")})
+	var abuse *github.AbuseRateLimitError
+	if !errors.As(err, &abuse) || status(resp) != http.StatusForbidden || abuse.GetRetryAfter() <= 0 {
+		t.Fatalf("fourth comment: %v (status %d)", err, status(resp))
+	}
+	if n := len(f.s.Comments("acme/widgets", 1)); n != 3 {
+		t.Fatalf("%d comments stored, want 3", n)
 	}
 }

@@ -34,6 +34,7 @@ func (s *Server) repoJSON(st *repoState) *github.Repository {
 		FullName:      github.String(st.FullName()),
 		Owner:         s.userJSON(st.Owner),
 		Private:       github.Bool(st.Private),
+		Fork:          github.Bool(false),
 		DefaultBranch: github.String(st.DefaultBranch),
 		HTMLURL:       github.String(s.srv.URL + "/" + st.FullName()),
 		URL:           github.String(s.apiURL("/repos/%s", st.FullName())),
@@ -48,7 +49,19 @@ func labelsJSON(names []string) []*github.Label {
 	return out
 }
 
-func (s *Server) prJSON(st *repoState, pr *PullRequest) *github.PullRequest {
+// pullAnswer is a pull request as GitHub serves it: the labels are there even when there are
+// none (go-github's struct would leave an empty list out).
+type pullAnswer struct {
+	*github.PullRequest
+	Labels []*github.Label `json:"labels"`
+}
+
+func (s *Server) prJSON(st *repoState, pr *PullRequest) pullAnswer {
+	p := s.pullJSON(st, pr)
+	return pullAnswer{PullRequest: p, Labels: p.Labels}
+}
+
+func (s *Server) pullJSON(st *repoState, pr *PullRequest) *github.PullRequest {
 	add, del := 0, 0
 	for _, f := range pr.Files {
 		add += f.Additions
@@ -58,8 +71,9 @@ func (s *Server) prJSON(st *repoState, pr *PullRequest) *github.PullRequest {
 	headRepo := repo
 	if pr.HeadRepo != "" {
 		owner, name, _ := strings.Cut(pr.HeadRepo, "/")
-		headRepo = &github.Repository{ID: github.Int64(st.id + 1_000_000), FullName: github.String(pr.HeadRepo),
-			Name: github.String(name), Owner: &github.User{Login: github.String(owner)}, Fork: github.Bool(true)}
+		headRepo = &github.Repository{ID: github.Int64(st.id + 1_000_000), NodeID: github.String(fmt.Sprintf("R_fork%d", st.id)),
+			FullName: github.String(pr.HeadRepo), Name: github.String(name), Owner: s.userJSON(owner),
+			Private: github.Bool(false), Fork: github.Bool(true)}
 	}
 	return &github.PullRequest{
 		ID:           github.Int64(pr.ID),
@@ -69,6 +83,8 @@ func (s *Server) prJSON(st *repoState, pr *PullRequest) *github.PullRequest {
 		Title:        github.String(pr.Title),
 		Body:         github.String(pr.Body),
 		Draft:        github.Bool(pr.Draft),
+		CreatedAt:    timestamp(pr.CreatedAt),
+		UpdatedAt:    timestamp(pr.UpdatedAt),
 		Merged:       github.Bool(pr.Merged),
 		User:         s.userJSON(pr.User),
 		Labels:       labelsJSON(pr.Labels),
@@ -83,11 +99,11 @@ func (s *Server) prJSON(st *repoState, pr *PullRequest) *github.PullRequest {
 		URL:            github.String(s.apiURL("/repos/%s/pulls/%d", st.FullName(), pr.Number)),
 		Head: &github.PullRequestBranch{
 			SHA: github.String(pr.HeadSHA), Ref: github.String(pr.HeadRef),
-			Label: github.String(st.Owner + ":" + pr.HeadRef), Repo: headRepo,
+			Label: github.String(headRepo.GetOwner().GetLogin() + ":" + pr.HeadRef), Repo: headRepo, User: headRepo.GetOwner(),
 		},
 		Base: &github.PullRequestBranch{
 			SHA: github.String(pr.BaseSHA), Ref: github.String(pr.BaseRef),
-			Label: github.String(st.Owner + ":" + pr.BaseRef), Repo: repo,
+			Label: github.String(st.Owner + ":" + pr.BaseRef), Repo: repo, User: repo.GetOwner(),
 		},
 	}
 }

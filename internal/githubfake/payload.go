@@ -1,7 +1,10 @@
 package githubfake
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 )
@@ -36,4 +39,48 @@ func (s *Server) AddFromPullRequestEvent(payload, diff []byte) (string, PullRequ
 		Labels: labels, Diff: diff,
 	})
 	return repo.GetFullName(), pr, nil
+}
+
+// StampPullRequestEvent makes a pull_request webhook payload show the pull request as the fake
+// holds it when the payload names its current head: its updated_at and body, as GitHub's payload
+// of that event would (test fixtures carry timestamps from long before). A payload of another
+// head, of an unknown pull request, of another event or one that does not parse is returned as
+// is. The same payload is stamped the same way every time, so a redelivery stays byte for byte
+// the same.
+func (s *Server) StampPullRequestEvent(event string, payload []byte) []byte {
+	if event != "pull_request" {
+		return payload
+	}
+	key := sha256.Sum256(payload)
+	s.mu.Lock()
+	out, ok := s.stamped[key]
+	s.mu.Unlock()
+	if ok {
+		return out
+	}
+	var ev map[string]any
+	if json.Unmarshal(payload, &ev) != nil {
+		return payload
+	}
+	pr, _ := ev["pull_request"].(map[string]any)
+	repo, _ := ev["repository"].(map[string]any)
+	head, _ := pr["head"].(map[string]any)
+	name, _ := repo["full_name"].(string)
+	number, _ := pr["number"].(float64)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cur *PullRequest
+	if st := s.repos[name]; st != nil {
+		cur = st.pulls[int(number)]
+	}
+	if cur == nil || head == nil || head["sha"] != cur.HeadSHA {
+		return payload
+	}
+	pr["updated_at"], pr["body"] = cur.UpdatedAt.UTC().Format(time.RFC3339), cur.Body
+	out, err := json.Marshal(ev)
+	if err != nil {
+		return payload
+	}
+	s.stamped[key] = out
+	return out
 }

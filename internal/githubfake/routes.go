@@ -246,8 +246,9 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 		state = "open"
 	}
 	head, base := q.Get("head"), q.Get("base")
-	var out []*github.PullRequest
+	var out []pullAnswer
 	for _, p := range s.sortedPulls(st) {
+		p = s.shown(st, p)
 		if state != "all" && p.State != state {
 			continue
 		}
@@ -284,7 +285,7 @@ func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write(pr.Diff)
 	default:
-		writeJSON(w, http.StatusOK, s.prJSON(st, pr))
+		writeJSON(w, http.StatusOK, s.prJSON(st, s.shown(st, pr)))
 	}
 }
 
@@ -322,6 +323,7 @@ func (s *Server) editPull(w http.ResponseWriter, r *http.Request) {
 	if in.Base != nil {
 		pr.BaseRef = *in.Base
 	}
+	s.revised(st, pr)
 	writeJSON(w, http.StatusOK, s.prJSON(st, pr))
 }
 
@@ -377,7 +379,7 @@ func (s *Server) listPullsForCommit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sha := r.PathValue("sha")
-	var out []*github.PullRequest
+	var out []pullAnswer
 	for _, p := range s.sortedPulls(st) {
 		hit := p.HeadSHA == sha
 		for _, c := range p.Commits {
@@ -435,6 +437,7 @@ func (s *Server) editIssue(w http.ResponseWriter, r *http.Request) {
 		if in.State != nil {
 			pr.State = *in.State
 		}
+		s.revised(st, pr)
 	}
 	writeJSON(w, http.StatusOK, s.issueJSON(st, n))
 }
@@ -559,6 +562,7 @@ func (s *Server) addLabels(w http.ResponseWriter, r *http.Request) {
 			*labels = append(*labels, l)
 		}
 	}
+	s.pullRevised(st, r)
 	writeJSON(w, http.StatusOK, labelsJSON(*labels))
 }
 
@@ -579,6 +583,7 @@ func (s *Server) removeLabel(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	*labels = keep
+	s.pullRevised(st, r)
 	writeJSON(w, http.StatusOK, labelsJSON(keep))
 }
 

@@ -49,6 +49,10 @@ type Server struct {
 	webhookSecret string
 	checkAuth     bool
 	now           func() time.Time
+	// readLag delays what pull request reads show after a change (WithReadLag).
+	readLag time.Duration
+	// contentLimit is the content-creating requests per installation and minute (WithContentLimit).
+	contentLimit int
 
 	mu     sync.Mutex
 	nextID int64
@@ -62,6 +66,13 @@ type Server struct {
 	unhandled   []string
 	faults      map[string][]*Fault
 	hooks       map[string][]func(*http.Request)
+	// content holds each installation's content-creating requests of the last minute.
+	content map[int64][]time.Time
+	// rateUsed counts each installation's requests against the primary limit until rateReset.
+	rateUsed  map[int64]int
+	rateReset time.Time
+	// stamped remembers StampPullRequestEvent's answers by the payload's digest.
+	stamped map[[32]byte][]byte
 
 	oauthCodes map[string]oauthGrant
 	userTokens map[string]string // user token -> login
@@ -126,6 +137,11 @@ func New(t testing.TB, opts ...Option) *Server {
 		webhookSecret:  DefaultWebhookSecret,
 		checkAuth:      true,
 		now:            time.Now,
+		readLag:        DefaultReadLag,
+		contentLimit:   DefaultContentLimit,
+		content:        map[int64][]time.Time{},
+		rateUsed:       map[int64]int{},
+		stamped:        map[[32]byte][]byte{},
 		nextID:         1000,
 		repos:          map[string]*repoState{},
 		tokens:         map[string]int64{},
@@ -193,7 +209,24 @@ func (s *Server) handle(mux *http.ServeMux, pattern string, auth authKind, fn fu
 			return
 		}
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		s.serve(rec, r, pattern, auth, fn)
+		// Counted up front: the handler writes its status with s.mu held.
+		rate := http.Header{}
+		s.rateHeaders(rate, call.Installation, true)
+		rec.before = func(code int) {
+			if code < 400 { // an injected failure sends its own headers
+				for k, v := range rate {
+					w.Header()[k] = v
+				}
+			}
+		}
+		if s.contentLimited(rec, pattern, call.Installation) {
+			s.mu.Lock()
+			s.calls[pattern]++
+			s.writes++
+			s.mu.Unlock()
+		} else {
+			s.serve(rec, r, pattern, auth, fn)
+		}
 		call.Status = rec.status
 		s.mu.Lock()
 		s.log = append(s.log, call)
@@ -201,10 +234,11 @@ func (s *Server) handle(mux *http.ServeMux, pattern string, auth authKind, fn fu
 	})
 }
 
-// serveConditional answers a GET like GitHub: a 200 carries an ETag (and Vary: Accept,
-// Authorization), and a request whose If-None-Match names the current ETag gets 304 Not
-// Modified without a body. GitHub does not count a 304 against the rate limit, so TotalCalls
-// leaves them out; Calls and CallCount count every request, and NotModified the 304s.
+// serveConditional answers a GET like GitHub: a 200 carries Cache-Control, an ETag and Vary, and
+// a request whose If-None-Match names the current ETag gets 304 Not Modified without a body but
+// with the same Cache-Control, ETag and Vary. GitHub does not count a 304 against the rate limit,
+// so TotalCalls and X-RateLimit-Used leave them out; Calls and CallCount count every request, and
+// NotModified the 304s.
 func (s *Server) serveConditional(w http.ResponseWriter, r *http.Request, pattern string, auth authKind, fn func(http.ResponseWriter, *http.Request), call Call) {
 	buf := &bufferedResponse{header: w.Header(), status: http.StatusOK}
 	rec := &statusRecorder{ResponseWriter: buf, status: http.StatusOK}
@@ -213,15 +247,18 @@ func (s *Server) serveConditional(w http.ResponseWriter, r *http.Request, patter
 	if status == http.StatusOK {
 		sum := sha256.Sum256(buf.body.Bytes())
 		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-		w.Header().Set("ETag", etag)
-		w.Header().Set("Vary", "Accept, Authorization")
+		cacheHeaders(w.Header(), r, etag)
 		if r.Header.Get("If-None-Match") == etag {
 			status = http.StatusNotModified
 			buf.body.Reset()
+			w.Header().Del("Content-Type")
 			s.mu.Lock()
 			s.notModified[pattern]++
 			s.mu.Unlock()
 		}
+	}
+	if status < 400 { // an injected failure sends its own headers
+		s.rateHeaders(w.Header(), call.Installation, status != http.StatusNotModified)
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.body.Bytes())
@@ -316,10 +353,15 @@ func (d discardWriter) WriteHeader(int)             {}
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	// before, when set, runs before the status is written (to add headers).
+	before func(code int)
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	r.status = code
+	if r.before != nil {
+		r.before(code)
+	}
 	r.ResponseWriter.WriteHeader(code)
 }
 

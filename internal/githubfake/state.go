@@ -46,6 +46,9 @@ type PullRequest struct {
 	Files []File
 	// Commits are served by the commits endpoint; one commit at HeadSHA when empty.
 	Commits []Commit
+	// CreatedAt and UpdatedAt are set by the fake: UpdatedAt moves with every push and edit.
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // File is one changed file of a pull request.
@@ -206,6 +209,8 @@ type repoState struct {
 	replies        []reply
 	heads          map[string][]File // head SHA -> the pull request's files at it
 	compares       map[string][]File // "from...to" -> files SetCompare fixed
+	// views are the recent changes of each pull request, for the read-after-write lag.
+	views map[int][]prView
 }
 
 // claimNumber returns n, or the next free number when n is 0, and keeps later numbers past it:
@@ -327,9 +332,13 @@ func (s *Server) AddPullRequest(fullName string, pr PullRequest) PullRequest {
 	for _, l := range pr.Labels {
 		st.labels[l] = true
 	}
+	pr.CreatedAt = s.now().UTC().Truncate(time.Second)
+	pr.UpdatedAt = pr.CreatedAt
 	p := pr
 	st.pulls[pr.Number] = &p
 	st.snapshotHead(&p)
+	// A new pull request is shown at once.
+	s.recordView(st, &p, time.Time{})
 	return clonePR(&p)
 }
 
@@ -365,7 +374,9 @@ func (s *Server) Push(fullName string, number int, headSHA string, diff []byte, 
 	pr.Files = files
 	pr.Commits = append(pr.Commits, Commit{SHA: headSHA, Message: "push", Author: pr.User})
 	normalizePR(pr)
-	s.mustRepo(fullName).snapshotHead(pr)
+	st := s.mustRepo(fullName)
+	st.snapshotHead(pr)
+	s.revised(st, pr)
 }
 
 func (s *Server) mustPR(fullName string, number int) *PullRequest {
@@ -395,7 +406,19 @@ func (s *Server) PullBody(fullName string, number int) string {
 func (s *Server) SetPullBody(fullName string, number int, body string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mustPR(fullName, number).Body = body
+	pr := s.mustPR(fullName, number)
+	pr.Body = body
+	s.revised(s.mustRepo(fullName), pr)
+}
+
+// EditPullBody changes a pull request's body with edit in one step, as its author saving an edit
+// of the body they see would.
+func (s *Server) EditPullBody(fullName string, number int, edit func(body string) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pr := s.mustPR(fullName, number)
+	pr.Body = edit(pr.Body)
+	s.revised(s.mustRepo(fullName), pr)
 }
 
 // SetLabels replaces the labels of a pull request, as a maintainer labelling it would.
@@ -405,6 +428,7 @@ func (s *Server) SetLabels(fullName string, number int, labels ...string) {
 	st := s.mustRepo(fullName)
 	pr := s.mustPR(fullName, number)
 	pr.Labels = append([]string(nil), labels...)
+	s.revised(st, pr)
 	for _, l := range labels {
 		st.labels[l] = true
 	}

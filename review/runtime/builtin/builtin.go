@@ -1,7 +1,9 @@
 // Package builtin is lensgate's deterministic, offline reviewer. It needs no network and no
 // model: each lens runs a fixed set of checks over the diff (committed secrets and private
-// keys, merge-conflict markers, risky CI workflow changes, protected paths, large binaries,
-// code changed without tests, a missing spec where one is required).
+// keys, merge-conflict markers, changed CI workflows linted with actionlint and the
+// workflow-security rules, disabled TLS verification, protected paths, large binaries, code
+// changed without tests, a missing spec where one is required). Each lens summary names the
+// checks that ran; none of them reviews what the code does.
 package builtin
 
 import (
@@ -10,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/review/pathglob"
 	"github.com/lensgate/lensgate/review/runtime"
 )
@@ -20,41 +23,105 @@ const Name = "builtin"
 // Check groups. A lens is reviewed by the groups its preset (or, for preset "builtin", its
 // name) selects.
 const (
-	GroupSecrets   = "secrets"
-	GroupWorkflows = "workflows"
-	GroupUnicode   = "unicode"
-	GroupUnsafe    = "unsafe-code"
-	GroupProtected = "protected"
-	GroupConflicts = "conflicts"
-	GroupBinaries  = "binaries"
-	GroupTests     = "tests"
-	GroupSpec      = "spec"
+	GroupSecrets      = "secrets"
+	GroupWorkflows    = "workflows"
+	GroupWorkflowLint = "workflow-lint"
+	GroupUnicode      = "unicode"
+	GroupUnsafe       = "unsafe-code"
+	GroupProtected    = "protected"
+	GroupConflicts    = "conflicts"
+	GroupBinaries     = "binaries"
+	GroupTests        = "tests"
+	GroupSpec         = "spec"
 )
 
-// groupsFor maps a preset or lens name to its check groups.
+// groupsFor maps a preset or lens name to its check groups. "correctness" is mechanical only
+// (conflict markers, workflow validity, large binaries, a required spec): its summary says that
+// the logic of the change was not reviewed.
 var groupsFor = map[string][]string{
 	"security":    {GroupSecrets, GroupWorkflows, GroupUnicode, GroupUnsafe, GroupProtected},
 	"secrets":     {GroupSecrets},
-	"ci":          {GroupWorkflows},
-	"workflows":   {GroupWorkflows},
+	"ci":          {GroupWorkflows, GroupWorkflowLint},
+	"workflows":   {GroupWorkflows, GroupWorkflowLint},
 	"governance":  {GroupProtected},
-	"correctness": {GroupConflicts, GroupBinaries, GroupSpec},
-	"code":        {GroupConflicts, GroupBinaries, GroupSpec},
+	"correctness": {GroupConflicts, GroupWorkflowLint, GroupBinaries, GroupSpec},
+	"code":        {GroupConflicts, GroupWorkflowLint, GroupBinaries, GroupSpec},
 	"tests":       {GroupTests},
 	"spec":        {GroupSpec},
 }
 
+// groupTitles say, in the lens summary, what each group checks.
+var groupTitles = map[string]string{
+	GroupSecrets:      "committed secrets and private keys",
+	GroupWorkflows:    "CI workflow security (untrusted input in scripts, pull_request_target, unpinned actions, permissions)",
+	GroupWorkflowLint: "CI workflow validity (actionlint)",
+	GroupUnicode:      "hidden Unicode",
+	GroupUnsafe:       "disabled TLS verification and remote scripts piped to a shell",
+	GroupProtected:    "protected paths",
+	GroupConflicts:    "merge-conflict markers",
+	GroupBinaries:     "large binaries",
+	GroupTests:        "whether tests changed with the code",
+	GroupSpec:         "a required spec",
+}
+
+// mechanical presets check properties of the change, not what its code does; their summary
+// says so, so that "passed" is not read as a review of the logic.
+var mechanical = map[string]bool{"correctness": true, "code": true}
+
+// Presets lists the presets (and, for preset "builtin", lens names) the builtin runtime has
+// checks for, sorted.
+func Presets() []string {
+	out := make([]string, 0, len(groupsFor))
+	for k := range groupsFor {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Describe says what the builtin runtime checks for a preset ("" when it has no checks).
+func Describe(preset string) string {
+	groups := groupsFor[preset]
+	if len(groups) == 0 {
+		return ""
+	}
+	names := make([]string, len(groups))
+	for i, g := range groups {
+		names[i] = groupTitles[g]
+	}
+	return strings.Join(names, "; ")
+}
+
 // Groups returns the check groups for a lens, or nil when the builtin runtime has none.
 func Groups(l runtime.Lens) []string {
-	key := l.Preset
-	if key == Name || key == "" {
-		key = l.Name
-	}
-	if g, ok := groupsFor[key]; ok {
-		return g
-	}
-	return groupsFor[l.Name]
+	return groupsFor[checksKey(l)]
 }
+
+// checksKey is what selects a lens's checks: its preset, or its name when the preset names the
+// runtime itself or is one the builtin runtime does not know (an operator-defined preset mapped
+// to the builtin runtime, such as --preset deep=builtin on a lens named security).
+func checksKey(l runtime.Lens) string {
+	if _, ok := groupsFor[l.Preset]; ok {
+		return l.Preset
+	}
+	if _, ok := groupsFor[l.Name]; ok || l.Preset == Name || l.Preset == "" {
+		return l.Name
+	}
+	return l.Preset
+}
+
+// NoChecks explains that the builtin runtime has nothing for a preset, with the nearest known
+// preset when the name looks like a typo of one.
+func NoChecks(preset string) string {
+	msg := fmt.Sprintf("the built-in runtime has no checks for preset %q; use a model runtime or one of: %s",
+		preset, strings.Join(Presets(), ", "))
+	if s := nearestPreset(preset); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return msg
+}
+
+func nearestPreset(preset string) string { return config.Nearest(preset, Presets()) }
 
 // Options tune the reviewer.
 type Options struct {
@@ -103,10 +170,7 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 		groups := Groups(l)
 		if len(groups) == 0 {
 			res.Lenses = append(res.Lenses, runtime.LensReport{
-				Lens:    l.Name,
-				Verdict: runtime.VerdictSkipped,
-				Cause: fmt.Sprintf("the builtin runtime has no checks for preset %q; choose an enabled runtime "+
-					"for this lens", l.Preset),
+				Lens: l.Name, Verdict: runtime.VerdictSkipped, Cause: NoChecks(checksKey(l)),
 			})
 			continue
 		}
@@ -114,11 +178,11 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 		for _, g := range groups {
 			fs = append(fs, byGroup[g]...)
 		}
-		sortFindings(fs)
+		fs = mergeByRuleAndFile(fs)
 		res.Lenses = append(res.Lenses, runtime.LensReport{
 			Lens:     l.Name,
 			Verdict:  verdict(fs),
-			Summary:  summary(groups, fs),
+			Summary:  summary(checksKey(l), groups, fs),
 			Findings: fs,
 		})
 	}
@@ -138,26 +202,19 @@ func verdict(fs []runtime.Finding) string {
 	return v
 }
 
-var groupTitles = map[string]string{
-	GroupSecrets:   "secrets",
-	GroupWorkflows: "CI workflows",
-	GroupUnicode:   "hidden Unicode",
-	GroupUnsafe:    "disabled protections",
-	GroupProtected: "protected paths",
-	GroupConflicts: "conflict markers",
-	GroupBinaries:  "large binaries",
-	GroupTests:     "test changes",
-	GroupSpec:      "spec",
-}
-
-func summary(groups []string, fs []runtime.Finding) string {
+// summary counts the findings as they are listed, then names what was checked. The result
+// comes first: the check run's lens table shows only the start of a summary.
+func summary(preset string, groups []string, fs []runtime.Finding) string {
 	names := make([]string, len(groups))
 	for i, g := range groups {
 		names[i] = groupTitles[g]
 	}
-	checked := strings.Join(names, ", ")
+	checked := "Checked: " + strings.Join(names, "; ") + "."
+	if mechanical[preset] {
+		checked = "Mechanical checks only, the logic of the change was not reviewed (that needs a model runtime). " + checked
+	}
 	if len(fs) == 0 {
-		return "Checked " + checked + ": nothing found."
+		return "Nothing found. " + checked
 	}
 	counts := map[string]int{}
 	for _, f := range fs {
@@ -170,7 +227,7 @@ func summary(groups []string, fs []runtime.Finding) string {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
-	return fmt.Sprintf("Checked %s: %d finding(s) (%s).", checked, len(fs), strings.Join(parts, ", "))
+	return fmt.Sprintf("%d finding(s) (%s). %s", len(fs), strings.Join(parts, ", "), checked)
 }
 
 func sortFindings(fs []runtime.Finding) {
@@ -185,11 +242,89 @@ func sortFindings(fs []runtime.Finding) {
 	})
 }
 
+// maxListedLines bounds the line numbers named in one merged finding.
+const maxListedLines = 50
+
+// mergeByRuleAndFile makes one finding per rule and file: the first line is the finding's
+// line, and the message names every line (with each line's own message when they differ), so
+// nothing reported is lost and the counts match what is listed. The merged finding's key is
+// the rule and file alone, so its id stays the same when more lines are found.
+func mergeByRuleAndFile(fs []runtime.Finding) []runtime.Finding {
+	sortFindings(fs)
+	type group struct{ items []runtime.Finding }
+	byKey := map[[2]string]*group{}
+	var order [][2]string
+	for _, f := range fs {
+		k := [2]string{f.Rule, f.Path}
+		g, ok := byKey[k]
+		if !ok {
+			g = &group{}
+			byKey[k] = g
+			order = append(order, k)
+		}
+		g.items = append(g.items, f)
+	}
+	out := make([]runtime.Finding, 0, len(order))
+	for _, k := range order {
+		items := byKey[k].items
+		if len(items) == 1 {
+			out = append(out, items[0])
+			continue
+		}
+		out = append(out, merge(items))
+	}
+	return out
+}
+
+func merge(items []runtime.Finding) runtime.Finding {
+	m := items[0]
+	m.Key = "rule-and-file"
+	m.Suggestion = nil
+	same := true
+	var lines []string
+	seen := map[int]bool{}
+	for _, f := range items {
+		if rank(f.Severity) > rank(m.Severity) {
+			m.Severity = f.Severity
+		}
+		if f.Message != items[0].Message {
+			same = false
+		}
+		if f.Line > 0 && !seen[f.Line] {
+			seen[f.Line] = true
+			lines = append(lines, itoa(f.Line))
+		}
+	}
+	more := ""
+	if len(lines) > maxListedLines {
+		more = fmt.Sprintf(" and %d more", len(lines)-maxListedLines)
+		lines = lines[:maxListedLines]
+	}
+	if same {
+		m.Message = fmt.Sprintf("%s (%d places: lines %s%s.)", m.Message, len(items), strings.Join(lines, ", "), more)
+		return m
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d places:", len(items))
+	for i, f := range items {
+		if i == maxListedLines {
+			fmt.Fprintf(&b, " … and %d more.", len(items)-i)
+			break
+		}
+		if f.Line > 0 {
+			fmt.Fprintf(&b, " Line %d: %s", f.Line, strings.TrimSpace(f.Message))
+		} else {
+			b.WriteString(" " + strings.TrimSpace(f.Message))
+		}
+	}
+	m.Message = b.String()
+	return m
+}
+
 // scan runs every needed check group once over the request.
 func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[string]bool) (map[string][]runtime.Finding, error) {
 	out := map[string][]runtime.Finding{}
 	ignore := pathglob.Compile(req.Settings.IgnorePaths)
-	protected := pathglob.Compile(req.Settings.ProtectedPaths)
 
 	heads := map[string][]byte{}
 	for _, c := range req.Changed {
@@ -211,23 +346,19 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 		if needed[GroupSecrets] || needed[GroupConflicts] || needed[GroupUnicode] || needed[GroupUnsafe] {
 			scanLines(f, needed, out)
 		}
-		if needed[GroupWorkflows] && isWorkflow(path) {
-			out[GroupWorkflows] = append(out[GroupWorkflows], scanWorkflow(f, heads[path])...)
+		if (needed[GroupWorkflows] || needed[GroupWorkflowLint]) && isWorkflow(path) {
+			sec, lint := checkWorkflow(f, heads[path])
+			out[GroupWorkflows] = append(out[GroupWorkflows], sec...)
+			out[GroupWorkflowLint] = append(out[GroupWorkflowLint], lint...)
 		}
+	}
+	out[GroupUnsafe] = lowerVendored(lowerInTests(out[GroupUnsafe]))
+	out[GroupSecrets] = lowerVendored(out[GroupSecrets])
+	if needed[GroupProtected] {
+		out[GroupProtected] = protectedPaths(req)
 	}
 	for _, c := range req.Changed {
 		path := c.Path
-		if needed[GroupProtected] && (protected.Match(path) || (c.PreviousPath != "" && protected.Match(c.PreviousPath))) {
-			out[GroupProtected] = append(out[GroupProtected], runtime.Finding{
-				Rule:     "protected-path",
-				Severity: runtime.SeverityInfo,
-				Path:     path,
-				Title:    "Change under a protected path",
-				Message: "This path is listed in protected_paths: a named human must approve the change " +
-					"whatever the review says.",
-				Key: path,
-			})
-		}
 		if ignore.Match(path) {
 			continue
 		}
@@ -252,6 +383,82 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 	return out, nil
 }
 
+// lowerInTests reports disabled protections in test and fixture files at low severity: a test
+// talking to its own self-signed local server is the common, harmless case, and it must not fail
+// the gate. Secrets get the same treatment from the secrets scan itself (fixtureFinding).
+func lowerInTests(fs []runtime.Finding) []runtime.Finding {
+	for i := range fs {
+		if rank(fs[i].Severity) > rank(runtime.SeverityLow) && isFixturePath(fs[i].Path) {
+			fs[i].Severity = runtime.SeverityLow
+			fs[i].Message += " (In a test file, so reported as low: make sure this code is never used outside tests.)"
+		}
+	}
+	return fs
+}
+
+// lowerVendored reports findings in vendored third-party code at low severity: the code (and
+// any test key it ships) is already public upstream, where the fix belongs, and it must not
+// fail the gate of a dependency update.
+func lowerVendored(fs []runtime.Finding) []runtime.Finding {
+	for i := range fs {
+		if rank(fs[i].Severity) > rank(runtime.SeverityLow) && isVendored(fs[i].Path) {
+			fs[i].Severity = runtime.SeverityLow
+			fs[i].Message += " (In vendored third-party code, so reported as low: the fix belongs upstream.)"
+		}
+	}
+	return fs
+}
+
+// isVendored recognises directories of vendored third-party code.
+func isVendored(path string) bool {
+	for _, seg := range strings.Split(path, "/") {
+		switch seg {
+		case "vendor", "third_party", "third-party", "node_modules":
+			return true
+		}
+	}
+	return false
+}
+
+// maxListedPaths bounds the files named in one protected-paths note.
+const maxListedPaths = 10
+
+// protectedPaths notes the changed files under each protected_paths pattern, one note per
+// pattern. The note is advisory: the builtin runtime cannot require anyone's approval.
+func protectedPaths(req *runtime.Request) []runtime.Finding {
+	var out []runtime.Finding
+	for _, pat := range req.Settings.ProtectedPaths {
+		set := pathglob.Compile([]string{pat})
+		var hits []string
+		for _, c := range req.Changed {
+			if set.Match(c.Path) || (c.PreviousPath != "" && set.Match(c.PreviousPath)) {
+				hits = append(hits, c.Path)
+			}
+		}
+		if len(hits) == 0 {
+			continue
+		}
+		listed := hits
+		more := ""
+		if len(listed) > maxListedPaths {
+			more = fmt.Sprintf(" and %d more", len(listed)-maxListedPaths)
+			listed = listed[:maxListedPaths]
+		}
+		f := runtime.Finding{
+			Rule: "protected-path", Severity: runtime.SeverityInfo,
+			Title: fmt.Sprintf("protected paths: %d file(s) under %s", len(hits), pat),
+			Message: fmt.Sprintf("Changed under the protected_paths pattern %s: %s%s. Advisory: give these a careful "+
+				"human review; this check does not require or verify anyone's approval.", pat, strings.Join(listed, ", "), more),
+			Key: pat,
+		}
+		if len(hits) == 1 {
+			f.Path = hits[0]
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 func humanBytes(n int64) string {
 	switch {
 	case n >= 1<<30:
@@ -262,4 +469,19 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// rank orders severities, critical highest.
+func rank(s string) int {
+	switch s {
+	case runtime.SeverityCritical:
+		return 4
+	case runtime.SeverityHigh:
+		return 3
+	case runtime.SeverityMedium:
+		return 2
+	case runtime.SeverityLow:
+		return 1
+	}
+	return 0
 }

@@ -31,15 +31,17 @@ var unsafeRules = []secretRule{
 	{
 		id: "tls-verification-disabled", foldWords: []string{"insecureskipverify", "verify", "unauthorized", "cert_none", "unverified"},
 		re: regexp.MustCompile(`InsecureSkipVerify\s*:\s*true|\bverify\s*=\s*False\b|rejectUnauthorized\s*:\s*false|` +
-			`NODE_TLS_REJECT_UNAUTHORIZED\s*=\s*['"]?0|ssl\._create_unverified_context|ssl\.CERT_NONE`),
+			`NODE_TLS_REJECT_UNAUTHORIZED\s*=\s*['"]?0|ssl\._create_unverified_context|(cert_reqs|verify_mode)\s*=\s*ssl\.CERT_NONE`),
 		severity: runtime.SeverityHigh, title: "TLS certificate verification disabled",
 		message: "Certificate checks are switched off, so anyone on the network path can impersonate the server. " +
 			"Trust the right CA instead.",
 	},
 	{
 		id: "remote-script-piped-to-shell", foldWords: []string{"curl", "wget"},
-		re:       regexp.MustCompile(`\b(curl|wget)\b[^|\n]*\|\s*(sudo\s+)?(ba|z|da)?sh\b`),
-		severity: runtime.SeverityHigh, title: "Remote script piped into a shell",
+		re: regexp.MustCompile(`\b(curl|wget)\b[^|\n]*\|\s*(sudo\s+)?(ba|z|da)?sh\b`),
+		// Medium: it is how many tools document their installation (golangci-lint, rustup), so
+		// it is a concern to weigh, not a reason to fail the gate.
+		severity: runtime.SeverityMedium, title: "Remote script piped into a shell",
 		message: "A script downloaded at run time is executed unseen; a compromised or spoofed host runs code here. " +
 			"Pin and verify what is downloaded (checksum or signature) before running it.",
 	},

@@ -3,6 +3,7 @@ package builtin
 import (
 	"bytes"
 	"regexp"
+	"strings"
 
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -10,6 +11,37 @@ import (
 
 // isWorkflow reports whether path is a GitHub Actions workflow or composite action.
 func isWorkflow(path string) bool { return runtime.IsWorkflowPath(path) }
+
+// checkWorkflow reviews a changed workflow. With its whole head file (and a file that agrees
+// with the diff), a workflow under .github/workflows is parsed and linted with actionlint and the
+// workflow-security rules, and findings on lines the change does not add are dropped. Composite
+// actions (action.yml, which actionlint does not lint), files known only from their diff and
+// files with a syntax error (whose tree may miss parts of them) get the line patterns of
+// scanWorkflow for security.
+func checkWorkflow(f *diff.File, head []byte) (security, lint []runtime.Finding) {
+	path := f.Path()
+	added := map[int][]byte{}
+	f.Walk(func(l diff.Line) bool {
+		if l.Kind == '+' {
+			added[l.New] = l.Text
+		}
+		return true
+	})
+	if strings.HasPrefix(strings.ToLower(path), ".github/workflows/") {
+		if _, ok := wholeFile(head, added); ok {
+			lines := make(map[int]bool, len(added))
+			for n := range added {
+				lines[n] = true
+			}
+			sec, lint, parsed := lintWorkflow(path, head, lines)
+			if !parsed {
+				sec = scanWorkflow(f, head)
+			}
+			return sec, lint
+		}
+	}
+	return scanWorkflow(f, head), nil
+}
 
 var (
 	reTarget       = regexp.MustCompile(`(^|[\s\[,{-])pull_request_target\b`)
@@ -78,7 +110,7 @@ func scanWorkflow(f *diff.File, head []byte) []runtime.Finding {
 		if inRun && l.added {
 			if m := reUntrusted.FindSubmatch(text); m != nil {
 				out = append(out, runtime.Finding{
-					Rule: "workflow-expression-injection", Severity: runtime.SeverityHigh, Path: path, Line: l.no,
+					Rule: ruleUntrustedInput, Severity: runtime.SeverityHigh, Path: path, Line: l.no,
 					Title: "Untrusted event data expanded inside run:",
 					Message: "`" + string(m[1]) + "` is substituted into the shell script before it runs, so a " +
 						"crafted title, branch name or body becomes shell code. Pass it through env: and quote the variable.",
@@ -88,7 +120,7 @@ func scanWorkflow(f *diff.File, head []byte) []runtime.Finding {
 		}
 		if l.added && reWriteAll.Match(text) {
 			out = append(out, runtime.Finding{
-				Rule: "workflow-permissions-write-all", Severity: runtime.SeverityHigh, Path: path, Line: l.no,
+				Rule: ruleWriteAll, Severity: runtime.SeverityHigh, Path: path, Line: l.no,
 				Title:   "Workflow token granted write-all",
 				Message: "`permissions: write-all` gives every job a token that can write to the whole repository. Grant only the scopes a job needs.",
 				Key:     "perm:" + lineKey(l.text),
@@ -109,7 +141,7 @@ func scanWorkflow(f *diff.File, head []byte) []runtime.Finding {
 			at = target
 		}
 		out = append(out, runtime.Finding{
-			Rule: "workflow-pull-request-target-checkout", Severity: runtime.SeverityCritical, Path: path, Line: at.no,
+			Rule: rulePRTCheckout, Severity: runtime.SeverityCritical, Path: path, Line: at.no,
 			Title: "pull_request_target checks out the pull request's code",
 			Message: "A pull_request_target workflow runs with the base repository's secrets and a write token; " +
 				"checking out and running the pull request's head hands both to any fork. Use pull_request, " +

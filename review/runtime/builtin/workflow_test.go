@@ -81,7 +81,7 @@ func TestWorkflowWholeFileKeepsDiffFindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := found(res); strings.Join(got, "|") != "workflow-expression-injection .github/workflows/x.yml:6" {
+	if got := found(res); strings.Join(got, "|") != "workflow-untrusted-input .github/workflows/x.yml:6" {
 		t.Fatalf("found %q", got)
 	}
 }

@@ -2,7 +2,8 @@
 // directory, chosen by name, started with exactly the ASDD environment and nothing of the
 // server's, in their own process group, killed with all their children at the timeout, and
 // with their output size capped. Their review.json is parsed strictly; anything wrong makes
-// the request fail closed.
+// the request fail closed. An adapter may write a SARIF 2.1.0 log instead of an ASDD review, so
+// any linter that speaks SARIF can answer a lens; its results are filtered to the diff.
 package exec
 
 import (
@@ -224,6 +225,13 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 			return nil, fmt.Errorf("adapter %s: %w", r.name, err)
 		}
 		return &runtime.Result{Model: model, Triage: &runtime.Triage{Labels: t.Labels, Comment: t.Comment}}, nil
+	}
+	if isSARIF(data) {
+		reports, err := sarifReports(data, req)
+		if err != nil {
+			return nil, fmt.Errorf("adapter %s: %w", r.name, err)
+		}
+		return &runtime.Result{Model: model, Lenses: reports}, nil
 	}
 	rev, err := asdd.ParseReview(data)
 	if err != nil {

@@ -277,3 +277,25 @@ func TestTriageAdapter(t *testing.T) {
 		t.Fatalf("triage %+v", td)
 	}
 }
+
+// TestAdapterMayAnswerWithSARIF: an adapter that runs a linter writes its SARIF log; the
+// results on added lines become the lens's findings and the others are dropped.
+func TestAdapterMayAnswerWithSARIF(t *testing.T) {
+	dir := t.TempDir()
+	writeScript(t, dir, "lint.sh", `cat > "$ASDD_OUT" <<'JSON'
+{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"golangci-lint"}},"results":[
+ {"ruleId":"errcheck","level":"error","message":{"text":"Error return value is not checked"},
+  "locations":[{"physicalLocation":{"artifactLocation":{"uri":"c.go"},"region":{"startLine":1}}}]},
+ {"ruleId":"unused","level":"warning","message":{"text":"func old is unused"},
+  "locations":[{"physicalLocation":{"artifactLocation":{"uri":"d.go"},"region":{"startLine":9}}}]}]}]}
+JSON
+`)
+	d := reviewWith(t, dir, "lint", rtexec.Options{}, "lint")
+	l := lens(d, "lint")
+	if l.Outcome != review.OutcomeFailed || len(l.Findings) != 1 || l.Findings[0].Rule != "errcheck" || l.Findings[0].Path != "c.go" {
+		t.Fatalf("lens %+v", l)
+	}
+	if !strings.Contains(l.Summary, "1 outside the diff were dropped") {
+		t.Fatalf("summary %q", l.Summary)
+	}
+}
