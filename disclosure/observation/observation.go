@@ -21,6 +21,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure/dsse"
 	"github.com/lensgate/lensgate/disclosure/jcs"
 	"github.com/lensgate/lensgate/disclosure/severity"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // Wire constants.
@@ -193,8 +194,7 @@ func FindingsRoot(fs []Finding) string {
 		arr[i] = map[string]any{"id": p.id, "severity": p.sev}
 	}
 	b, _ := jcs.Canonical(arr) // strings only: cannot fail
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return digest.SHA256Hex(b)
 }
 
 // FilesDigest is the digest of the files given to a lens: the SHA-256 of the RFC 8785 form of
@@ -211,8 +211,7 @@ func FilesDigest(entries map[string]string) string {
 		arr[i] = map[string]any{"path": p, "blob": entries[p]}
 	}
 	b, _ := jcs.Canonical(arr)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return digest.SHA256Hex(b)
 }
 
 // Tree returns the in-toto statement as a JSON tree. It checks the statement first, so a

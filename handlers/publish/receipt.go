@@ -1,9 +1,7 @@
 package publish
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -171,8 +170,7 @@ func stateKey(pub subjectInfo, d *review.Decision, bodyCore string) string {
 		Lenses                 []lens
 		Findings               []string
 	}{pub.headSHA, pub.baseSHA, d.Subject.ReviewedDiffDigest, bodyCore, d.Gate.State, ls, ids})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return digest.SHA256Hex(b)
 }
 
 // priorHead reads the head SHA a receipt's predicate is bound to ("" when unreadable).
@@ -260,6 +258,5 @@ func triageStateKey(t *review.TriageDecision, core string) string {
 		Comment, Cause string
 		Body           string
 	}{labels, t.Comment, t.Cause, core})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return digest.SHA256Hex(b)
 }

@@ -1,13 +1,12 @@
 package policy
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // Plan is the ordered list of lenses to run for a policy, with the digest that binds receipts to
@@ -160,8 +159,7 @@ func digestOf(p Plan) string {
 	}
 	b.Grow(size)
 	writeCompact(&b, p.digestDoc())
-	sum := sha256.Sum256([]byte(b.String()))
-	return hex.EncodeToString(sum[:])
+	return digest.SHA256Hex([]byte(b.String()))
 }
 
 // Template is the receipt scaffold of the plan: every lens pending, in plan order.

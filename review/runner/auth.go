@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // Authentication: both sides hold the same token (a file of at least 32 bytes). The token
@@ -59,8 +61,7 @@ func requestMAC(token []byte, method, path, date, nonce string, length int64, di
 
 // bodyDigest is the hex SHA-256 of a request body, as HeaderDigest carries it.
 func bodyDigest(body []byte) string {
-	sum := sha256.Sum256(body)
-	return hex.EncodeToString(sum[:])
+	return digest.SHA256Hex(body)
 }
 
 func responseMAC(token []byte, nonce string, status int, body []byte) string {

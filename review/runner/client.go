@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/lensgate/lensgate/disclosure/observation"
+	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
@@ -195,8 +195,7 @@ type runKey struct{}
 func (r *Remote) Review(ctx context.Context, req *runtime.Request) (*runtime.Result, error) {
 	sess := runtime.SessionFrom(ctx)
 	if sess == nil {
-		sum := sha256.Sum256(req.Diff)
-		sess = &runtime.Session{DiffDigest: hex.EncodeToString(sum[:])}
+		sess = &runtime.Session{DiffDigest: digest.SHA256Hex(req.Diff)}
 	}
 	rn := sess.Value(runKey{}, func() any { return &Run{c: r.c} }).(*Run)
 	return rn.call(ctx, r.name, req, sess)

@@ -2,9 +2,9 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"sync"
+
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // Runtime kinds, as a review-run observation names them.
@@ -82,8 +82,7 @@ type Observed struct {
 
 // DigestOf is the digest of b.
 func DigestOf(b []byte) Digest {
-	sum := sha256.Sum256(b)
-	return Digest{SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b))}
+	return Digest{SHA256: digest.SHA256Hex(b), Size: int64(len(b))}
 }
 
 type recorderKey struct{}

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/lensgate/lensgate/disclosure/jcs"
+	"github.com/lensgate/lensgate/internal/digest"
 )
 
 // Audit record constants, following the ASDD audit ledger format.
@@ -113,8 +112,7 @@ func RecordHash(r Record) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("canonicalise audit record: %w", err)
 	}
-	sum := sha256.Sum256(canon)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return "sha256:" + digest.SHA256Hex(canon), nil
 }
 
 func seal(r Record, prev string) (Record, error) {
@@ -357,8 +355,7 @@ func verifyLine(line []byte, prev string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("canonicalise record: %w", err)
 	}
-	sum := sha256.Sum256(canon)
-	want := "sha256:" + hex.EncodeToString(sum[:])
+	want := "sha256:" + digest.SHA256Hex(canon)
 	if hash != want {
 		return "", fmt.Errorf("hash %q does not match the record content %q", hash, want)
 	}
