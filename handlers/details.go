@@ -10,9 +10,6 @@ import (
 	"github.com/lensgate/lensgate/handlers/webhook"
 )
 
-// ReasonDetailsRerun is the job reason of a re-run asked for on the details page.
-const ReasonDetailsRerun = queue.ReasonDetailsRerun
-
 // newDetails builds the details page when the configuration turns it on (public_url set).
 func (s *Server) newDetails(hooks *webhook.Receiver, opts Options) (*details.Handler, error) {
 	cfg := s.cfg
@@ -49,7 +46,7 @@ func (s *Server) newDetails(hooks *webhook.Receiver, opts Options) (*details.Han
 				Kind:           queue.KindPullRequest,
 				InstallationID: r.InstallationID,
 				Owner:          r.Owner, Repo: r.Repo, Number: r.Number, HeadSHA: r.HeadSHA,
-				Reason: ReasonDetailsRerun,
+				Reason: queue.ReasonDetailsRerun,
 			})
 		},
 	})
