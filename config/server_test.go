@@ -351,6 +351,10 @@ github:
 timeout: 5s
 runtimes:
   presets: deep
+  delegates:
+    bot:
+      logn: x
+      user_id: many
 `
 	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
@@ -371,6 +375,8 @@ runtimes:
 		`server.yml:15: github.timeout (LENSGATE_GITHUB_TIMEOUT): must be a duration, found a list`,
 		`server.yml:16: timeout: unknown key (hint: did you mean "github.timeout"? (it belongs under another key))`,
 		`server.yml:18: runtimes.presets (LENSGATE_RUNTIME_PRESETS): must be a mapping, found a string`,
+		`server.yml:21: runtimes.delegates.bot.logn: unknown key (hint: did you mean "runtimes.delegates.bot.login"?)`,
+		`server.yml:22: runtimes.delegates.bot.user_id: must be a whole number, found a string`,
 		`review.job_timeout (LENSGATE_JOB_TIMEOUT): must be a duration with a unit: 5s, 5m or 5h`,
 		`dry_run (LENSGATE_DRY_RUN): must be true or false`,
 		`queue.size (LENSGATE_QUEUE_SIZE): must be a whole number, such as 4`,
@@ -401,5 +407,25 @@ func TestLoadServerYAMLSyntaxErrorHasLine(t *testing.T) {
 	_, err := LoadServer(cfg, envMap(nil))
 	if err == nil || !strings.Contains(err.Error(), "server.yml:") || !strings.Contains(err.Error(), "YAML syntax error") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestLoadServerKeepsYAMLMerges: a "<<: *anchor" merge still works in the server file.
+func TestLoadServerKeepsYAMLMerges(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "server.yml")
+	yml := "x-queue: &q {size: 7, workers: 3}\n"
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadServer(cfg, envMap(nil)); err == nil || !strings.Contains(err.Error(), "x-queue: unknown key") {
+		t.Fatalf("an unknown top-level key: %v", err)
+	}
+	yml = "queue:\n  <<: {size: 7, workers: 3}\n  event_workers: 4\ngithub:\n  app:\n    integration_id: 1\n    webhook_secret: x\n"
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadServer(cfg, envMap(map[string]string{"GITHUB_APP_PRIVATE_KEY": testRSAKeyPEM(t), "LENSGATE_STATE_DIR": t.TempDir()}))
+	if err != nil || s.Queue.Size != 7 || s.Queue.Workers != 3 || s.Queue.EventWorkers != 4 {
+		t.Fatalf("merge: %v %+v", err, s)
 	}
 }

@@ -94,6 +94,10 @@ func (c *yamlChecker) mapping(n *yaml.Node, t reflect.Type, prefix string) {
 	kept := n.Content[:0]
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.ShortTag() == "!!merge" {
+			kept = append(kept, k, v) // "<<: *defaults": yaml.v3 merges it; its keys are not checked
+			continue
+		}
 		key := joinKey(prefix, k.Value)
 		ft, ok := types[k.Value]
 		if !ok {
