@@ -211,6 +211,7 @@ func (d *decoder) convert(y *yaml.Node, depth int) *node {
 		switch y.ShortTag() {
 		case "!!str":
 			n.kind, n.str = kString, y.Value
+			n.quoted = y.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0
 		case "!!int":
 			var i int64
 			if err := y.Decode(&i); err != nil {
@@ -425,11 +426,17 @@ func (d *decoder) wrongType(e entry, key string, f *field) {
 	case fStrings:
 		hint = fmt.Sprintf("write a list, e.g. %s: [\"a\", \"b\"], or one item per line starting with -", e.key)
 	case fInt:
-		hint = "write a whole number without quotes"
+		hint = "write a whole number"
 	case fBool:
-		hint = "write true or false without quotes"
+		hint = "write true or false"
 	case fString:
 		hint = "quote the value"
+	}
+	if e.val.quoted && (f.kind == fInt || f.kind == fBool) {
+		hint += " without quotes"
+	}
+	if d, err := time.ParseDuration(e.val.str); err == nil && f.kind == fInt && e.val.kind == kString && strings.HasSuffix(key, "_seconds") {
+		hint = fmt.Sprintf("write the number of seconds without a unit: %s: %d", e.key, int64(d.Seconds()))
 	}
 	d.add(e.val.line, e.val.col, key, fmt.Sprintf("%s must be %s, found %s", key, f.kind, e.val.kind), hint)
 }

@@ -206,7 +206,7 @@ func TestParseRepoProblems(t *testing.T) {
       preset: x
       instruction: y
 `, []want{
-			{2, "agent_review.version must be integer 1", "version = 1"},
+			{2, "agent_review.version must be integer 1", "version: 1"},
 			{3, "agent_review.aggregation is invalid", `did you mean "all-required"?`},
 			{4, "agent_review.required lens docs must have outcome review", ""},
 			{4, "agent_review.required names unknown lens ghost", "defined lenses: security, docs, Bad_Name"},
@@ -393,5 +393,38 @@ func TestPerPathLensKeys(t *testing.T) {
 	toml := "[agent-review]\nversion = 1\nrequired = [\"api\"]\n[agent-review.agents.api]\npreset = \"security\"\ninstruction = \"x\"\npaths = [\"a/**\"]\n"
 	if _, err := ParseRepo(".yaga.toml", []byte(toml)); err == nil {
 		t.Error("a YAGA file accepted lensgate's paths key")
+	}
+}
+
+// A hint says "without quotes" only about a value that has quotes, and a duration given for a
+// number of seconds is answered with the number to write.
+func TestWrongTypeHintsDescribeWhatWasWritten(t *testing.T) {
+	for _, tc := range []struct{ yaml, hint, not string }{
+		{"review:\n  timeout_seconds: 45s\n", "write the number of seconds without a unit: timeout_seconds: 45", "quotes"},
+		{"review:\n  timeout_seconds: \"2m\"\n", "timeout_seconds: 120", ""},
+		{"review:\n  max_diff_lines: \"2000\"\n", "write a whole number without quotes", ""},
+		{"review:\n  max_diff_lines: many\n", "write a whole number", "quotes"},
+		{"require_spec: yes please\n", "write true or false", "quotes"},
+	} {
+		_, err := ParseRepo(".asdd.yml", []byte(tc.yaml))
+		ps, ok := err.(Problems)
+		if !ok || len(ps) != 1 {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if !strings.Contains(ps[0].Hint, tc.hint) || (tc.not != "" && strings.Contains(ps[0].Hint, tc.not)) {
+			t.Errorf("%q: hint %q, want %q without %q", tc.yaml, ps[0].Hint, tc.hint, tc.not)
+		}
+	}
+}
+
+// The version hint is written in the syntax of the file it is about.
+func TestVersionHintFollowsTheFileFormat(t *testing.T) {
+	_, err := ParseRepo(".asdd.yml", []byte("agent_review:\n  version: \"1\"\n"))
+	if ps, ok := err.(Problems); !ok || !strings.Contains(ps.Error(), "write version: 1") || strings.Contains(ps.Error(), "version = 1") {
+		t.Errorf("yaml: %v", err)
+	}
+	_, err = ParseYAGATOML(".yaga.toml", []byte("[agent-review]\nversion = \"1\"\n"))
+	if ps, ok := err.(Problems); !ok || !strings.Contains(ps[0].Hint, "write version = 1") {
+		t.Errorf("toml: %v", err)
 	}
 }

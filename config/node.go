@@ -8,6 +8,7 @@ type node struct {
 	i       int64
 	big     bool // kInt beyond int64 (TOML reads integers of any size); i is then 0
 	b       bool
+	quoted  bool    // a YAML scalar written in quotes
 	entries []entry // kMap, in document order
 	items   []*node // kList
 	line    int     // position of the value

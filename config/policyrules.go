@@ -65,6 +65,14 @@ func (c *policyCtx) add(line, col int, key, msg, hint string) {
 	c.probs = append(c.probs, Problem{File: c.file, Line: line, Column: col, Key: key, Message: msg, Hint: hint})
 }
 
+// assign renders "key = value" in TOML and "key: value" in YAML, for hints.
+func (c *policyCtx) assign(key, value string) string {
+	if c.sfx != "" {
+		return "write " + key + " = " + value
+	}
+	return "write " + key + ": " + value
+}
+
 func (c *policyCtx) stop() bool { return !c.all && len(c.probs) > 0 }
 
 // unknownKeys records the keys of table n (at path) that are not in known and reports whether
@@ -110,7 +118,7 @@ func decodePolicy(c *policyCtx, n *node, line, col int) Policy {
 		if ok {
 			l, co = e.val.line, e.val.col
 		}
-		c.add(l, co, pre+".version", fmt.Sprintf("%s.version must be integer 1%s", pre, c.sfx), "write version = 1 (an integer, not a string or float)")
+		c.add(l, co, pre+".version", fmt.Sprintf("%s.version must be integer 1%s", pre, c.sfx), c.assign("version", "1")+" (an integer, not a string or float)")
 		if c.stop() {
 			return p
 		}

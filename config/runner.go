@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // ServerRunner points `lensgate serve` at a runner process (`lensgate runner`) that runs the
@@ -141,9 +138,12 @@ func runnerEnv() []runnerEnvVar {
 		{"LENSGATE_RUNNER_MAX_RUNS", "max_runs", num(func(r *Runner) *int { return &r.MaxRuns })},
 		{"LENSGATE_RUNNER_RUN_TTL", "run_ttl", dur(func(r *Runner) *time.Duration { return &r.RunTTL })},
 		{"LENSGATE_RUNNER_MAX_REQUEST_BYTES", "max_request_bytes", func(r *Runner, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return errors.New("must be a whole number of bytes, such as 26214400")
+			}
 			r.MaxRequestBytes = n
-			return err
+			return nil
 		}},
 		{"LENSGATE_RUNNER_MAX_CONCURRENT", "max_concurrent", num(func(r *Runner) *int { return &r.MaxConcurrent })},
 		{"LENSGATE_SHUTDOWN_TIMEOUT", "shutdown_timeout", dur(func(r *Runner) *time.Duration { return &r.ShutdownTimeout })},
@@ -178,24 +178,25 @@ func LoadRunner(path string, lookup func(string) (string, bool)) (*Runner, error
 		lookup = os.LookupEnv
 	}
 	r := DefaultRunner()
+	var probs Problems
+	fileLines := map[string]int{}
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("runner config: %w", err)
 		}
-		if len(bytes.TrimSpace(data)) > 0 {
-			dec := yaml.NewDecoder(bytes.NewReader(data))
-			dec.KnownFields(true)
-			if err := dec.Decode(r); err != nil {
-				return nil, fmt.Errorf("runner config %s: %w", path, err)
-			}
+		probs, fileLines = decodeCheckedYAML(path, data, r)
+	}
+	fromEnv := map[string]bool{}
+	probs = append(probs, applyEnv(r, runnerEnv(), lookup, fromEnv)...)
+	for _, p := range r.validate() {
+		if line, ok := fileLines[baseKey(p.Key)]; ok && !fromEnv[baseKey(p.Key)] {
+			p.File, p.Line = path, line
 		}
+		probs = append(probs, p)
 	}
-	if err := applyEnv(r, runnerEnv(), lookup, "runner config"); err != nil {
-		return nil, err
-	}
-	if err := r.Validate(); err != nil {
-		return nil, err
+	if len(probs) > 0 {
+		return nil, keyProblems{what: "runner config", probs: probs, name: RunnerKeyName}
 	}
 	return r, nil
 }
@@ -203,7 +204,7 @@ func LoadRunner(path string, lookup func(string) (string, bool)) (*Runner, error
 // RunnerKeyName renders a runner configuration key with its environment variable.
 func RunnerKeyName(key string) string {
 	for _, ev := range runnerEnv() {
-		if ev.Key == key {
+		if ev.Key == baseKey(key) {
 			return key + " (" + ev.Name + ")"
 		}
 	}
@@ -212,9 +213,17 @@ func RunnerKeyName(key string) string {
 
 // Validate reports every problem of a runner configuration, one line per key.
 func (r *Runner) Validate() error {
-	var p []string
+	if p := r.validate(); len(p) > 0 {
+		return keyProblems{what: "runner config", probs: p, name: RunnerKeyName}
+	}
+	return nil
+}
+
+// validate lists the problems Validate reports.
+func (r *Runner) validate() Problems {
+	var p Problems
 	add := func(key, format string, args ...any) {
-		p = append(p, RunnerKeyName(key)+": "+fmt.Sprintf(format, args...))
+		p = append(p, Problem{Key: key, Message: fmt.Sprintf(format, args...)})
 	}
 	switch {
 	case r.Listen == "":
@@ -265,10 +274,7 @@ func (r *Runner) Validate() error {
 	if len(r.Runtime.Enabled) == 0 {
 		add("runtimes.enabled", "is empty: no runtime could review")
 	}
-	if len(p) > 0 {
-		return errors.New("runner config:\n  " + strings.Join(p, "\n  "))
-	}
-	return nil
+	return p
 }
 
 // RunnerPreviousWitnessKeys decodes PreviousWitnessPublicKeys (validated by Validate).

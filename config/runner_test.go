@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -90,6 +92,29 @@ func TestLoadRunner(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %s", tc.env, err, tc.want)
+		}
+	}
+}
+
+// TestLoadRunnerReportsEveryProblemAtOnce: the runner's file and environment are reported as the
+// server's are: every problem, at its line or variable, in the configuration's own words.
+func TestLoadRunnerReportsEveryProblemAtOnce(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "runner.yml")
+	if err := os.WriteFile(cfg, []byte("listen: relative.sock\nmax_run: 3\nrun_ttl: 60\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadRunner(cfg, envMap(map[string]string{"LENSGATE_RUNNER_MAX_REQUEST_BYTES": "1MB"}))
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	for _, want := range []string{
+		`runner.yml:2: max_run: unknown key (hint: did you mean "max_runs"?)`,
+		`runner.yml:3: run_ttl (LENSGATE_RUNNER_RUN_TTL): must be a duration, found a whole number (hint: a duration needs a unit: 60s, 60m or 60h)`,
+		`max_request_bytes (LENSGATE_RUNNER_MAX_REQUEST_BYTES): must be a whole number of bytes`,
+		`runner.yml:1: listen (LENSGATE_RUNNER_LISTEN):`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("lacks %q in\n%v", want, err)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/hex"
@@ -16,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Server is the configuration of `lensgate serve`. Every key can also be set from the
@@ -276,35 +273,21 @@ func ServerEnvVars() []ServerEnvVar {
 		}},
 		{"LENSGATE_STATE_DIR", "state_dir", str(func(s *Server) *string { return &s.StateDir })},
 		{"LENSGATE_AUDIT_FILE", "audit_file", str(func(s *Server) *string { return &s.AuditFile })},
-		{"LENSGATE_DRY_RUN", "dry_run", func(s *Server, v string) error {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return err
-			}
-			s.DryRun = b
-			return nil
-		}},
+		{"LENSGATE_DRY_RUN", "dry_run", envBool[Server](func(s *Server) *bool { return &s.DryRun })},
 		{"LENSGATE_PUBLIC_URL", "public_url", str(func(s *Server) *string { return &s.PublicURL })},
 		{"GITHUB_OAUTH_CLIENT_ID", "github.oauth.client_id", str(func(s *Server) *string { return &s.GitHub.OAuth.ClientID })},
 		{"GITHUB_OAUTH_CLIENT_SECRET", "github.oauth.client_secret", str(func(s *Server) *string { return &s.GitHub.OAuth.ClientSecret })},
 		{"LENSGATE_DETAILS_SESSION_KEY", "details.session_key", str(func(s *Server) *string { return &s.Details.SessionKey })},
-		{"LENSGATE_DETAILS_PUBLIC_REPOS", "details.public_repos", func(s *Server, v string) error {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return err
-			}
-			s.Details.PublicRepos = b
-			return nil
-		}},
+		{"LENSGATE_DETAILS_PUBLIC_REPOS", "details.public_repos", envBool[Server](func(s *Server) *bool { return &s.Details.PublicRepos })},
 		{"GITHUB_WEB_URL", "github.web_url", str(func(s *Server) *string { return &s.GitHub.WebURL })},
 		{"GITHUB_V3_API_URL", "github.v3_api_url", str(func(s *Server) *string { return &s.GitHub.V3APIURL })},
 		{"GITHUB_V4_API_URL", "github.v4_api_url", str(func(s *Server) *string { return &s.GitHub.V4APIURL })},
 		{"LENSGATE_GITHUB_TIMEOUT", "github.timeout", dur(func(s *Server) *time.Duration { return &s.GitHub.Timeout })},
 		{"LENSGATE_GITHUB_CONTENT_SPACING", "github.content_spacing", dur(func(s *Server) *time.Duration { return &s.GitHub.ContentSpacing })},
 		{"GITHUB_APP_INTEGRATION_ID", "github.app.integration_id", func(s *Server, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil {
-				return err
+				return errors.New("must be the App's numeric id, such as 123456 (the App's settings page shows it)")
 			}
 			s.GitHub.App.IntegrationID = n
 			return nil
@@ -312,27 +295,13 @@ func ServerEnvVars() []ServerEnvVar {
 		{"GITHUB_APP_WEBHOOK_SECRET", "github.app.webhook_secret", str(func(s *Server) *string { return &s.GitHub.App.WebhookSecret })},
 		{"GITHUB_APP_PRIVATE_KEY", "github.app.private_key", str(func(s *Server) *string { return &s.GitHub.App.PrivateKey })},
 		{"LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE", "github.app.private_key_file", str(func(s *Server) *string { return &s.GitHub.App.PrivateKeyFile })},
-		{"LENSGATE_REVIEW_DRAFTS", "review.review_drafts", func(s *Server, v string) error {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return err
-			}
-			s.Review.ReviewDrafts = b
-			return nil
-		}},
+		{"LENSGATE_REVIEW_DRAFTS", "review.review_drafts", envBool[Server](func(s *Server) *bool { return &s.Review.ReviewDrafts })},
 		{"LENSGATE_ORG_CONFIG_REPO", "review.org_config_repo", str(func(s *Server) *string { return &s.Review.OrgConfigRepo })},
 		{"LENSGATE_DEFAULT_CONFIG_FILE", "review.default_config_file", str(func(s *Server) *string { return &s.Review.DefaultConfigFile })},
 		{"LENSGATE_REVIEW_COMMAND", "review.command", str(func(s *Server) *string { return &s.Review.Command })},
 		{"LENSGATE_SNAPSHOT_ATTEMPTS", "review.snapshot_attempts", num(func(s *Server) *int { return &s.Review.SnapshotAttempts })},
 		{"LENSGATE_JOB_TIMEOUT", "review.job_timeout", dur(func(s *Server) *time.Duration { return &s.Review.JobTimeout })},
-		{"LENSGATE_BACKFILL_ON_INSTALL", "review.backfill_on_install", func(s *Server, v string) error {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return err
-			}
-			s.Review.BackfillOnInstall = b
-			return nil
-		}},
+		{"LENSGATE_BACKFILL_ON_INSTALL", "review.backfill_on_install", envBool[Server](func(s *Server) *bool { return &s.Review.BackfillOnInstall })},
 		{"LENSGATE_RUNTIMES", "runtimes.enabled", func(s *Server, v string) error {
 			s.Runtime.Enabled = splitList(v)
 			return nil
@@ -343,15 +312,15 @@ func ServerEnvVars() []ServerEnvVar {
 		{"LENSGATE_OPENAI_MODEL", "runtimes.openai_model", str(func(s *Server) *string { return &s.Runtime.OpenAIModel })},
 		{"LENSGATE_OPENAI_TIMEOUT", "runtimes.openai_timeout", dur(func(s *Server) *time.Duration { return &s.Runtime.OpenAITimeout })},
 		{"LENSGATE_OPENAI_TEMPERATURE", "runtimes.openai_temperature", func(s *Server, v string) error {
-			f, err := strconv.ParseFloat(v, 64)
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
-				return err
+				return errors.New("must be a number, such as 0.2")
 			}
 			s.Runtime.OpenAITemperature = &f
 			return nil
 		}},
 		{"LENSGATE_OPENAI_SEED", "runtimes.openai_seed", func(s *Server, v string) error {
-			n, err := strconv.Atoi(v)
+			n, err := parseEnvInt(v)
 			if err != nil {
 				return err
 			}
@@ -423,36 +392,48 @@ func DefaultServer() *Server {
 
 // LoadServer reads the server configuration: defaults, then the YAML file at path (skipped
 // when path is empty), then the environment as lookup reports it (os.LookupEnv when nil). It
-// reads the private key file and validates the result.
+// reads the private key file and validates the result. Every problem is reported at once, each
+// with the file line or environment variable that set it.
 func LoadServer(path string, lookup func(string) (string, bool)) (*Server, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
 	s := DefaultServer()
+	var probs Problems
+	fileLines := map[string]int{}
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("server config: %w", err)
 		}
-		if err := decodeServerYAML(path, data, s); err != nil {
-			return nil, err
-		}
+		probs, fileLines = decodeCheckedYAML(path, data, s)
 	}
-	if err := applyEnv(s, ServerEnvVars(), lookup, "server config"); err != nil {
-		return nil, err
-	}
+	fromEnv := map[string]bool{}
+	probs = append(probs, applyEnv(s, ServerEnvVars(), lookup, fromEnv)...)
 	if err := s.resolveState(lookup); err != nil {
-		return nil, err
+		probs = append(probs, Problem{Key: "state_dir", Message: err.Error()})
 	}
+	keyUnread := false
 	if s.GitHub.App.PrivateKey == "" && s.GitHub.App.PrivateKeyFile != "" {
 		b, err := os.ReadFile(s.GitHub.App.PrivateKeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("server config: %s: %w", ServerKeyName("github.app.private_key_file"), err)
+			probs = append(probs, Problem{Key: "github.app.private_key_file", Message: err.Error()})
+			keyUnread = true
 		}
 		s.GitHub.App.PrivateKey = string(b)
 	}
-	if err := s.Validate(); err != nil {
-		return nil, err
+	for _, p := range s.validate() {
+		if keyUnread && p.Key == "github.app.private_key" {
+			continue // the unreadable file is the problem, already reported
+		}
+		// A setting from the file is shown at its line; one from the environment by its variable.
+		if line, ok := fileLines[baseKey(p.Key)]; ok && !fromEnv[baseKey(p.Key)] {
+			p.File, p.Line = path, line
+		}
+		probs = append(probs, p)
+	}
+	if len(probs) > 0 {
+		return nil, keyProblems{what: "server config", probs: probs, name: ServerKeyName}
 	}
 	return s, nil
 }
@@ -505,84 +486,37 @@ func parsePresets(v string) (map[string]string, error) {
 		name, rt, ok := strings.Cut(f, "=")
 		name, rt = strings.TrimSpace(name), strings.TrimSpace(rt)
 		if !ok || name == "" || rt == "" {
-			return nil, fmt.Errorf("%q: want name=runtime", f)
+			return nil, fmt.Errorf("%q: want name=runtime, comma-separated (deep=openai,house=builtin)", f)
 		}
 		out[name] = rt
 	}
 	return out, nil
 }
 
-func decodeServerYAML(path string, data []byte, s *Server) error {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(s); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			keys := yamlKeysByLine(data)
-			msgs := make([]string, len(te.Errors))
-			for i, m := range te.Errors {
-				msgs[i] = m
-				var line int
-				if _, serr := fmt.Sscanf(m, "line %d:", &line); serr == nil && keys[line] != "" {
-					msgs[i] = strings.Replace(m, ":", ": "+ServerKeyName(keys[line])+":", 1)
-				}
-			}
-			return fmt.Errorf("server config %s:\n  %s", path, strings.Join(msgs, "\n  "))
-		}
-		return fmt.Errorf("server config %s: %w", path, err)
+// Validate reports every problem that would stop the server from working safely, one line per
+// key, each naming the key and its environment variable.
+func (s *Server) Validate() error {
+	if p := s.validate(); len(p) > 0 {
+		return keyProblems{what: "server config", probs: p, name: ServerKeyName}
 	}
 	return nil
 }
 
-// yamlKeysByLine maps each line holding a key to its dotted path, so a type error at a line can
-// name the key.
-func yamlKeysByLine(data []byte) map[int]string {
-	out := map[int]string{}
-	var root yaml.Node
-	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
-		return out
-	}
-	var walk func(n *yaml.Node, prefix string)
-	walk = func(n *yaml.Node, prefix string) {
-		if n.Kind != yaml.MappingNode {
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			path := k.Value
-			if prefix != "" {
-				path = prefix + "." + k.Value
-			}
-			out[k.Line] = path
-			if v.Line != k.Line {
-				out[v.Line] = path
-			}
-			walk(v, path)
-		}
-	}
-	walk(root.Content[0], "")
-	return out
-}
-
-// Validate reports every problem that would stop the server from working safely, one line per
-// key, each naming the key and its environment variable.
-func (s *Server) Validate() error {
-	var p []string
+// validate lists the problems Validate reports.
+func (s *Server) validate() Problems {
+	var p Problems
 	add := func(key, format string, args ...any) {
-		p = append(p, ServerKeyName(key)+": "+fmt.Sprintf(format, args...))
+		p = append(p, Problem{Key: key, Message: fmt.Sprintf(format, args...)})
 	}
 	s.validateGitHub(add)
 	for i, k := range s.PreviousPublicKeys {
 		if b, err := hex.DecodeString(strings.TrimSpace(k)); err != nil || len(b) != 32 {
-			p = append(p, fmt.Sprintf("previous_public_keys[%d] (LENSGATE_PREVIOUS_PUBLIC_KEYS): not a 64-hex Ed25519 public key", i))
+			add(fmt.Sprintf("previous_public_keys[%d]", i), "not a 64-hex Ed25519 public key")
 		}
 	}
 	for i, k := range s.PreviousWitnessPublicKeys {
 		if b, err := hex.DecodeString(strings.TrimSpace(k)); err != nil || len(b) != 32 {
-			p = append(p, fmt.Sprintf("previous_witness_public_keys[%d] (LENSGATE_PREVIOUS_WITNESS_PUBLIC_KEYS): not a 64-hex Ed25519 public key", i))
+			add(fmt.Sprintf("previous_witness_public_keys[%d]", i), "not a 64-hex Ed25519 public key")
 		}
 	}
 	for _, k := range append([]string{s.Runner.WitnessPublicKey}, s.PreviousWitnessPublicKeys...) {
@@ -666,10 +600,7 @@ func (s *Server) Validate() error {
 	}
 	s.validateDetails(add)
 	s.validateRunner(add)
-	if len(p) > 0 {
-		return fmt.Errorf("server config:\n  %s", strings.Join(p, "\n  "))
-	}
-	return nil
+	return p
 }
 
 // validateGitHub checks the App's credentials and GitHub's addresses.
@@ -719,14 +650,20 @@ func (s *Server) validateQueue(add func(key, format string, args ...any)) {
 }
 
 // ServerKeyName renders a configuration key with its environment variable, "key (ENV)", as
-// every error about a setting names it.
+// every error about a setting names it; "key[1]" is an item of key's list.
 func ServerKeyName(key string) string {
 	for _, ev := range ServerEnvVars() {
-		if ev.Key == key {
+		if ev.Key == baseKey(key) {
 			return key + " (" + ev.Name + ")"
 		}
 	}
 	return key
+}
+
+// baseKey drops a list index: "previous_public_keys[1]" is set by previous_public_keys.
+func baseKey(key string) string {
+	k, _, _ := strings.Cut(key, "[")
+	return k
 }
 
 // ServerPreviousKeys decodes PreviousPublicKeys (validated by Validate).

@@ -166,7 +166,7 @@ func TestLoadServerUnknownKeyHasLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := LoadServer(cfg, envMap(nil))
-	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "sise") {
+	if err == nil || !strings.Contains(err.Error(), "server.yml:3: queue.sise: unknown key (hint: did you mean \"queue.size\"?)") {
 		t.Fatalf("err = %v, want line 3 and the unknown key", err)
 	}
 }
@@ -190,7 +190,7 @@ func TestLoadServerTypeErrorNamesKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := LoadServer(cfg, envMap(nil))
-	if err == nil || !strings.Contains(err.Error(), "line 4: queue.workers (LENSGATE_QUEUE_WORKERS):") {
+	if err == nil || !strings.Contains(err.Error(), "server.yml:4: queue.workers (LENSGATE_QUEUE_WORKERS): must be a whole number, found a string") {
 		t.Fatalf("err = %v, want the line, key and env var", err)
 	}
 }
@@ -261,7 +261,7 @@ func TestServerQueueAndPresetErrors(t *testing.T) {
 		{"empty sqlite path", map[string]string{"LENSGATE_QUEUE_DSN": "sqlite://"}, "queue.dsn (LENSGATE_QUEUE_DSN): sqlite:// needs a file path"},
 		{"rescue below job timeout", map[string]string{"LENSGATE_JOB_TIMEOUT": "1m", "LENSGATE_QUEUE_RESCUE_AFTER": "30s"}, "queue.rescue_after (LENSGATE_QUEUE_RESCUE_AFTER): must exceed"},
 		{"rescue above job timeout", map[string]string{"LENSGATE_JOB_TIMEOUT": "10s", "LENSGATE_QUEUE_RESCUE_AFTER": "12s"}, ""},
-		{"preset without runtime", map[string]string{"LENSGATE_RUNTIME_PRESETS": "deep=openai,house"}, "runtimes.presets (LENSGATE_RUNTIME_PRESETS): invalid value"},
+		{"preset without runtime", map[string]string{"LENSGATE_RUNTIME_PRESETS": "deep=openai,house"}, "runtimes.presets (LENSGATE_RUNTIME_PRESETS): \"house\": want name=runtime"},
 		{"presets", map[string]string{"LENSGATE_RUNTIME_PRESETS": " deep = openai , house=builtin"}, ""},
 		{"content spacing off", map[string]string{"LENSGATE_GITHUB_CONTENT_SPACING": "0"}, ""},
 		{"content spacing", map[string]string{"LENSGATE_GITHUB_CONTENT_SPACING": "2500ms"}, ""},
@@ -271,8 +271,8 @@ func TestServerQueueAndPresetErrors(t *testing.T) {
 		{"model settings", map[string]string{"LENSGATE_OPENAI_TIMEOUT": "10m", "LENSGATE_OPENAI_TEMPERATURE": "0.2", "LENSGATE_OPENAI_SEED": "7"}, ""},
 		{"model timeout above an hour", map[string]string{"LENSGATE_OPENAI_TIMEOUT": "2h"}, "runtimes.openai_timeout (LENSGATE_OPENAI_TIMEOUT): must be 0"},
 		{"negative temperature", map[string]string{"LENSGATE_OPENAI_TEMPERATURE": "-1"}, "runtimes.openai_temperature (LENSGATE_OPENAI_TEMPERATURE): must be between 0 and 2"},
-		{"temperature not a number", map[string]string{"LENSGATE_OPENAI_TEMPERATURE": "cold"}, "runtimes.openai_temperature (LENSGATE_OPENAI_TEMPERATURE): invalid value"},
-		{"seed not a number", map[string]string{"LENSGATE_OPENAI_SEED": "x"}, "runtimes.openai_seed (LENSGATE_OPENAI_SEED): invalid value"},
+		{"temperature not a number", map[string]string{"LENSGATE_OPENAI_TEMPERATURE": "cold"}, "runtimes.openai_temperature (LENSGATE_OPENAI_TEMPERATURE): must be a number"},
+		{"seed not a number", map[string]string{"LENSGATE_OPENAI_SEED": "x"}, "runtimes.openai_seed (LENSGATE_OPENAI_SEED): must be a whole number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -325,5 +325,107 @@ func TestServerRefusesAKeyInBothRoles(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "previous_public_keys") || !strings.Contains(err.Error(), "witness key") {
 			t.Fatalf("%v: %v", witness, err)
 		}
+	}
+}
+
+// TestLoadServerReportsEveryProblemAtOnce: the file's unknown keys and wrong values, the
+// environment's bad values and the validation of what remains come in one error, each with its
+// line or variable, a did-you-mean or the form wanted, and no Go type names.
+func TestLoadServerReportsEveryProblemAtOnce(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "server.yml")
+	yml := `listen: :1
+log_levl: debug
+queue:
+  worker: 3
+  size: "5"
+  lease: 30
+review:
+  job_timeout: soon
+  command: ""
+github:
+  app:
+    integration_id: 7
+    webhook_secret: s
+    private_key: not a key
+  timeout: [1s]
+timeout: 5s
+runtimes:
+  presets: deep
+  delegates:
+    bot:
+      logn: x
+      user_id: many
+`
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadServer(cfg, envMap(map[string]string{
+		"LENSGATE_JOB_TIMEOUT": "5", "LENSGATE_DRY_RUN": "maybe", "LENSGATE_QUEUE_SIZE": "lots", "LENSGATE_DETAILS_SESSION_KEY": "secretvalue",
+	}))
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`server.yml:2: log_levl: unknown key (hint: did you mean "log_level"?)`,
+		`server.yml:4: queue.worker: unknown key (hint: did you mean "queue.workers"?)`,
+		`server.yml:5: queue.size (LENSGATE_QUEUE_SIZE): must be a whole number, found a string (hint: write it without quotes)`,
+		`server.yml:6: queue.lease (LENSGATE_QUEUE_LEASE): must be a duration, found a whole number (hint: a duration needs a unit: 30s, 30m or 30h)`,
+		`server.yml:8: review.job_timeout (LENSGATE_JOB_TIMEOUT): must be a duration, found a string (hint: write a number with a unit, such as 30s, 10m or 1h30m)`,
+		`server.yml:15: github.timeout (LENSGATE_GITHUB_TIMEOUT): must be a duration, found a list`,
+		`server.yml:16: timeout: unknown key (hint: did you mean "github.timeout"? (it belongs under another key))`,
+		`server.yml:18: runtimes.presets (LENSGATE_RUNTIME_PRESETS): must be a mapping, found a string`,
+		`server.yml:21: runtimes.delegates.bot.logn: unknown key (hint: did you mean "runtimes.delegates.bot.login"?)`,
+		`server.yml:22: runtimes.delegates.bot.user_id: must be a whole number, found a string`,
+		`review.job_timeout (LENSGATE_JOB_TIMEOUT): must be a duration with a unit: 5s, 5m or 5h`,
+		`dry_run (LENSGATE_DRY_RUN): must be true or false`,
+		`queue.size (LENSGATE_QUEUE_SIZE): must be a whole number, such as 4`,
+		// Validation of the settings that did load, at the line that set them.
+		`server.yml:9: review.command (LENSGATE_REVIEW_COMMAND): is empty`,
+		`server.yml:14: github.app.private_key (GITHUB_APP_PRIVATE_KEY): not a PEM block`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("lacks %q", want)
+		}
+	}
+	for _, leak := range []string{"config.", "type ", "!!", "unmarshal", "invalid value", "secretvalue", "not a key"} {
+		if strings.Contains(msg, leak) {
+			t.Errorf("mentions %q", leak)
+		}
+	}
+	if t.Failed() {
+		t.Log(msg)
+	}
+}
+
+// TestLoadServerYAMLSyntaxErrorHasLine: a file yaml cannot parse is reported at its line.
+func TestLoadServerYAMLSyntaxErrorHasLine(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "server.yml")
+	if err := os.WriteFile(cfg, []byte("listen: :1\nqueue:\n  size: [1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadServer(cfg, envMap(nil))
+	if err == nil || !strings.Contains(err.Error(), "server.yml:") || !strings.Contains(err.Error(), "YAML syntax error") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestLoadServerKeepsYAMLMerges: a "<<: *anchor" merge still works in the server file.
+func TestLoadServerKeepsYAMLMerges(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "server.yml")
+	yml := "x-queue: &q {size: 7, workers: 3}\n"
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadServer(cfg, envMap(nil)); err == nil || !strings.Contains(err.Error(), "x-queue: unknown key") {
+		t.Fatalf("an unknown top-level key: %v", err)
+	}
+	yml = "queue:\n  <<: {size: 7, workers: 3}\n  event_workers: 4\ngithub:\n  app:\n    integration_id: 1\n    webhook_secret: x\n"
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadServer(cfg, envMap(map[string]string{"GITHUB_APP_PRIVATE_KEY": testRSAKeyPEM(t), "LENSGATE_STATE_DIR": t.TempDir()}))
+	if err != nil || s.Queue.Size != 7 || s.Queue.Workers != 3 || s.Queue.EventWorkers != 4 {
+		t.Fatalf("merge: %v %+v", err, s)
 	}
 }

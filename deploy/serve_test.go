@@ -462,8 +462,8 @@ func TestServeNamesTheSetting(t *testing.T) {
 		{"API URL not http", with("GITHUB_V3_API_URL", "api.github.com"), []string{"github.v3_api_url", "GITHUB_V3_API_URL"}},
 		{"app key file missing", with("LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE", "/nonexistent/app.pem"), []string{"github.app.private_key_file", "LENSGATE_GITHUB_APP_PRIVATE_KEY_FILE"}},
 		{"signing key file missing", with("LENSGATE_SIGNING_KEY_FILE", "/nonexistent/signing.key"), []string{"signing_key_file", "LENSGATE_SIGNING_KEY_FILE"}},
-		{"wrong type in the file", with("LENSGATE_CONFIG", writeFile(t, "queue:\n  workers: many\n")), []string{"line 2", "queue.workers", "LENSGATE_QUEUE_WORKERS"}},
-		{"unknown key in the file", with("LENSGATE_CONFIG", writeFile(t, "queue:\n  worker: 3\n")), []string{"line 2", "worker"}},
+		{"wrong type in the file", with("LENSGATE_CONFIG", writeFile(t, "queue:\n  workers: many\n")), []string{"lensgate.yml:2: queue.workers (LENSGATE_QUEUE_WORKERS): must be a whole number, found a string"}},
+		{"unknown key in the file", with("LENSGATE_CONFIG", writeFile(t, "queue:\n  worker: 3\n")), []string{`lensgate.yml:2: queue.worker: unknown key (hint: did you mean "queue.workers"?)`}},
 	}
 	bin := lensgateBinary(t)
 	for _, tt := range tests {

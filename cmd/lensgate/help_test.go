@@ -236,7 +236,7 @@ func TestDocumentedCommandsParse(t *testing.T) {
 		}
 		abs[i] = p
 	}
-	// Flags such as setup's --file default to app.yml at the repository root.
+	// The documents' commands run from the repository root.
 	t.Chdir(filepath.Join("..", ".."))
 	n := 0
 	for i, p := range abs {

@@ -45,9 +45,57 @@ type policyEvaluateCmd struct {
 }
 
 // fail writes the error document for format to stderr and exits 2 with nothing on stdout.
+// Problems of an .asdd.yml, a file YAGA does not read, are lensgate's own: in text they are
+// listed one per line as doctor lists them; json and github keep YAGA's one-message document.
 func policyFail(e *env, err error, format string) error {
+	var rp repoProblems
+	if errors.As(err, &rp) && policy.FoldFormat(format) == policy.FormatText {
+		fmt.Fprintf(e.stderr, "lensgate configuration error: %d problem(s) in %s\n", len(rp), rp[0].File)
+		for _, p := range rp {
+			line := p.String()
+			if p.Line == 0 {
+				line = p.File + ": " + line
+			}
+			fmt.Fprintf(e.stderr, "  %s\n", policy.SafeText(line, 1000))
+		}
+		return exitWith(exitUsage, nil)
+	}
 	fmt.Fprint(e.stderr, policy.RenderError(err, policy.FoldFormat(format)))
 	return exitWith(exitUsage, nil)
+}
+
+// repoProblems are the problems of an .asdd.yml policy file.
+type repoProblems config.Problems
+
+// Error is the one-line message of the json and github error documents.
+func (rp repoProblems) Error() string {
+	parts := make([]string, len(rp))
+	for i, p := range rp {
+		if p.Line > 0 {
+			parts[i] = fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message)
+		} else {
+			parts[i] = fmt.Sprintf("%s: %s", p.File, p.Message)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// checkRepoFile checks an .asdd.yml as doctor does, with the builtin preset check when
+// presets is set; it returns nil when the file is usable or cannot be read (the policy reader
+// reports that in YAGA's words).
+func checkRepoFile(path string, presets bool) error {
+	data, err := readConfig(path)
+	if err != nil {
+		return nil
+	}
+	repo, probs := config.CheckRepo(path, data)
+	if len(probs) == 0 && presets {
+		probs = builtinPresetProblems(path, repo, nil)
+	}
+	if len(probs) > 0 {
+		return repoProblems(probs)
+	}
+	return nil
 }
 
 // resolvePath expands a leading ~ and resolves the path to an absolute one with symlinks
@@ -69,6 +117,11 @@ func resolvePath(p string) string {
 }
 
 func loadPlan(file string) (policy.Plan, error) {
+	if path := resolvePath(file); config.IsRepoConfig(path) {
+		if err := checkRepoFile(path, false); err != nil {
+			return policy.Plan{}, err
+		}
+	}
 	pol, err := policy.ReadPolicyFile(resolvePath(file))
 	if err != nil {
 		return policy.Plan{}, err
@@ -80,12 +133,8 @@ func (c *policyCheckCmd) Run(e *env) error {
 	// An .asdd.yml also says which runtime reviews its lenses: a lens the builtin runtime has no
 	// checks for would stay pending on every review, so the check refuses it.
 	if path := resolvePath(c.File); config.IsRepoConfig(path) {
-		if data, err := readConfig(path); err == nil {
-			if repo, probs := config.CheckRepo(path, data); len(probs) == 0 {
-				if ps := builtinPresetProblems(path, repo, nil); len(ps) > 0 {
-					return policyFail(e, errors.New(ps[0].Message+" ("+ps[0].Hint+")"), c.Format)
-				}
-			}
+		if err := checkRepoFile(path, true); err != nil {
+			return policyFail(e, err, c.Format)
 		}
 	}
 	return renderPlan(e, c.File, c.Format, policy.RenderCheck)

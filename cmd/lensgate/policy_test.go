@@ -145,3 +145,23 @@ func TestPolicyInteropWithYAGA(t *testing.T) {
 		t.Errorf("YAML plan differs:\n%s\nvs\n%s", c, a)
 	}
 }
+
+// TestPolicyCheckListsEveryProblemOfAnASDDFile: YAGA reads no .asdd.yml, so its problems are
+// reported as lensgate's, one per line with its line number; json keeps YAGA's error document.
+func TestPolicyCheckListsEveryProblemOfAnASDDFile(t *testing.T) {
+	cfg := writeTestFile(t, t.TempDir(), ".asdd.yml", "agent_review:\n  version: \"1\"\n  aggregation: all-requird\n  required: [a]\n  agents:\n    a:\n      preset: p\n      instruction: x\n")
+	for _, cmd := range []string{"check", "plan"} {
+		code, out, errOut := runPolicyCLI(t, "policy", cmd, "--file", cfg)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if code != exitUsage || out != "" || strings.Contains(errOut, "YAGA") || len(lines) != 3 ||
+			!strings.HasPrefix(lines[0], "lensgate configuration error: 2 problem(s) in ") ||
+			!strings.Contains(lines[1], ".asdd.yml:2:") || !strings.Contains(lines[1], "write version: 1") ||
+			!strings.Contains(lines[2], ".asdd.yml:3:") || !strings.Contains(lines[2], `did you mean "all-required"?`) {
+			t.Errorf("%s: exit %d\n%s", cmd, code, errOut)
+		}
+	}
+	code, _, errOut := runPolicyCLI(t, "policy", "check", "--file", cfg, "--format", "json")
+	if code != exitUsage || !strings.Contains(errOut, `"kind": "configuration"`) || !strings.Contains(errOut, ".asdd.yml:3:") {
+		t.Errorf("json: exit %d\n%s", code, errOut)
+	}
+}

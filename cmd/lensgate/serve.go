@@ -78,8 +78,9 @@ func (c *serveCmd) Run(e *env) error {
 	return serve(e.ctx, cfg, app, log)
 }
 
-// serve starts the App, listens until ctx ends, then shuts down gracefully: stop taking
-// requests, let running reviews finish (or hand them back) within the shutdown timeout.
+// serve listens at once, starts the App once GitHub confirms its identity (retrying until it
+// does), serves until ctx ends, then shuts down gracefully: stop taking requests, let running
+// reviews finish (or hand them back) within the shutdown timeout.
 func serve(ctx context.Context, cfg *config.Server, app *handlers.Server, log zerolog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -87,12 +88,9 @@ func serve(ctx context.Context, cfg *config.Server, app *handlers.Server, log ze
 	}
 	runCtx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorkers()
-	if err := app.Start(runCtx); err != nil {
-		_ = ln.Close()
-		return err
-	}
+	st := newStartup(app.Handler())
 	srv := &http.Server{
-		Handler:           app.Handler(),
+		Handler:           st,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -103,15 +101,26 @@ func serve(ctx context.Context, cfg *config.Server, app *handlers.Server, log ze
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info().Str("listen", ln.Addr().String()).Msg("listening")
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
+	startCtx, stopStarting := context.WithCancel(ctx)
+	defer stopStarting()
+	started, startDone := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(startDone)
+		started <- startWhenConfirmed(startCtx, runCtx, app, st, log)
+	}()
+	if err := waitForStop(ctx, errc, started); err != nil {
+		_ = srv.Close()
+		return err
 	}
 	log.Info().Dur("timeout", cfg.ShutdownTimeout).Msg("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	httpErr := srv.Shutdown(sctx)
+	// A start under way finishes (or gives up with ctx) before the workers are stopped.
+	select {
+	case <-startDone:
+	case <-sctx.Done():
+	}
 	qErr := app.Shutdown(sctx)
 	stopWorkers()
 	if err := errors.Join(httpErr, qErr); err != nil {
@@ -120,6 +129,24 @@ func serve(ctx context.Context, cfg *config.Server, app *handlers.Server, log ze
 	}
 	log.Info().Msg("stopped")
 	return nil
+}
+
+// waitForStop returns nil when ctx ends, or the error that ends serving first: the listener's,
+// or a start that failed after GitHub confirmed the App.
+func waitForStop(ctx context.Context, errc, started <-chan error) error {
+	for {
+		select {
+		case err := <-errc:
+			return fmt.Errorf("serve: %w", err)
+		case err := <-started:
+			if err != nil && ctx.Err() == nil {
+				return err
+			}
+			started = nil // started: wait for ctx or the listener
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }
 
 // buildApp assembles runtimes, pipeline, publisher and queue from the configuration.

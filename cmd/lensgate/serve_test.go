@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,16 +76,137 @@ func TestServeRefusesUnsafeConfig(t *testing.T) {
 	}
 }
 
-func TestServeFailsFastOnWrongApp(t *testing.T) {
+// TestServeComesUpBeforeGitHubConfirmsTheApp: with an App GitHub refuses, serve keeps running:
+// /healthz answers, /readyz answers 503 with the reason, webhooks 503 with Retry-After, the log
+// says why; it stops cleanly.
+func TestServeComesUpBeforeGitHubConfirmsTheApp(t *testing.T) {
 	gh := githubfake.New(t)
 	serveEnv(t, gh)
 	t.Setenv("GITHUB_APP_INTEGRATION_ID", "999") // the fake App is 4242: its JWT is refused
-	t.Setenv("LENSGATE_LISTEN", freeAddr(t))
-	var stderr bytes.Buffer
-	code := run(context.Background(), []string{"serve"}, io.Discard, &stderr)
-	if code == exitOK || !strings.Contains(stderr.String(), "GET /app") {
-		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	addr := freeAddr(t)
+	t.Setenv("LENSGATE_LISTEN", addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	var stderr syncBuffer
+	go func() { done <- run(ctx, []string{"serve"}, io.Discard, &stderr) }()
+	base := "http://" + addr
+	if err := waitStatus(base+handlers.RouteHealth, http.StatusOK, 20*time.Second); err != nil {
+		t.Fatalf("healthz: %v; stderr %s", err, stderr.String())
 	}
+	// The first check fails at once; from then on the reason names the failed call.
+	var body string
+	if err := waitFor(20*time.Second, func() bool {
+		code, b := getStatus(base + handlers.RouteReady)
+		body = b
+		return code == http.StatusServiceUnavailable && strings.Contains(b, "GET /app failed")
+	}); err != nil {
+		t.Fatalf("readyz never gave the reason: %s", body)
+	}
+	req, _ := githubfake.WebhookRequest(base+handlers.RouteHook, "star", "d1", gh.WebhookSecret(), []byte(`{"action":"created"}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("webhook while starting: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if !strings.Contains(stderr.String(), "GitHub App not confirmed") || !strings.Contains(stderr.String(), "GET /app") {
+		t.Errorf("the log does not say why: %s", stderr.String())
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no shutdown while starting")
+	}
+}
+
+// TestServeRetriesUntilGitHubAnswers: GET /app failing at first (GitHub not reachable yet)
+// delays readiness, it does not end the process.
+func TestServeRetriesUntilGitHubAnswers(t *testing.T) {
+	gh := githubfake.New(t)
+	serveEnv(t, gh)
+	t.Setenv("LENSGATE_LOG_LEVEL", "info")
+	gh.FailNext("GET /app", http.StatusBadGateway, 2)
+	addr := freeAddr(t)
+	t.Setenv("LENSGATE_LISTEN", addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	var stderr syncBuffer
+	go func() { done <- run(ctx, []string{"serve"}, io.Discard, &stderr) }()
+	if err := waitReady("http://"+addr, 60*time.Second); err != nil {
+		t.Fatalf("never ready: %v; stderr %s", err, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "GitHub App not confirmed"); n != 2 || gh.PendingFaults("GET /app") != 0 {
+		t.Errorf("%d failed checks logged, %d faults left; want 2 and 0:\n%s", n, gh.PendingFaults("GET /app"), stderr.String())
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer the server's log goroutines and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// getStatus GETs url and returns the status and body (0 and the error when it fails).
+func getStatus(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitStatus polls url until it answers want or within passes.
+func waitStatus(url string, want int, within time.Duration) error {
+	var last string
+	err := waitFor(within, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		resp.Body.Close()
+		last = resp.Status
+		return resp.StatusCode == want
+	})
+	if err != nil {
+		return fmt.Errorf("%s: last %s", url, last)
+	}
+	return nil
+}
+
+// waitFor polls cond until it holds or within passes.
+func waitFor(within time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return errors.New("condition not met in time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
 }
 
 func TestServeCheck(t *testing.T) {

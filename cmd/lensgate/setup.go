@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/lensgate/lensgate"
 	"github.com/lensgate/lensgate/disclosure"
 )
 
@@ -38,22 +39,26 @@ type setupCmd struct {
 
 // manifestFlags are shared by create and manifest.
 type manifestFlags struct {
-	File   string `default:"app.yml" type:"existingfile" help:"The App manifest in YAML."`
+	File   string `type:"existingfile" placeholder:"FILE" help:"The App manifest in YAML; default: the app.yml built into lensgate."`
 	URL    string `required:"" help:"Public base URL of this lensgate server; webhooks go to URL/api/github/hook."`
 	Name   string `help:"App name (GitHub App names are unique across GitHub); default is the manifest's."`
 	Org    string `help:"Register the App under this organisation instead of your personal account."`
 	WebURL string `name:"web-url" default:"https://github.com" env:"GITHUB_WEB_URL" help:"GitHub's web address (GitHub Enterprise Server: https://HOST; setup create derives it from --api-url)."`
 }
 
-// load reads the manifest file and fills in the server's URLs.
+// load reads the manifest (--file, else the built-in app.yml) and fills in the server's URLs.
 func (f *manifestFlags) load(redirect string) (map[string]any, error) {
-	data, err := os.ReadFile(f.File)
-	if err != nil {
-		return nil, err
+	data, name := lensgate.AppManifest(), "built-in app.yml"
+	if f.File != "" {
+		var err error
+		if data, err = os.ReadFile(f.File); err != nil {
+			return nil, err
+		}
+		name = f.File
 	}
 	m, err := appManifest(data, f.URL, f.Name, redirect)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", f.File, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return m, nil
 }

@@ -24,6 +24,9 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"github.com/lensgate/lensgate"
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers/webhook"
 )
@@ -369,6 +372,57 @@ func TestEnterpriseWebURL(t *testing.T) {
 	for _, tt := range tests {
 		if got := enterpriseWebURL(tt.web, tt.api); got != tt.want {
 			t.Errorf("enterpriseWebURL(%q, %q) = %q, want %q", tt.web, tt.api, got, tt.want)
+		}
+	}
+}
+
+// TestSetupManifestBuiltIn: without --file, setup uses the app.yml built into the binary, so it
+// works in a directory that holds none; --file still chooses another manifest.
+func TestSetupManifestBuiltIn(t *testing.T) {
+	appYML, err := filepath.Abs(filepath.Join("..", "..", "app.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := func(extra ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		args := append([]string{"setup", "manifest", "--url", "https://lg.example.com"}, extra...)
+		if code := run(context.Background(), args, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, errb.String())
+		}
+		return out.String()
+	}
+	t.Chdir(t.TempDir())
+	builtIn := manifest()
+	if fromFile := manifest("--file", appYML); builtIn != fromFile {
+		t.Errorf("the built-in manifest differs from app.yml:\n%s\nvs\n%s", builtIn, fromFile)
+	}
+	if err := os.WriteFile("mine.yml", []byte("name: mine\ndescription: d\ndefault_events: [issues]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if own := manifest("--file", "mine.yml"); !strings.Contains(own, `"name": "mine"`) {
+		t.Errorf("--file is not used: %s", own)
+	}
+}
+
+// TestOperationsDocNamesEverySubscribedEvent: docs/operations.md lists each event app.yml
+// subscribes to.
+func TestOperationsDocNamesEverySubscribedEvent(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, list, _ := strings.Cut(string(doc), "subscribes to exactly the events it handles:")
+	list, _, _ = strings.Cut(list, "(")
+	var m struct {
+		Events []string `yaml:"default_events"`
+	}
+	if err := yaml.Unmarshal(lensgate.AppManifest(), &m); err != nil || len(m.Events) == 0 {
+		t.Fatalf("app.yml: %v", err)
+	}
+	for _, ev := range m.Events {
+		if !strings.Contains(list, "`"+ev+"`") {
+			t.Errorf("docs/operations.md's list of subscribed events lacks %s", ev)
 		}
 	}
 }
