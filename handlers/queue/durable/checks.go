@@ -18,24 +18,6 @@ import (
 // the run is; a head reviewed again after that lists its check runs (or gets a new one).
 const CheckRecordsKept = queue.CheckRecordsKept
 
-// checkSchema is the gate check records' table: one row per App, repository, head and check
-// name, written by whichever replica wrote the run last.
-var checkSchema = []string{
-	`CREATE TABLE IF NOT EXISTS lensgate_check (
-		app_id BIGINT NOT NULL,
-		repo TEXT NOT NULL,
-		head_sha TEXT NOT NULL,
-		name TEXT NOT NULL,
-		check_id BIGINT NOT NULL,
-		status TEXT NOT NULL,
-		title TEXT NOT NULL,
-		annotations BIGINT NOT NULL,
-		updated_at BIGINT NOT NULL,
-		PRIMARY KEY (app_id, repo, head_sha, name)
-	)`,
-	`CREATE INDEX IF NOT EXISTS lensgate_check_updated_at ON lensgate_check (updated_at)`,
-}
-
 const (
 	// sqlPutCheck records a write unless the row holds a newer run, or the same run completed
 	// and this is an in-progress write arriving late; a record of unknown status replaces any
@@ -68,48 +50,39 @@ type CheckRecords struct {
 
 var _ queue.CheckRecords = (*CheckRecords)(nil)
 
-// sideStore runs the SQL of a table kept beside the queue's (its own schema and migration step)
-// on one backend.
+// sideStore runs the SQL of a table kept beside the queue's (schema.go holds its definition;
+// Open created it) on one backend.
 type sideStore struct {
 	exec     func(ctx context.Context, query string, args ...any) error
 	queryOne func(ctx context.Context, query string, args []any, dest ...any) error
-	migrate  func(ctx context.Context) error
 }
 
 // NewCheckRecords returns the gate check records kept in the database of q, a queue returned
-// by Open, creating their table if needed. now is the clock (time.Now when nil). The records
+// by Open. now is the clock (time.Now when nil). The records
 // use q's connections: they work until q is stopped.
 func NewCheckRecords(ctx context.Context, q queue.Queue, now func() time.Time) (*CheckRecords, error) {
 	if now == nil {
 		now = time.Now
 	}
-	store, err := openSideStore(ctx, q, checkSchema)
+	store, err := openSideStore(q)
 	if err != nil {
 		return nil, fmt.Errorf("durable queue: gate check records: %w", err)
 	}
 	return &CheckRecords{now: now, store: store}, nil
 }
 
-// openSideStore gives the table of schema over the database of q, a queue returned by Open,
-// creating it if needed.
-func openSideStore(ctx context.Context, q queue.Queue, schema []string) (sideStore, error) {
-	var store sideStore
+// openSideStore runs a side table's SQL over the database of q, a queue returned by Open.
+func openSideStore(q queue.Queue) (sideStore, error) {
 	switch rq := q.(type) {
 	case *riverQueue[pgx.Tx]:
-		// The queue's migration lock: replicas starting together create the table one at a time.
-		store = newSideStore[pgx.Tx](rq.db, "SELECT pg_advisory_xact_lock($1)", schema)
+		return newSideStore[pgx.Tx](rq.db), nil
 	case *riverQueue[*sql.Tx]:
-		store = newSideStore[*sql.Tx](rq.db, "", schema)
-	default:
-		return store, errors.New("needs a queue opened by durable.Open")
+		return newSideStore[*sql.Tx](rq.db), nil
 	}
-	if err := store.migrate(ctx); err != nil {
-		return store, fmt.Errorf("schema: %w", err)
-	}
-	return store, nil
+	return sideStore{}, errors.New("needs a queue opened by durable.Open")
 }
 
-func newSideStore[TTx any](db database[TTx], lock string, schema []string) sideStore {
+func newSideStore[TTx any](db database[TTx]) sideStore {
 	return sideStore{
 		exec: func(ctx context.Context, query string, args ...any) error {
 			return withTx(ctx, db, func(tx TTx) error {
@@ -118,21 +91,6 @@ func newSideStore[TTx any](db database[TTx], lock string, schema []string) sideS
 			})
 		},
 		queryOne: db.queryOne,
-		migrate: func(ctx context.Context) error {
-			return withTx(ctx, db, func(tx TTx) error {
-				if lock != "" {
-					if _, err := db.exec(ctx, tx, lock, int64(advisoryMigrationID)); err != nil {
-						return err
-					}
-				}
-				for _, stmt := range schema {
-					if _, err := db.exec(ctx, tx, stmt); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		},
 	}
 }
 

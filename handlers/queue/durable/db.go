@@ -336,55 +336,6 @@ func (d sqliteDB) close() {
 	_ = d.db.Close()
 }
 
-// schemaStatements create the tables the queue keeps beside River's: accepted delivery ids
-// (redelivery detection), the newest job per subject (supersession) and the leases of running
-// jobs (crash recovery).
-var schemaStatements = []string{
-	`CREATE TABLE IF NOT EXISTS lensgate_delivery (
-		delivery_id TEXT PRIMARY KEY,
-		subject_key TEXT NOT NULL,
-		received_at BIGINT NOT NULL
-	)`,
-	`CREATE INDEX IF NOT EXISTS lensgate_delivery_received_at ON lensgate_delivery (received_at)`,
-	// Digests of accepted webhook bodies (hex SHA-256 naming the event and its body) with the delivery id
-	// they came under: the same body under another id is a replay (replica-wide).
-	`CREATE TABLE IF NOT EXISTS lensgate_body (
-		digest TEXT PRIMARY KEY,
-		delivery_id TEXT NOT NULL,
-		received_at BIGINT NOT NULL
-	)`,
-	`CREATE INDEX IF NOT EXISTS lensgate_body_received_at ON lensgate_body (received_at)`,
-	`CREATE TABLE IF NOT EXISTS lensgate_subject (
-		subject_key TEXT PRIMARY KEY,
-		head_sha TEXT NOT NULL,
-		job_id BIGINT NOT NULL,
-		updated_at BIGINT NOT NULL
-	)`,
-	`CREATE INDEX IF NOT EXISTS lensgate_subject_updated_at ON lensgate_subject (updated_at)`,
-	// Heads whose review began and has not completed: their gate check may still be open, and
-	// the subject's next job concludes it.
-	`CREATE TABLE IF NOT EXISTS lensgate_begun (
-		subject_key TEXT NOT NULL,
-		head_sha TEXT NOT NULL,
-		begun_at BIGINT NOT NULL,
-		PRIMARY KEY (subject_key, head_sha)
-	)`,
-	// One row per running review attempt, renewed by its worker (milliseconds, database clock).
-	`CREATE TABLE IF NOT EXISTS lensgate_lease (
-		job_id BIGINT PRIMARY KEY,
-		client_id TEXT NOT NULL,
-		renewed_at BIGINT NOT NULL
-	)`,
-}
-
-// schemaColumns are columns added to the queue's tables after they were first released; each is
-// added when missing.
-var schemaColumns = []struct{ table, column, definition string }{
-	// When the newest event naming the subject's head was received (UnixNano, the receiving
-	// replica's clock): an event received earlier for another head is older news.
-	{"lensgate_subject", "head_received_ns", "BIGINT NOT NULL DEFAULT 0"},
-}
-
 // hasColumnQuery returns the query counting a table's columns of a name ($1 table, $2 column).
 func hasColumnQuery(backend string) string {
 	if backend == "sqlite" {

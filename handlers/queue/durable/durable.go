@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -330,24 +329,11 @@ func newQueue[TTx any](ctx context.Context, backend string, driver riverdriver.D
 			return fmt.Errorf("river migrations: %w", err)
 		}
 		return withTx(ctx, db, func(tx TTx) error {
-			for _, stmt := range append(slices.Clip(schemaStatements), waitingIndex(backend)) {
-				if _, err := db.exec(ctx, tx, stmt); err != nil {
-					return fmt.Errorf("queue schema: %w", err)
-				}
+			had, err := migrateSchema(ctx, db, tx, backend, time.Now().UnixMilli())
+			if err == nil && had != schemaVersion {
+				q.log.Info().Int("from", had).Int("to", schemaVersion).Msg("queue schema migrated")
 			}
-			for _, c := range schemaColumns {
-				var n int64
-				if err := db.queryRow(ctx, tx, hasColumnQuery(backend), []any{c.table, c.column}, &n); err != nil {
-					return fmt.Errorf("queue schema: %w", err)
-				}
-				if n > 0 {
-					continue
-				}
-				if _, err := db.exec(ctx, tx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.column+" "+c.definition); err != nil {
-					return fmt.Errorf("queue schema: %w", err)
-				}
-			}
-			return nil
+			return err
 		})
 	})
 	if err != nil {

@@ -10,18 +10,6 @@ import (
 	"github.com/lensgate/lensgate/handlers/queue"
 )
 
-// orgConfigSchema is the table of owners known to have no organisation configuration: one row
-// per installation and owner, until when the absence holds.
-var orgConfigSchema = []string{
-	`CREATE TABLE IF NOT EXISTS lensgate_org_config_absent (
-		installation_id BIGINT NOT NULL,
-		owner TEXT NOT NULL,
-		until_ms BIGINT NOT NULL,
-		PRIMARY KEY (installation_id, owner)
-	)`,
-	`CREATE INDEX IF NOT EXISTS lensgate_org_config_absent_until ON lensgate_org_config_absent (until_ms)`,
-}
-
 const (
 	sqlRememberOrgAbsent = `INSERT INTO lensgate_org_config_absent (installation_id, owner, until_ms) VALUES ($1, $2, $3)
 		ON CONFLICT (installation_id, owner) DO UPDATE SET until_ms = excluded.until_ms`
@@ -50,7 +38,7 @@ func NewOrgConfigAbsence(ctx context.Context, q queue.Queue, now func() time.Tim
 	if now == nil {
 		now = time.Now
 	}
-	store, err := openSideStore(ctx, q, orgConfigSchema)
+	store, err := openSideStore(q)
 	if err != nil {
 		return nil, fmt.Errorf("durable queue: organisation configuration absences: %w", err)
 	}

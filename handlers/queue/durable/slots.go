@@ -22,15 +22,6 @@ import (
 // answered; the slot frees the spacing after the release. Every time is the database's clock, so
 // replicas whose clocks differ still space their writes: only durations leave the database.
 
-// slotSchema is the write slots' table: one row per installation that wrote content.
-var slotSchema = []string{
-	`CREATE TABLE IF NOT EXISTS lensgate_write_slot (
-		installation_id BIGINT PRIMARY KEY,
-		free_at BIGINT NOT NULL,
-		holder TEXT NOT NULL
-	)`,
-}
-
 // slotQueries are the slot statements with the backend's database clock (milliseconds) spliced in.
 type slotQueries struct{ claim, peek, release, prune string }
 
@@ -73,37 +64,20 @@ type WriteSlots struct {
 	prunedAt time.Time
 }
 
-// NewWriteSlots returns the write slots kept in the database of q, a queue returned by Open,
-// creating their table if needed. They use q's connections: they work until q is stopped.
+// NewWriteSlots returns the write slots kept in the database of q, a queue returned by Open.
+// They use q's connections: they work until q is stopped.
 func NewWriteSlots(ctx context.Context, q queue.Queue) (*WriteSlots, error) {
 	switch rq := q.(type) {
 	case *riverQueue[pgx.Tx]:
-		// The queue's migration lock: replicas starting together create the table one at a time.
-		return newWriteSlots(ctx, rq.db, postgresSlots, "SELECT pg_advisory_xact_lock($1)")
+		return newWriteSlots(rq.db, postgresSlots), nil
 	case *riverQueue[*sql.Tx]:
-		return newWriteSlots(ctx, rq.db, sqliteSlots, "")
+		return newWriteSlots(rq.db, sqliteSlots), nil
 	default:
 		return nil, errors.New("durable queue: write slots need a queue opened by durable.Open")
 	}
 }
 
-func newWriteSlots[TTx any](ctx context.Context, db database[TTx], sq slotQueries, lock string) (*WriteSlots, error) {
-	err := withTx(ctx, db, func(tx TTx) error {
-		if lock != "" {
-			if _, err := db.exec(ctx, tx, lock, int64(advisoryMigrationID)); err != nil {
-				return err
-			}
-		}
-		for _, stmt := range slotSchema {
-			if _, err := db.exec(ctx, tx, stmt); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("durable queue: write slot schema: %w", err)
-	}
+func newWriteSlots[TTx any](db database[TTx], sq slotQueries) *WriteSlots {
 	return &WriteSlots{
 		claim: func(ctx context.Context, installation, holdMS int64, holder string) (bool, error) {
 			var got string
@@ -134,7 +108,7 @@ func newWriteSlots[TTx any](ctx context.Context, db database[TTx], sq slotQuerie
 				return err
 			})
 		},
-	}, nil
+	}
 }
 
 // ceilMS is d in whole milliseconds, rounded up: the database clock counts milliseconds, and a

@@ -19,18 +19,6 @@ import (
 // spend of each installation from the table.
 const TokenDaysKept = 7
 
-// tokenSchema is the daily token ledger's table: one row per installation and UTC day.
-var tokenSchema = []string{
-	`CREATE TABLE IF NOT EXISTS lensgate_token_day (
-		installation_id BIGINT NOT NULL,
-		day TEXT NOT NULL,
-		used BIGINT NOT NULL,
-		updated_at BIGINT NOT NULL,
-		PRIMARY KEY (installation_id, day)
-	)`,
-	`CREATE INDEX IF NOT EXISTS lensgate_token_day_day ON lensgate_token_day (day)`,
-}
-
 const (
 	// sqlReserveTokens takes $3 tokens of installation $1's day $2 when the day's count stays
 	// within $4, in one statement: the row is created or, locked, raised only if the sum fits,
@@ -67,7 +55,6 @@ var _ review.DailyTokens = (*TokenLedger)(nil)
 
 // tokenStore is the ledger's SQL on one backend.
 type tokenStore interface {
-	migrate(ctx context.Context) error
 	reserve(ctx context.Context, installation int64, day string, n, limit int, at int64) (used int64, granted bool, err error)
 	settle(ctx context.Context, installation int64, day string, delta int, at int64) error
 	used(ctx context.Context, installation int64, day string) (int64, error)
@@ -76,7 +63,7 @@ type tokenStore interface {
 
 // NewTokenLedger returns the daily token ledger kept in the database of q, a queue returned
 // by Open, allowing limit tokens per installation per UTC day (0 or less allows everything and
-// touches no table). It creates the ledger's table if needed. now is the clock (time.Now when
+// touches no table). now is the clock (time.Now when
 // nil). The ledger uses q's connections: it works until q is stopped.
 func NewTokenLedger(ctx context.Context, q queue.Queue, limit int, now func() time.Time) (*TokenLedger, error) {
 	if now == nil {
@@ -85,21 +72,13 @@ func NewTokenLedger(ctx context.Context, q queue.Queue, limit int, now func() ti
 	var store tokenStore
 	switch rq := q.(type) {
 	case *riverQueue[pgx.Tx]:
-		// The queue's migration lock: replicas starting together create the table one at a time.
-		store = sqlTokens[pgx.Tx]{db: rq.db, lock: "SELECT pg_advisory_xact_lock($1)"}
+		store = sqlTokens[pgx.Tx]{db: rq.db}
 	case *riverQueue[*sql.Tx]:
 		store = sqlTokens[*sql.Tx]{db: rq.db}
 	default:
 		return nil, errors.New("durable queue: the token ledger needs a queue opened by durable.Open")
 	}
-	l := &TokenLedger{limit: limit, now: now, store: store}
-	if limit <= 0 {
-		return l, nil
-	}
-	if err := store.migrate(ctx); err != nil {
-		return nil, fmt.Errorf("durable queue: token ledger schema: %w", err)
-	}
-	return l, nil
+	return &TokenLedger{limit: limit, now: now, store: store}, nil
 }
 
 // Reserve implements review.DailyTokens with one conditional upsert.
@@ -167,24 +146,7 @@ func (l *TokenLedger) pruneOnce(ctx context.Context, now time.Time, day string) 
 
 // sqlTokens is tokenStore over the queue's database.
 type sqlTokens[TTx any] struct {
-	db   database[TTx]
-	lock string // taken before creating the table ("" for none)
-}
-
-func (s sqlTokens[TTx]) migrate(ctx context.Context) error {
-	return withTx(ctx, s.db, func(tx TTx) error {
-		if s.lock != "" {
-			if _, err := s.db.exec(ctx, tx, s.lock, int64(advisoryMigrationID)); err != nil {
-				return err
-			}
-		}
-		for _, stmt := range tokenSchema {
-			if _, err := s.db.exec(ctx, tx, stmt); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	db database[TTx]
 }
 
 func (s sqlTokens[TTx]) reserve(ctx context.Context, installation int64, day string, n, limit int, at int64) (int64, bool, error) {
