@@ -204,9 +204,12 @@ func (r *Remote) Review(ctx context.Context, req *runtime.Request) (*runtime.Res
 
 // Run is the worker's side of one review's run on the runner.
 type Run struct {
-	c  *Client
-	mu sync.Mutex
-	id string
+	c *Client
+	// calling makes the review's calls one at a time: the first opens the run the others are
+	// recorded in, and each is granted what is left of the review's token budget.
+	calling sync.Mutex
+	mu      sync.Mutex
+	id      string
 }
 
 // RunOf returns the run a review's calls opened on the runner, or nil when none was sent.
@@ -216,6 +219,8 @@ func RunOf(sess *runtime.Session) *Run {
 }
 
 func (rn *Run) call(ctx context.Context, name string, req *runtime.Request, sess *runtime.Session) (*runtime.Result, error) {
+	rn.calling.Lock()
+	defer rn.calling.Unlock()
 	rn.mu.Lock()
 	id := rn.id
 	rn.mu.Unlock()
