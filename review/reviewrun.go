@@ -49,6 +49,7 @@ type lensGroup struct {
 	partDiff          []byte                           // the diff the parts are cut from
 	since             string                           // the head an incremental group reviews from
 	pending           atomic.Int32                     // parts not over yet
+	startOnce         sync.Once                        // stamps started when the first part starts
 	failed            atomic.Bool                      // a part failed: the parts not started yet are not sent
 	unchanged         bool                             // nothing changed since the lenses' last review
 	outOfScope        bool                             // the lenses' paths match no changed file
@@ -334,7 +335,6 @@ func (r *reviewRun) run(ctx context.Context) {
 		if !r.planGroup(g) {
 			continue
 		}
-		g.started = r.p.opts.Now()
 		g.pending.Store(int32(len(g.parts)))
 		for _, pc := range g.parts {
 			if r.p.free[g.key.runtime] {
@@ -418,8 +418,14 @@ func (r *reviewRun) planGroup(g *lensGroup) bool {
 	return true
 }
 
+// partStarts stamps the group's start when its first part starts.
+func (r *reviewRun) partStarts(g *lensGroup) {
+	g.startOnce.Do(func() { g.started = r.p.opts.Now() })
+}
+
 // partDone counts one part of g as over; the last one over stamps the group's end.
 func (r *reviewRun) partDone(g *lensGroup) {
+	r.partStarts(g)
 	if g.pending.Add(-1) == 0 {
 		g.finished = r.p.opts.Now()
 	}
@@ -429,6 +435,7 @@ func (r *reviewRun) partDone(g *lensGroup) {
 // runtime's request holds a call slot of the review, its installation and the process while it
 // runs, unless the runtime takes one for each model call it makes (runtime.Paced).
 func (r *reviewRun) callPart(ctx context.Context, g *lensGroup, pc *partCall) {
+	r.partStarts(g)
 	defer r.partDone(g)
 	rtName := g.key.runtime
 	rt, _ := r.p.opts.Runtimes.Get(rtName)

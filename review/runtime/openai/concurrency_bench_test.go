@@ -55,13 +55,17 @@ func eightPartChange() []byte {
 
 // BenchmarkConcurrentCalls: a model review of a change in 8 parts by 2 runtime groups (a lens
 // of the whole change and a lens of src/**), 16 calls to a model that answers each after
-// modelDelay. wall/delay is the review's wall time over one call's delay: 16 when the calls go
-// one after another.
+// modelDelay, with runtimes.max_concurrent_calls 1, 4 (the default) and 16. wall/delay is the
+// review's wall time over one call's delay: 16 when the calls go one after another.
 func BenchmarkConcurrentCalls(b *testing.B) {
 	srv := httptest.NewServer(slowModel())
 	defer srv.Close()
 	for _, n := range []int{1, 4, 16} {
-		b.Run(fmt.Sprintf("max_concurrent_calls=%d", n), func(b *testing.B) {
+		name := fmt.Sprintf("%d-at-once", n)
+		if n == 1 {
+			name = "one-at-a-time"
+		}
+		b.Run(name, func(b *testing.B) {
 			rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "sk-test", Backoff: time.Millisecond})
 			if err != nil {
 				b.Fatal(err)
