@@ -146,8 +146,9 @@ func TestConcurrentCallsStayWithinBounds(t *testing.T) {
 				m1 = &countingModel{name: "m1", total: all, inst: byNumber, rev: rev}
 				m2 = &countingModel{name: "m2", total: all, inst: byNumber, rev: rev}
 			}
+			limits := NewCallLimits(total, perInstallation)
 			p := NewPipeline(Options{Runtimes: runtime.NewRegistry(m1, m2), Logger: zerolog.Nop(),
-				MaxConcurrentCalls: perReview, CallLimits: NewCallLimits(total, perInstallation)})
+				MaxConcurrentCalls: perReview, CallLimits: limits})
 			var wg sync.WaitGroup
 			for n := 1; n <= 6; n++ {
 				wg.Go(func() {
@@ -164,6 +165,9 @@ func TestConcurrentCallsStayWithinBounds(t *testing.T) {
 				})
 			}
 			wg.Wait()
+			if len(limits.inst) != 0 {
+				t.Errorf("the bounds of %d installation(s) are kept with no call in flight", len(limits.inst))
+			}
 			if got := all.peak.Load(); got > total {
 				t.Errorf("%d calls in flight in all, bound %d", got, total)
 			}

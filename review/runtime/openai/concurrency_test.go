@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,6 +89,69 @@ func BenchmarkConcurrentCalls(b *testing.B) {
 			}
 			perReview := time.Since(start) / time.Duration(b.N)
 			b.ReportMetric(float64(perReview)/float64(modelDelay), "wall/delay")
+		})
+	}
+}
+
+// The main and the independent pass of a request are in flight at once, and never more of them
+// than runtimes.max_concurrent_calls allows; the lenses come back the same either way.
+func TestPassesRunAtOnceWithinTheBound(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("max_concurrent_calls=%d", n), func(t *testing.T) {
+			var mu sync.Mutex
+			inFlight, peak := 0, 0
+			both := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req chatRequest
+				if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+					http.Error(w, "bad request", http.StatusBadRequest)
+					return
+				}
+				mu.Lock()
+				inFlight++
+				peak = max(peak, inFlight)
+				if inFlight == 2 {
+					close(both)
+				}
+				mu.Unlock()
+				if n == 2 {
+					// Held until the other pass arrives too (a guard, not a measure).
+					select {
+					case <-both:
+					case <-time.After(20 * time.Second):
+						t.Error("the two passes were never in flight at once")
+					}
+				}
+				var ls []string
+				for _, m := range lensLine.FindAllStringSubmatch(req.Messages[0].Content, -1) {
+					ls = append(ls, m[1]+"=request-changes")
+				}
+				mu.Lock()
+				inFlight--
+				mu.Unlock()
+				reply(w, reviewJSON("found it", ls...))
+			}))
+			defer srv.Close()
+			rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "sk-test", Backoff: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := review.NewPipeline(review.Options{Runtimes: runtime.NewRegistry(rt), Logger: zerolog.Nop(), MaxConcurrentCalls: n})
+			d, err := p.Review(context.Background(), subject(), repoConfig("correctness", "quality"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if peak != n {
+				t.Errorf("%d calls in flight at most, want %d", peak, n)
+			}
+			if len(d.Tokens.Calls) != 2 || d.Tokens.Calls[0].Independent || !d.Tokens.Calls[1].Independent {
+				t.Errorf("calls %+v, want the main pass, then the independent one", d.Tokens.Calls)
+			}
+			for _, name := range []string{"correctness", "quality"} {
+				if l := lens(d, name); l.Outcome != review.OutcomeFailed {
+					t.Errorf("%s: %+v", name, l)
+				}
+			}
 		})
 	}
 }
