@@ -150,7 +150,7 @@ func runnerEnv() []runnerEnvVar {
 	}
 	// The runtimes section reads the server's variables.
 	for _, ev := range ServerEnvVars() {
-		if strings.HasPrefix(ev.Key, "runtimes.") && ev.Key != "runtimes.max_tokens_per_installation_per_day" {
+		if strings.HasPrefix(ev.Key, "runtimes.") && !serverOnlyRuntimeKey(ev.Key) {
 			set := ev.set
 			vars = append(vars, runnerEnvVar{Name: ev.Name, Key: ev.Key, set: func(r *Runner, v string) error {
 				s := &Server{Runtime: r.Runtime}
@@ -161,6 +161,17 @@ func runnerEnv() []runnerEnvVar {
 		}
 	}
 	return vars
+}
+
+// serverOnlyRuntimeKey reports whether a runtimes setting bounds a review as a whole, which
+// the server applies before it sends a call to the runner.
+func serverOnlyRuntimeKey(key string) bool {
+	switch key {
+	case "runtimes.max_tokens_per_installation_per_day", "runtimes.max_concurrent_calls",
+		"runtimes.max_concurrent_calls_per_installation", "runtimes.max_concurrent_calls_total":
+		return true
+	}
+	return false
 }
 
 // DefaultRunner returns the runner configuration with every default applied.

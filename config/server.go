@@ -189,7 +189,25 @@ type ServerRuntime struct {
 	// counted by each replica since its start; 0 turns the cap off.
 	// Env LENSGATE_MAX_TOKENS_PER_INSTALLATION_PER_DAY. Default 0.
 	MaxTokensPerInstallationPerDay int `yaml:"max_tokens_per_installation_per_day"`
+	// MaxConcurrentCalls bounds the model calls one review makes at once (its parts of a large
+	// change, its runtime groups, a model's independent pass); 1 makes them one after another.
+	// Env LENSGATE_MAX_CONCURRENT_CALLS. Default 4.
+	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
+	// MaxConcurrentCallsPerInstallation bounds the model calls of all reviews of one
+	// installation that this process makes at once; 0 turns the bound off.
+	// Env LENSGATE_MAX_CONCURRENT_CALLS_PER_INSTALLATION. Default 8.
+	MaxConcurrentCallsPerInstallation int `yaml:"max_concurrent_calls_per_installation"`
+	// MaxConcurrentCallsTotal bounds the model calls of all reviews this process makes at
+	// once; 0 turns the bound off. Env LENSGATE_MAX_CONCURRENT_CALLS_TOTAL. Default 16.
+	MaxConcurrentCallsTotal int `yaml:"max_concurrent_calls_total"`
 }
+
+// Defaults of the bounds on concurrent model calls.
+const (
+	DefaultMaxConcurrentCalls                = 4
+	DefaultMaxConcurrentCallsPerInstallation = 8
+	DefaultMaxConcurrentCallsTotal           = 16
+)
 
 // ServerDelegate describes another review bot: who it is (every id is checked, not only the
 // login), how it is asked, and which of its answers count.
@@ -337,6 +355,10 @@ func ServerEnvVars() []ServerEnvVar {
 		}},
 		{"LENSGATE_MAX_TOKENS_PER_INSTALLATION_PER_DAY", "runtimes.max_tokens_per_installation_per_day",
 			num(func(s *Server) *int { return &s.Runtime.MaxTokensPerInstallationPerDay })},
+		{"LENSGATE_MAX_CONCURRENT_CALLS", "runtimes.max_concurrent_calls", num(func(s *Server) *int { return &s.Runtime.MaxConcurrentCalls })},
+		{"LENSGATE_MAX_CONCURRENT_CALLS_PER_INSTALLATION", "runtimes.max_concurrent_calls_per_installation",
+			num(func(s *Server) *int { return &s.Runtime.MaxConcurrentCallsPerInstallation })},
+		{"LENSGATE_MAX_CONCURRENT_CALLS_TOTAL", "runtimes.max_concurrent_calls_total", num(func(s *Server) *int { return &s.Runtime.MaxConcurrentCallsTotal })},
 		{"LENSGATE_QUEUE_SIZE", "queue.size", num(func(s *Server) *int { return &s.Queue.Size })},
 		{"LENSGATE_QUEUE_WORKERS", "queue.workers", num(func(s *Server) *int { return &s.Queue.Workers })},
 		{"LENSGATE_QUEUE_MAX_RUNNING_PER_INSTALLATION", "queue.max_running_per_installation", num(func(s *Server) *int { return &s.Queue.MaxRunningPerInstallation })},
@@ -385,8 +407,9 @@ func DefaultServer() *Server {
 			SnapshotAttempts: 4,
 			JobTimeout:       10 * time.Minute,
 		},
-		Runtime: ServerRuntime{Enabled: []string{"builtin"}},
-		Queue:   ServerQueue{Size: 100, Workers: 2, EventQueueSize: 100, EventWorkers: 2, CatchupWindow: 24 * time.Hour},
+		Runtime: ServerRuntime{Enabled: []string{"builtin"}, MaxConcurrentCalls: DefaultMaxConcurrentCalls,
+			MaxConcurrentCallsPerInstallation: DefaultMaxConcurrentCallsPerInstallation, MaxConcurrentCallsTotal: DefaultMaxConcurrentCallsTotal},
+		Queue: ServerQueue{Size: 100, Workers: 2, EventQueueSize: 100, EventWorkers: 2, CatchupWindow: 24 * time.Hour},
 	}
 }
 
@@ -562,6 +585,15 @@ func (s *Server) validate() Problems {
 	}
 	if s.Runtime.MaxTokensPerInstallationPerDay < 0 {
 		add("runtimes.max_tokens_per_installation_per_day", "must be 0 (off) or positive")
+	}
+	if s.Runtime.MaxConcurrentCalls < 1 {
+		add("runtimes.max_concurrent_calls", "must be at least 1")
+	}
+	if s.Runtime.MaxConcurrentCallsPerInstallation < 0 {
+		add("runtimes.max_concurrent_calls_per_installation", "must be 0 (off) or positive")
+	}
+	if s.Runtime.MaxConcurrentCallsTotal < 0 {
+		add("runtimes.max_concurrent_calls_total", "must be 0 (off) or positive")
 	}
 	if d := s.Runtime.OpenAITimeout; d < 0 || d > time.Hour {
 		add("runtimes.openai_timeout", "must be 0 (review.timeout_seconds) or positive up to 1h")

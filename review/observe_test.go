@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,13 @@ import (
 // with its error and no review digest; the files are the ones given, by blob SHA.
 func TestPipelineObservesEachCall(t *testing.T) {
 	clock := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	now := func() time.Time { clock = clock.Add(time.Second); return clock }
+	var mu sync.Mutex // the runtimes are called at once
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(time.Second)
+		return clock
+	}
 	failing := &fakeRuntime{name: "flaky", fn: func(*runtime.Request) (*runtime.Result, error) {
 		// A cause with a NUL and far over the format's bound must not make the statement unsignable.
 		return nil, errors.New("deadline\x00" + strings.Repeat("é", 600))

@@ -50,7 +50,8 @@ type Options struct {
 	// FreeMaxDiffBytes bounds the diff the free runtimes scan (default 16 MiB); files beyond
 	// it are coverage gaps.
 	FreeMaxDiffBytes int64
-	// Now is the clock (default time.Now).
+	// Now is the clock (default time.Now). The calls of a review run at once, so it must be
+	// safe for concurrent use.
 	Now func() time.Time
 	// DefaultRuntime reviews lenses of a repository whose runtime: is ASDD's "generic" (the
 	// operator's choice of adapter). Default: builtin.
@@ -67,6 +68,14 @@ type Options struct {
 	// runtimes.max_tokens_per_installation_per_day) on top of models.max_tokens_per_review.
 	// TokenLedger counts in memory; the server gives the durable queue's ledger when it has one.
 	Tokens DailyTokens
+	// MaxConcurrentCalls bounds the model calls one review makes at once: its parts of the
+	// change, its runtime groups and a runtime's independent pass (the server's
+	// runtimes.max_concurrent_calls; default DefaultMaxConcurrentCalls). 1 makes them one
+	// after another.
+	MaxConcurrentCalls int
+	// CallLimits, when set, bounds the model calls of every review of the process together,
+	// in all and per installation.
+	CallLimits *CallLimits
 }
 
 // Pipeline reviews subjects. It holds no per-review state and is safe for concurrent use.
@@ -90,6 +99,9 @@ func NewPipeline(opts Options) *Pipeline {
 	}
 	if opts.ChunkTokens <= 0 {
 		opts.ChunkTokens = DefaultChunkTokens
+	}
+	if opts.MaxConcurrentCalls <= 0 {
+		opts.MaxConcurrentCalls = DefaultMaxConcurrentCalls
 	}
 	if opts.Runtimes == nil {
 		opts.Runtimes = runtime.NewRegistry()

@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/policy"
@@ -41,8 +45,26 @@ type lensGroup struct {
 	started, finished time.Time
 	cause             string                           // why the group's runtime failed ("" when it did not)
 	reports           map[string][]*runtime.LensReport // per lens name, one per part (nil for a missing report)
+	parts             []*partCall                      // the requests of the group's parts, in part order
+	partDiff          []byte                           // the diff the parts are cut from
+	since             string                           // the head an incremental group reviews from
+	pending           atomic.Int32                     // parts not over yet
+	startOnce         sync.Once                        // stamps started when the first part starts
+	failed            atomic.Bool                      // a part failed: the parts not started yet are not sent
 	unchanged         bool                             // nothing changed since the lenses' last review
 	outOfScope        bool                             // the lenses' paths match no changed file
+}
+
+// partCall is the request of one part of a group's change and what came back. Only the
+// goroutine that makes the request writes it, before the review folds the answers.
+type partCall struct {
+	files    []diff.File
+	n, total int // part n of total
+
+	sent bool // the request was made
+	res  *runtime.Result
+	err  error
+	call observation.Call
 }
 
 // reviewRun is one review of one subject: plan decides the lenses' runtimes, groups and parts
@@ -79,6 +101,7 @@ type reviewRun struct {
 	blobs    map[string]string
 	session  *runtime.Session
 	spend    *reviewBudget
+	slots    *reviewSlots
 
 	calls       []ModelCall
 	reviewedBy  map[string]bool // runtimes that completed their part of the review
@@ -236,6 +259,7 @@ func (r *reviewRun) prepare() {
 	// One budget for the whole review, shared by every model runtime it calls.
 	r.spend = &reviewBudget{max: cfg.Models.MaxTokensPerReview, ledger: r.p.opts.Tokens, installation: subj.InstallationID,
 		log: r.log.With().Int64("github_installation_id", subj.InstallationID).Logger()}
+	r.slots = newReviewSlots(r.p.opts.MaxConcurrentCalls, r.p.opts.CallLimits, subj.InstallationID)
 }
 
 // modelView is what model and adapter runtimes get: excluded files left out, secrets replaced.
@@ -297,23 +321,57 @@ func (r *reviewRun) close() {
 	}
 }
 
-// run reviews every group in plan order.
+// run reviews every group: the requests of every part of every group go out at once, at most
+// Options.MaxConcurrentCalls of them in flight (a free runtime's are not counted: they call no
+// model), and their answers are folded in plan and part order once all are in, so the
+// Decision is the same whichever answered first.
 func (r *reviewRun) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	inFlight := semaphore.NewWeighted(int64(r.p.opts.MaxConcurrentCalls))
 	for _, g := range r.groups {
-		r.runGroup(ctx, g)
+		if !r.planGroup(g) {
+			continue
+		}
+		g.pending.Store(int32(len(g.parts)))
+		for _, pc := range g.parts {
+			if r.p.free[g.key.runtime] {
+				wg.Go(func() { r.callPart(ctx, g, pc) })
+				continue
+			}
+			// Requests start in plan order: with one call at a time the review runs as it
+			// would one call after another, and stops a group at its first failed part.
+			if err := inFlight.Acquire(ctx, 1); err != nil {
+				pc.err = fmt.Errorf("not sent: %w", err)
+				r.partDone(g)
+				continue
+			}
+			if g.failed.Load() {
+				inFlight.Release(1)
+				r.partDone(g)
+				continue
+			}
+			wg.Go(func() {
+				defer inFlight.Release(1)
+				r.callPart(ctx, g, pc)
+			})
+		}
+	}
+	wg.Wait()
+	for _, g := range r.groups {
+		r.foldGroup(g)
 	}
 }
 
-// runGroup sends one group's parts of the change to its runtime, one request per part, and
-// records the reports. A group whose results are reused, whose paths match nothing or that has
-// nothing new to review makes no call.
-func (r *reviewRun) runGroup(ctx context.Context, g *lensGroup) {
+// planGroup decides what one group sends: nothing when its results are reused, its paths match
+// nothing, it has nothing new to review or it cannot be sent; otherwise g.parts holds one
+// request per part of the change. It reports whether the group makes requests.
+func (r *reviewRun) planGroup(g *lensGroup) bool {
 	rtName := g.key.runtime
 	isFree := r.p.free[rtName]
 	first := r.lenses[g.lenses[0]]
 	if g.key.reused && r.intake.Passed {
 		r.reviewedBy[rtName] = true
-		return
+		return false
 	}
 	if !isFree && (!r.intake.Passed || r.wd == nil) {
 		cause := "intake did not pass, so the change was not sent to the " + rtName + " runtime"
@@ -325,21 +383,19 @@ func (r *reviewRun) runGroup(ctx context.Context, g *lensGroup) {
 				r.lenses[i].cause = cause
 			}
 		}
-		return
+		return false
 	}
-	rt, _ := r.p.opts.Runtimes.Get(rtName)
 	var parts [][]diff.File
-	partDiff := r.diffBytes
-	since := ""
+	g.partDiff = r.diffBytes
 	switch {
 	case isFree:
 		parts = [][]diff.File{inPaths(r.free.files, g.key.paths)}
 	case g.key.incremental:
-		parts, partDiff, since = g.chunks, r.sc.diff, r.sc.since
+		parts, g.partDiff, g.since = g.chunks, r.sc.diff, r.sc.since
 		if len(inPaths(r.sc.files, g.key.paths)) == 0 {
 			g.unchanged = true
 			r.reviewedBy[rtName] = true
-			return
+			return false
 		}
 	default:
 		parts = g.chunks
@@ -347,66 +403,118 @@ func (r *reviewRun) runGroup(ctx context.Context, g *lensGroup) {
 	if len(g.key.paths) > 0 && len(inPaths(r.files, g.key.paths)) == 0 {
 		g.outOfScope = true
 		r.reviewedBy[rtName] = true
-		return
+		return false
 	}
 	if len(parts) == 0 {
 		parts = [][]diff.File{nil}
 	}
-	start := r.p.opts.Now()
+	g.parts = make([]*partCall, len(parts))
 	for n, part := range parts {
-		if !r.callPart(ctx, g, rt, part, partDiff, since, n+1, len(parts)) {
-			break
+		g.parts[n] = &partCall{files: part, n: n + 1, total: len(parts)}
+	}
+	return true
+}
+
+// partStarts stamps the group's start when its first part starts.
+func (r *reviewRun) partStarts(g *lensGroup) {
+	g.startOnce.Do(func() { g.started = r.p.opts.Now() })
+}
+
+// partDone counts one part of g as over; the last one over stamps the group's end.
+func (r *reviewRun) partDone(g *lensGroup) {
+	r.partStarts(g)
+	if g.pending.Add(-1) == 0 {
+		g.finished = r.p.opts.Now()
+	}
+}
+
+// callPart makes the request of one part of a group and keeps what came back in pc. A paid
+// runtime's request holds a call slot of the review, its installation and the process while it
+// runs, unless the runtime takes one for each model call it makes (runtime.Paced).
+func (r *reviewRun) callPart(ctx context.Context, g *lensGroup, pc *partCall) {
+	r.partStarts(g)
+	defer r.partDone(g)
+	rtName := g.key.runtime
+	rt, _ := r.p.opts.Runtimes.Get(rtName)
+	req := &runtime.Request{
+		Kind: runtime.KindReview, Subject: r.rtSubj, Files: pc.files, Diff: joinFiles(g.partDiff, pc.files),
+		Changed: r.changed, Settings: r.settings, Delegation: r.subj.Delegation, Since: g.since, Chunk: pc.n, Chunks: pc.total,
+	}
+	if r.wd != nil {
+		req.WorkDir = r.wd.path
+	}
+	given := pc.files
+	if !r.p.free[rtName] {
+		pv := newModelView(r.subj, r.rtSubj, g.partDiff, pc.files, r.changed, r.cfg.Models.ExcludePaths)
+		req.Subject, req.Files, req.Diff, req.Changed = pv.subject, pv.files, pv.diff, pv.changed
+		req.Budget, req.Slots = r.spend, r.slots
+		given = pv.files
+		if _, paced := rt.(runtime.Paced); !paced {
+			release, err := r.slots.Acquire(ctx)
+			if err != nil {
+				pc.err = fmt.Errorf("not sent: %w", err)
+				g.failed.Store(true)
+				return
+			}
+			defer release()
 		}
 	}
-	g.started, g.finished = start, r.p.opts.Now()
+	for _, i := range g.lenses {
+		it := r.lenses[i].item
+		pl, _ := r.cfg.Policy.Lens(it.Name)
+		req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: pathInstruction(it, pc.files),
+			Independent: pl.Independent})
+	}
+	res, err, call := r.p.runCall(runtime.WithSession(ctx, r.session), rt, req, filesGiven(given, r.blobs))
+	pc.res, pc.err, pc.call, pc.sent = res, err, call, true
+	if err != nil {
+		g.failed.Store(true)
+	}
+}
+
+// foldGroup records the answers of a group's parts in part order, as the requests were
+// planned, whichever came back first. The first part that failed gives the group its cause;
+// the parts after it count for nothing but what they cost.
+func (r *reviewRun) foldGroup(g *lensGroup) {
+	rtName := g.key.runtime
+	if g.parts == nil {
+		return
+	}
+	for _, pc := range g.parts {
+		if pc.sent {
+			r.observed.Calls = append(r.observed.Calls, pc.call)
+			if !r.p.free[rtName] {
+				r.sentToModel = true
+			}
+		}
+		if pc.res != nil {
+			for _, c := range pc.res.Calls {
+				r.calls = append(r.calls, ModelCall{Runtime: rtName, Call: c})
+			}
+		}
+		if g.cause != "" || !pc.sent && pc.err == nil {
+			continue
+		}
+		if pc.err != nil {
+			r.log.Warn().Str("runtime", rtName).Int("chunk", pc.n).Int("chunks", pc.total).Err(pc.err).Msg("runtime failed; its lenses are pending")
+			g.cause = "runtime " + rtName + " failed: " + boundText(pc.err.Error(), 500)
+			if pc.total > 1 {
+				g.cause = fmt.Sprintf("runtime %s failed on part %d of %d of the change: %s", rtName, pc.n, pc.total, boundText(pc.err.Error(), 500))
+			}
+			continue
+		}
+		r.foldReports(g, pc.res)
+	}
 	if g.cause == "" {
 		r.reviewedBy[rtName] = true
-		if !isFree {
+		if !r.p.free[rtName] {
 			r.modelRan = true
 		}
 	}
 }
 
-// callPart makes the request of part n of total of one group and records its answer. It
-// reports whether the runtime answered; when it did not, the group's cause says why.
-func (r *reviewRun) callPart(ctx context.Context, g *lensGroup, rt runtime.Runtime, part []diff.File, partDiff []byte, since string, n, total int) bool {
-	rtName := g.key.runtime
-	req := &runtime.Request{
-		Kind: runtime.KindReview, Subject: r.rtSubj, Files: part, Diff: joinFiles(partDiff, part),
-		Changed: r.changed, Settings: r.settings, Delegation: r.subj.Delegation, Since: since, Chunk: n, Chunks: total,
-	}
-	if r.wd != nil {
-		req.WorkDir = r.wd.path
-	}
-	given := part
-	if !r.p.free[rtName] {
-		pv := newModelView(r.subj, r.rtSubj, partDiff, part, r.changed, r.cfg.Models.ExcludePaths)
-		req.Subject, req.Files, req.Diff, req.Changed = pv.subject, pv.files, pv.diff, pv.changed
-		req.Budget = r.spend
-		given = pv.files
-		r.sentToModel = true
-	}
-	for _, i := range g.lenses {
-		it := r.lenses[i].item
-		pl, _ := r.cfg.Policy.Lens(it.Name)
-		req.Lenses = append(req.Lenses, runtime.Lens{Name: it.Name, Preset: it.Preset, Instruction: pathInstruction(it, part),
-			Independent: pl.Independent})
-	}
-	res, err, call := r.p.runCall(runtime.WithSession(ctx, r.session), rt, req, filesGiven(given, r.blobs))
-	r.observed.Calls = append(r.observed.Calls, call)
-	if res != nil {
-		for _, c := range res.Calls {
-			r.calls = append(r.calls, ModelCall{Runtime: rtName, Call: c})
-		}
-	}
-	if err != nil {
-		r.log.Warn().Str("runtime", rtName).Int("chunk", n).Int("chunks", total).Err(err).Msg("runtime failed; its lenses are pending")
-		g.cause = "runtime " + rtName + " failed: " + boundText(err.Error(), 500)
-		if total > 1 {
-			g.cause = fmt.Sprintf("runtime %s failed on part %d of %d of the change: %s", rtName, n, total, boundText(err.Error(), 500))
-		}
-		return false
-	}
+// foldReports keeps one part's report of each lens of g (nil for a lens it did not report).
+func (r *reviewRun) foldReports(g *lensGroup, res *runtime.Result) {
 	g.model = res.Model
 	seen := map[string]bool{}
 	for j := range res.Lenses {
@@ -422,7 +530,6 @@ func (r *reviewRun) callPart(ctx context.Context, g *lensGroup, rt runtime.Runti
 			g.reports[name] = append(g.reports[name], nil)
 		}
 	}
-	return true
 }
 
 // lensResult is the closed result of lens i, and whether its runtime asked for changes.

@@ -57,7 +57,8 @@ func badLineModel() *fakeRuntime {
 
 func modelPipeline(t *testing.T, rt runtime.Runtime) (*Pipeline, *config.Repo) {
 	t.Helper()
-	p := NewPipeline(Options{Runtimes: runtime.NewRegistry(rt), Logger: zerolog.Nop()})
+	// One call at a time: these tests read the requests in the order they were planned.
+	p := NewPipeline(Options{Runtimes: runtime.NewRegistry(rt), Logger: zerolog.Nop(), MaxConcurrentCalls: 1})
 	cfg := config.DefaultRepo()
 	cfg.Runtime = rt.Name()
 	cfg.Policy = policyWith(config.Lens{Name: "security", Preset: "security", Required: true})

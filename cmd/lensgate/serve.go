@@ -234,7 +234,9 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		}
 		absent = a
 	}
-	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log, Version: version, Tokens: tokens})
+	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log, Version: version, Tokens: tokens,
+		MaxConcurrentCalls: cfg.Runtime.MaxConcurrentCalls,
+		CallLimits:         review.NewCallLimits(cfg.Runtime.MaxConcurrentCallsTotal, cfg.Runtime.MaxConcurrentCallsPerInstallation)})
 	server, err := handlers.New(handlers.Options{
 		OrgConfigAbsence: absent,
 		Config:           cfg,

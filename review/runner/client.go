@@ -197,15 +197,18 @@ func (r *Remote) Review(ctx context.Context, req *runtime.Request) (*runtime.Res
 	if sess == nil {
 		sess = &runtime.Session{DiffDigest: digest.SHA256Hex(req.Diff)}
 	}
-	rn := sess.Value(runKey{}, func() any { return &Run{c: r.c} }).(*Run)
+	rn := sess.Value(runKey{}, func() any { return &Run{c: r.c, turn: make(chan struct{}, 1)} }).(*Run)
 	return rn.call(ctx, r.name, req, sess)
 }
 
 // Run is the worker's side of one review's run on the runner.
 type Run struct {
-	c  *Client
-	mu sync.Mutex
-	id string
+	c *Client
+	// turn makes the review's calls one at a time: the first opens the run the others are
+	// recorded in, and each is granted what is left of the review's token budget.
+	turn chan struct{}
+	mu   sync.Mutex
+	id   string
 }
 
 // RunOf returns the run a review's calls opened on the runner, or nil when none was sent.
@@ -215,6 +218,12 @@ func RunOf(sess *runtime.Session) *Run {
 }
 
 func (rn *Run) call(ctx context.Context, name string, req *runtime.Request, sess *runtime.Session) (*runtime.Result, error) {
+	select {
+	case rn.turn <- struct{}{}:
+		defer func() { <-rn.turn }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("runner: waiting for the review's earlier call: %w", ctx.Err())
+	}
 	rn.mu.Lock()
 	id := rn.id
 	rn.mu.Unlock()

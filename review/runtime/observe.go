@@ -195,6 +195,31 @@ func (r *Recorder) Tokens(u Tokens) {
 	*r.tokens = r.tokens.Add(u)
 }
 
+// Merge adds the exchanges, model names and tokens another recorder saw, after what r holds
+// (the digests of an adapter are not merged): a runtime that makes calls at once
+// records each in a recorder of its own and merges them in a fixed order, so the exchanges are
+// listed in the same order whichever call answered first.
+func (r *Recorder) Merge(o Observed) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.exchanges = append(r.exchanges, o.Exchanges...)
+	if o.ModelRequested != "" {
+		r.requested = o.ModelRequested
+	}
+	if o.ModelResponded != "" {
+		r.responded = o.ModelResponded
+	}
+	if o.Tokens != nil {
+		if r.tokens == nil {
+			r.tokens = &Tokens{}
+		}
+		*r.tokens = r.tokens.Add(*o.Tokens)
+	}
+}
+
 // Snapshot returns what was recorded so far.
 func (r *Recorder) Snapshot() Observed {
 	if r == nil {

@@ -84,6 +84,8 @@ type Request struct {
 	Delegation *Delegation
 	// Budget caps the model tokens of the review; nil means no cap.
 	Budget Budget
+	// Slots bounds the review's model calls in flight; nil means no bound (see Paced).
+	Slots Slots
 	// Since, when set, is the earlier reviewed head: Diff then holds only the changes since
 	// it, and Changed still lists every file of the pull request as context.
 	Since string

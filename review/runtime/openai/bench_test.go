@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,10 +165,13 @@ func benchSubject(diff []byte) *review.Subject {
 // what was sent.
 func lensgateSpend(tb testing.TB, diff []byte, names ...string) spend {
 	var got spend
+	var mu sync.Mutex // the passes of a review are sent at once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var buf bytes.Buffer
 		_, _ = buf.ReadFrom(r.Body)
+		mu.Lock()
 		got.add(buf.Bytes())
+		mu.Unlock()
 		var req struct {
 			Messages []struct{ Content string } `json:"messages"`
 		}
@@ -197,6 +201,8 @@ func lensgateSpend(tb testing.TB, diff []byte, names ...string) spend {
 	if err != nil || d.Gate.State != review.OutcomePassed {
 		tb.Fatalf("review: %v %+v", err, d.Lenses)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	return got
 }
 

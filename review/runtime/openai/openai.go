@@ -101,6 +101,7 @@ type Runtime struct {
 
 	mu     sync.Mutex
 	states map[string]endpointState // endpoint + model
+	randMu sync.Mutex               // guards opts.Random
 }
 
 // endpointState is what a runtime learned about one endpoint and model: the response format
@@ -224,20 +225,64 @@ func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Re
 		}
 	}
 	paths := diffPaths(req)
-	res := &runtime.Result{Model: model}
-	for _, pass := range []struct {
-		lenses      []runtime.Lens
-		independent bool
-	}{{main, false}, {independent, true}} {
-		if len(pass.lenses) == 0 {
+	passes := []*pass{{lenses: main}, {lenses: independent, independent: true}}
+	// The passes go out at once, each recording what crossed the wire on its own, and are
+	// gathered in a fixed order: the main pass first, whichever answered first.
+	// The independent pass starts once the main pass's first call has taken its share of the
+	// token budget, so that under a tight cap the same call is refused whichever is faster.
+	var wg sync.WaitGroup
+	turn := make(chan struct{})
+	reserved := sync.OnceFunc(func() { close(turn) })
+	for k, ps := range passes {
+		if len(ps.lenses) == 0 {
+			if k == 0 {
+				reserved()
+			}
 			continue
 		}
-		reps, calls := r.reviewPass(ctx, req, model, pass.lenses, pass.independent, paths)
-		res.Calls = append(res.Calls, calls...)
-		res.Lenses = append(res.Lenses, reps...)
+		wg.Go(func() {
+			pctx := ctx
+			if k == 0 {
+				defer reserved()
+				pctx = context.WithValue(ctx, reservedKey{}, reserved)
+			} else {
+				select {
+				case <-turn:
+				case <-ctx.Done():
+				}
+			}
+			rec := &runtime.Recorder{}
+			ps.reports, ps.calls = r.reviewPass(runtime.WithRecorder(pctx, rec), req, model, ps.lenses, ps.independent, paths)
+			ps.seen = rec.Snapshot()
+		})
+	}
+	wg.Wait()
+	res := &runtime.Result{Model: model}
+	for _, ps := range passes {
+		if len(ps.lenses) > 0 {
+			res.Calls = append(res.Calls, ps.calls...)
+			res.Lenses = append(res.Lenses, ps.reports...)
+			runtime.RecorderFrom(ctx).Merge(ps.seen)
+		}
 	}
 	return res, nil
 }
+
+// reservedKey carries the function a call runs once its token reservation is decided.
+type reservedKey struct{}
+
+// pass is the lenses judged in one inference, and what it answered and recorded.
+type pass struct {
+	lenses      []runtime.Lens
+	independent bool
+
+	reports []runtime.LensReport
+	calls   []runtime.Call
+	seen    runtime.Observed
+}
+
+// PacesCalls implements runtime.Paced: every model call takes a slot of Request.Slots.
+func (r *Runtime) PacesCalls() {}
 
 // reviewPass reviews lenses in one call, or, when the server says the model's context is too
 // small for the prompt, in one call per part of the change that fits it. Every lens gets a
@@ -366,6 +411,13 @@ func (r *Runtime) callTimeout(req *runtime.Request) time.Duration {
 // level and sampling remembered for the endpoint and model, and steps down when the endpoint
 // refuses one of them.
 func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p *prompt, call *runtime.Call) (reply, error) {
+	// Waiting for a slot of the review's bound on concurrent calls is not part of the call's
+	// deadline; the review's own deadline still bounds it.
+	release, err := runtime.AcquireSlot(ctx, req.Slots)
+	if err != nil {
+		return reply{}, fmt.Errorf("no call slot: %w", err)
+	}
+	defer release()
 	timeout, byReview := r.callTimeout(req), false
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		// The review's own deadline ends first: a timeout is then the review's.
@@ -379,10 +431,15 @@ func (r *Runtime) ask(ctx context.Context, req *runtime.Request, model string, p
 
 	// The most this call can cost: its prompt and a full answer.
 	reserved := estimatePrompt(p, formats[st.level], schemaJSON) + r.opts.MaxTokens
+	ok, cause := true, ""
 	if req.Budget != nil {
-		if ok, cause := req.Budget.Reserve(ctx, reserved); !ok {
-			return reply{}, fmt.Errorf("%w: %s", errBudget, cause)
-		}
+		ok, cause = req.Budget.Reserve(ctx, reserved)
+	}
+	if done, _ := ctx.Value(reservedKey{}).(func()); done != nil {
+		done()
+	}
+	if !ok {
+		return reply{}, fmt.Errorf("%w: %s", errBudget, cause)
 	}
 	var used int
 	defer func() {
@@ -551,7 +608,12 @@ func (r *Runtime) Formats() map[string]string {
 func (r *Runtime) nonce(req *runtime.Request) (string, error) {
 	for i := 0; i < 4; i++ {
 		var b [16]byte
-		if _, err := io.ReadFull(r.opts.Random, b[:]); err != nil {
+		// The passes of a review draw their nonces at once; Options.Random need not be safe
+		// for concurrent use.
+		r.randMu.Lock()
+		_, err := io.ReadFull(r.opts.Random, b[:])
+		r.randMu.Unlock()
+		if err != nil {
 			return "", fmt.Errorf("fence nonce: %w", err)
 		}
 		n := hex.EncodeToString(b[:])

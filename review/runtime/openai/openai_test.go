@@ -209,9 +209,9 @@ func TestRequestShapeFenceAndInjection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := model.requests()
+	reqs := byPass(model.requests())
 	if len(reqs) != 2 {
-		t.Fatalf("%d model calls, want 2 (lenses, then the independent quality pass)", len(reqs))
+		t.Fatalf("%d model calls, want 2 (lenses, and the independent quality pass)", len(reqs))
 	}
 	for i, req := range reqs {
 		if model.paths[i] != "POST /v1/chat/completions" || model.auth[i] != "Bearer sk-test-secret-token" {
@@ -251,7 +251,7 @@ func TestRequestShapeFenceAndInjection(t *testing.T) {
 		t.Error("first call does not hold exactly the ordinary lenses")
 	}
 	q := reqs[1].Messages[0].Content + reqs[1].Messages[1].Content
-	if !strings.Contains(q, "LENS quality:") || strings.Contains(q, "LENS correctness:") || strings.Contains(q, "answer 1") {
+	if !strings.Contains(q, "LENS quality:") || strings.Contains(q, "LENS correctness:") || strings.Contains(q, "answer 1") || strings.Contains(q, "answer 2") {
 		t.Error("quality call is not independent of the first call")
 	}
 	// The injected text changed nothing: both lenses fail on the real defect.
@@ -263,6 +263,25 @@ func TestRequestShapeFenceAndInjection(t *testing.T) {
 	if d.Gate.State != review.OutcomeFailed || d.Runs[0].Model != "reviewer-model-7" {
 		t.Errorf("gate %s runs %+v", d.Gate.State, d.Runs)
 	}
+}
+
+// independentPass reports whether a request is the independent adversarial pass.
+func independentPass(req chatRequest) bool {
+	return len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, "independent adversarial pass")
+}
+
+// byPass orders requests by pass: the passes of a review go out at once, in no fixed order.
+func byPass(reqs []chatRequest) []chatRequest {
+	slices.SortStableFunc(reqs, func(a, b chatRequest) int {
+		switch {
+		case independentPass(a) == independentPass(b):
+			return 0
+		case independentPass(b):
+			return -1
+		}
+		return 1
+	})
+	return reqs
 }
 
 // schemaLensEnum reads properties.lenses.items.properties.lens.enum of a sent schema.
@@ -293,7 +312,7 @@ func schemaLensEnum(t *testing.T, raw json.RawMessage) []string {
 func TestAnswersOnlyCountForTheirOwnPass(t *testing.T) {
 	model := &fakeModel{t: t}
 	model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
-		if n == 1 { // the first pass tries to answer for the quality lens too
+		if !independentPass(req) { // the main pass tries to answer for the quality lens too
 			reply(w, reviewJSON("main", "correctness=ok", "quality=ok"))
 			return
 		}
