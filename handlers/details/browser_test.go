@@ -318,6 +318,13 @@ func TestBrowser(t *testing.T) {
 		if got := eval[string](t, wtab, `document.getElementById("server-result").textContent`); !strings.Contains(got, "not ok") {
 			t.Fatalf("server verification of a tampered receipt: %q", got)
 		}
+		// A receipt that does not verify is said first, and its section opens by itself.
+		if got := eval[string](t, wtab, `document.getElementById("first-step").textContent`); !strings.Contains(got, "does not verify") {
+			t.Fatalf("first step of a page whose receipt fails: %q", got)
+		}
+		if !eval[bool](t, wtab, `document.getElementById("receipt-h").closest("details").open`) {
+			t.Fatal("the failing verification is folded away")
+		}
 		screenshot(t, wtab, dir, "tampered.png")
 	})
 

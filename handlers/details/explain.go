@@ -88,7 +88,7 @@ var explanations = map[string]string{
 	"PLATFORM_ATTESTED":   "The platform attests this time.",
 	"EXTERNALLY_ANCHORED": "An external time-stamping service anchors this time.",
 	"CONFLICT":            "The claims of this time contradict each other.",
-	"NOT_EVALUATED":       "This check was not made (its input was not given).",
+	"NOT_EVALUATED":       "This check was not made: its input was not given, or could not be read.",
 	"LEGACY_V0_1":         "Time claims are read with the legacy v0.1 meaning.",
 	"V0_2":                "Time claims are read with the v0.2 meaning: each time is a separate axis.",
 

@@ -342,6 +342,8 @@ func (v *view) FirstStep() string {
 		return "This is the review of an earlier head; it no longer describes the pull request. Open the review of the current head under History of heads."
 	case v.Stale != "":
 		return "The review is behind the pull request: re-run it, or push again, and read the new result."
+	case v.Server != nil && !v.Server.OK:
+		return "The signed receipt of this review does not verify: do not rely on this page until you know why. Open Receipt and verification below."
 	case h.Record == nil:
 		return "The review of this head has not finished. Reload this page when the check run completes."
 	}
