@@ -108,6 +108,18 @@ var explanations = map[string]string{
 	"legacy":  "The receipt uses the legacy v0.1 predicate.",
 	"unknown": "The predicate version could not be determined.",
 
+	// The runner_observation axis and the reason codes of its MISMATCH (docs/review-run.md).
+	"OBSERVATION_MALFORMED":                "The runner's observation is not a well-formed observation statement.",
+	"OBSERVATION_SIGNATURE_INVALID":        "The observation's signature does not verify under a published witness key.",
+	"OBSERVATION_WRONG_WITNESS_KEY":        "The observation is signed with the receipt key: a statement by the receipt's own signer witnesses nothing.",
+	"OBSERVATION_RECEIPT_UNREADABLE":       "The receipt the observation is checked against could not be read.",
+	"OBSERVATION_SUBJECT_DIFFERS":          "The observation is about another subject than the receipt.",
+	"OBSERVATION_ENVELOPE_DIGEST_DIFFERS":  "The observation names another receipt than the one beside it.",
+	"OBSERVATION_PLAN_DIGEST_DIFFERS":      "The runner ran another review plan than the receipt names.",
+	"OBSERVATION_FINDINGS_ROOT_DIFFERS":    "The findings the runner derived are not the ones the receipt lists.",
+	"OBSERVATION_TIME_OUTSIDE_WINDOW":      "The receipt's review time lies outside the window the runner observed.",
+	"OBSERVATION_RUNTIME_IDENTITY_DIFFERS": "A runtime call the runner observed does not show the runtime identity expected.",
+
 	// Automation blockers.
 	"CRYPTO_NOT_OK":           "The signature did not verify.",
 	"STRUCTURE_NOT_OK":        "The statement or predicate breaks a rule of its version.",
@@ -118,6 +130,22 @@ var explanations = map[string]string{
 
 // explain returns the plain-language meaning of a verifier code, or "" when there is none.
 func explain(code string) string { return explanations[code] }
+
+// observationVerdicts say what the runner_observation axis's three values mean.
+var observationVerdicts = map[string]string{
+	"MATCH":    "The observation verifies under a published witness key and agrees with the receipt beside it.",
+	"MISMATCH": "The observation does not verify, or disagrees with the receipt beside it; the codes below say where.",
+	"ABSENT":   "There is no observation to check.",
+}
+
+// observationCodeRows lists the reason codes of a runner observation with their meaning.
+func observationCodeRows(ov *observationView) []codeRow {
+	var rows []codeRow
+	for _, c := range ov.ReasonCodes {
+		rows = append(rows, codeRow{"reason (mismatch)", c, explain(c)})
+	}
+	return rows
+}
 
 // codeRow is one line of the codes table of the page.
 type codeRow struct {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/disclosure/observation"
 )
 
 // wireStrings are constants of package disclosure that are not codes a verification reports.
@@ -17,7 +18,8 @@ var wireStrings = map[string]bool{
 	"SchemaVersion": true, "TestResultType": true,
 }
 
-// verifierCodes reads every string constant that disclosure declares in codes.go and report.go:
+// verifierCodes reads every string constant that disclosure declares in codes.go and report.go,
+// and disclosure/observation in verify.go:
 // reason, advisory and limitation codes, assurance rungs, time and match states, policy
 // decisions, currentness, version states and automation blockers. Reading the source means a
 // code added there fails this test until it is explained here.
@@ -25,7 +27,7 @@ func verifierCodes(t *testing.T) map[string]string {
 	t.Helper()
 	codes := map[string]string{}
 	fset := token.NewFileSet()
-	for _, f := range []string{"codes.go", "report.go"} {
+	for _, f := range []string{"codes.go", "report.go", filepath.Join("observation", "verify.go")} {
 		file, err := parser.ParseFile(fset, filepath.Join("..", "..", "disclosure", f), nil, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +63,7 @@ func TestEveryVerifierCodeIsExplained(t *testing.T) {
 	codes := verifierCodes(t)
 	// A few known constants prove the source was read, not an empty set.
 	for _, c := range []string{disclosure.CodeTimeClaimsConflict, disclosure.AdvisoryCoverageLegacy, disclosure.LimitCurrentnessUnknown,
-		disclosure.TimeSelfDeclared, disclosure.MatchNotMeasurable, disclosure.DecisionInsufficientEvidence, disclosure.VersionLegacy} {
+		disclosure.TimeSelfDeclared, disclosure.MatchNotMeasurable, disclosure.DecisionInsufficientEvidence, disclosure.VersionLegacy, observation.CodeRuntimeDiffers} {
 		found := false
 		for _, v := range codes {
 			found = found || v == c
@@ -79,6 +81,14 @@ func TestEveryVerifierCodeIsExplained(t *testing.T) {
 	for _, v := range []string{"LEGACY_V0_1", "V0_2"} {
 		if explain(v) == "" {
 			t.Errorf("time semantics %q has no explanation", v)
+		}
+	}
+}
+
+func TestEveryObservationVerdictIsExplained(t *testing.T) {
+	for _, v := range []string{observation.Match, observation.Mismatch, observation.Absent} {
+		if observationVerdicts[v] == "" {
+			t.Errorf("runner_observation %q has no explanation", v)
 		}
 	}
 }

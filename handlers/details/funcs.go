@@ -40,13 +40,15 @@ func statusOf(s string) status {
 }
 
 var funcs = template.FuncMap{
-	"status":   statusOf,
-	"plain":    plain,
-	"explain":  explain,
-	"codeRows": codeRows,
-	"axisInfo": func(name string) string { return axisInfo[name] },
-	"short":    digest.Short,
-	"join":     strings.Join,
+	"status":     statusOf,
+	"plain":      plain,
+	"explain":    explain,
+	"codeRows":   codeRows,
+	"obsRows":    observationCodeRows,
+	"obsVerdict": func(v string) string { return observationVerdicts[v] },
+	"axisInfo":   func(name string) string { return axisInfo[name] },
+	"short":      digest.Short,
+	"join":       strings.Join,
 	"when": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"

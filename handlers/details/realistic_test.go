@@ -160,6 +160,14 @@ func TestRealisticPages(t *testing.T) {
 			if s := browserResult(t, ctx); s != "ok" {
 				t.Fatalf("in-browser verification: %s", s)
 			}
+			// Every state is drawn as inline SVG; no text needs a symbol or emoji font
+			// (Miscellaneous Technical, Dingbats, arrows and emoji blocks).
+			if odd := eval[string](t, ctx, `(document.body.textContent.match(/[\u2190-\u21ff\u2300-\u27bf\u2b00-\u2bff]|[\u{1f000}-\u{1faff}]/gu) || []).join("")`); odd != "" {
+				t.Errorf("characters a font may lack: %q", odd)
+			}
+			if n := eval[int](t, ctx, `[...document.querySelectorAll(".badge")].filter(b => !b.querySelector("svg.icon")).length`); n != 0 {
+				t.Errorf("%d status badges without an icon", n)
+			}
 			if w := eval[int](t, ctx, `window.innerWidth`); w != 1280 {
 				t.Fatalf("viewport %d px wide, want 1280", w)
 			}
