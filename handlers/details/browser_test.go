@@ -183,9 +183,9 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("lens rows %v, want security, correctness and tests", rows)
 		}
 		want := map[string][]string{
-			"security":    {"security", "required", "✔ passed", "builtin", "model-security", "1234 (1200 in, 34 out)", "1", "1.5s"},
-			"correctness": {"correctness", "required", "✔ passed", "builtin", "model-correctness", "no model call", "0", "1.5s"},
-			"tests":       {"tests", "advisory", "⏳ pending", "builtin", "model-tests", "no model call", "0", "1.5s"},
+			"security":    {"security", "required", "passed", "builtin", "model-security", "1234 (1200 in, 34 out)", "1", "1.5s"},
+			"correctness": {"correctness", "required", "passed", "builtin", "model-correctness", "no model call", "0", "1.5s"},
+			"tests":       {"tests", "advisory", "pending", "builtin", "model-tests", "no model call", "0", "1.5s"},
 		}
 		for _, r := range rows {
 			w, ok := want[r[0]]
@@ -318,6 +318,13 @@ func TestBrowser(t *testing.T) {
 		if got := eval[string](t, wtab, `document.getElementById("server-result").textContent`); !strings.Contains(got, "not ok") {
 			t.Fatalf("server verification of a tampered receipt: %q", got)
 		}
+		// A receipt that does not verify is said first, and its section opens by itself.
+		if got := eval[string](t, wtab, `document.getElementById("first-step").textContent`); !strings.Contains(got, "does not verify") {
+			t.Fatalf("first step of a page whose receipt fails: %q", got)
+		}
+		if !eval[bool](t, wtab, `document.getElementById("receipt-h").closest("details").open`) {
+			t.Fatal("the failing verification is folded away")
+		}
 		screenshot(t, wtab, dir, "tampered.png")
 	})
 
@@ -366,7 +373,7 @@ func TestBrowserObservation(t *testing.T) {
 	if !strings.Contains(lines, "published witness key") {
 		t.Fatalf("observation lines:\n%s", lines)
 	}
-	if got := eval[string](t, ctx, `document.getElementById("observation-server-result").textContent`); !strings.Contains(got, "MATCH") || strings.Contains(got, "MISMATCH") {
+	if got := eval[string](t, ctx, `document.getElementById("observation-server-result").textContent`); !strings.Contains(got, "match") || strings.Contains(got, "mismatch") {
 		t.Fatalf("server verification of the observation: %q", got)
 	}
 	if n := eval[int](t, ctx, `document.querySelectorAll("#observation-calls tbody tr").length`); n == 0 {

@@ -331,3 +331,35 @@ func policyURL(webURL, source, path string) string {
 	}
 	return strings.TrimSuffix(webURL, "/") + "/" + repo + "/blob/" + ref + "/" + strings.TrimPrefix(path, "/")
 }
+
+// FirstStep is the one thing a reviewer should do first, read from the selected head's state.
+func (v *view) FirstStep() string {
+	h := v.Selected
+	switch {
+	case h == nil:
+		return "No review of this pull request was published yet. Wait for the lensgate check run, then reload this page."
+	case !h.Current:
+		return "This is the review of an earlier head; it no longer describes the pull request. Open the review of the current head under History of heads."
+	case v.Stale != "":
+		return "The review is behind the pull request: re-run it, or push again, and read the new result."
+	case v.Server != nil && !v.Server.OK:
+		return "The signed receipt of this review does not verify: do not rely on this page until you know why. Open Receipt and verification below."
+	case h.Record == nil:
+		return "The review of this head has not finished. Reload this page when the check run completes."
+	}
+	r := h.Record
+	n := len(r.Findings)
+	switch strings.ToLower(r.Gate.State) {
+	case "failed", "failure":
+		if n > 0 {
+			return fmt.Sprintf("Fix or answer the findings below, worst first (%d in all); the gate passes once every required lens does.", r.FindingsTotal)
+		}
+		return "A required lens failed: read its cause in the Lenses table."
+	case "pending":
+		return "A required lens has not given a result. Read its cause in the Lenses table; re-run the review when it is fixed."
+	}
+	if n > 0 {
+		return fmt.Sprintf("The gate passed. Read the %d finding(s) below before deciding; lensgate does not approve.", r.FindingsTotal)
+	}
+	return "The gate passed and no finding was reported. Read the change yourself: no finding does not mean no defect."
+}

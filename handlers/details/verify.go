@@ -33,10 +33,12 @@ type receiptFacts struct {
 	Coverage      string
 	KnownGaps     []string
 	Limitations   []string
-	Findings      []receiptFinding
-	Supersedes    []supersedeView
-	SubjectCtx    any
-	Bytes         int
+	// LimitationCodes are derived from the predicate, as the verifier's policy derives them.
+	LimitationCodes []string
+	Findings        []receiptFinding
+	Supersedes      []supersedeView
+	SubjectCtx      any
+	Bytes           int
 }
 
 type receiptFinding struct {
@@ -107,6 +109,7 @@ func readReceipt(env []byte) *receiptFacts {
 		if m, ok := tree.(map[string]any); ok {
 			if pm, ok := m["predicate"].(map[string]any); ok {
 				f.SubjectCtx = pm["subjectContext"]
+				f.LimitationCodes = disclosure.LimitationCodes(pm)
 			}
 		}
 	}
@@ -120,6 +123,7 @@ type serverVerification struct {
 	Axes          []axis
 	ReasonCodes   []string
 	AdvisoryCodes []string
+	Limitations   []string // the limitation codes derived from the predicate
 	Errors        []string
 	Warnings      []string
 	// Expectation says where the expected subject digest came from.
@@ -139,6 +143,7 @@ type axis struct {
 func (h *Handler) verifyServer(env []byte, pr *github.PullRequest, body *string) *serverVerification {
 	sv := &serverVerification{BodyChecked: body != nil}
 	facts := readReceipt(env)
+	sv.Limitations = facts.LimitationCodes
 	expected := ""
 	switch {
 	case facts.SubjectCtx == nil:
@@ -186,7 +191,7 @@ func (h *Handler) verifyServer(env []byte, pr *github.PullRequest, body *string)
 	b := func(name string, v *bool) {
 		switch {
 		case v == nil:
-			sv.Axes = append(sv.Axes, axis{name, "not evaluated", "info"})
+			sv.Axes = append(sv.Axes, axis{name, disclosure.TimeNotEvaluated, "info"})
 		case *v:
 			sv.Axes = append(sv.Axes, axis{name, "yes", "ok"})
 		default:

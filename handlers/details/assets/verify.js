@@ -116,11 +116,33 @@
     return { ok: ok, lines: lines };
   }
 
+  // Icons as inline SVG, like the page's badges: no font needs a glyph for them.
+  var ICONS = { ok: "M2.5 8.5l3.5 3.5 7.5-8", fail: "M3.5 3.5l9 9M12.5 3.5l-9 9" };
+
+  function icon(d) {
+    var ns = "http://www.w3.org/2000/svg";
+    var svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("class", "icon");
+    svg.setAttribute("viewBox", "0 0 16 16");
+    svg.setAttribute("width", "16");
+    svg.setAttribute("height", "16");
+    svg.setAttribute("aria-hidden", "true");
+    var p = document.createElementNS(ns, "path");
+    p.setAttribute("d", d);
+    p.setAttribute("fill", "none");
+    p.setAttribute("stroke", "currentColor");
+    p.setAttribute("stroke-width", "2.2");
+    svg.appendChild(p);
+    return svg;
+  }
+
   function show(box, state, headline, lines) {
     var prefix = box.dataset.prefix || "browser";
     box.dataset.state = state;
     var out = document.getElementById(prefix + "-result");
     out.textContent = headline;
+    var path = ICONS[state];
+    if (path) out.insertBefore(icon(path), out.firstChild);
     var old = document.getElementById(prefix + "-lines");
     if (old) old.remove();
     if (lines && lines.length) {
@@ -144,13 +166,13 @@
     show(box, "running", "Your browser is checking the " + what + "…", []);
     verify(box).then(function (r) {
       show(box, r.ok ? "ok" : "fail", r.ok
-        ? "✔ Your browser verified this " + what + ": the signature is valid and the digests are as shown."
-        : "✘ Your browser could NOT verify this " + what + ".", r.lines);
+        ? "Your browser verified this " + what + ": the signature is valid and the digests are as shown."
+        : "Your browser could NOT verify this " + what + ".", r.lines);
     }, function (e) {
       var unsupported = e && e.name === "NotSupportedError";
       show(box, unsupported ? "unsupported" : "fail", unsupported
         ? "Your browser does not offer Ed25519 in WebCrypto; download the " + what + " and use lensgate receipt verify."
-        : "✘ Your browser could NOT verify this " + what + ": " + (e && e.message ? e.message : String(e)), []);
+        : "Your browser could NOT verify this " + what + ": " + (e && e.message ? e.message : String(e)), []);
     });
   }
 
