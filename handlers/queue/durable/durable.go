@@ -331,7 +331,7 @@ func newQueue[TTx any](ctx context.Context, backend string, driver riverdriver.D
 		return withTx(ctx, db, func(tx TTx) error {
 			had, err := migrateSchema(ctx, db, tx, backend, time.Now().UnixMilli())
 			if err == nil && had != schemaVersion {
-				q.log.Info().Int("from", had).Int("to", schemaVersion).Msg("queue schema migrated")
+				q.log.Info().Int("schema_from", had).Int("schema_to", schemaVersion).Msg("queue schema migrated")
 			}
 			return err
 		})
