@@ -347,9 +347,9 @@ func anyOpen(gs []githubfake.CheckRun) bool {
 
 // newScaleOut seeds a fake GitHub with 50 pull requests (numbers 100–149) of one repository and
 // connects to the queue database (dsn may be "memory" or "" for the SQLite default).
-func newScaleOut(t testing.TB, dsn string) (*scaleOut, []int) {
+func newScaleOut(t testing.TB, dsn string, opts ...githubfake.Option) (*scaleOut, []int) {
 	t.Helper()
-	fe := newFakeEnv(t)
+	fe := newFakeEnv(t, opts...)
 	raw, err := os.ReadFile("testdata/webhooks/pull_request.opened.payload.json")
 	if err != nil {
 		t.Fatal(err)

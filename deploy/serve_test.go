@@ -141,9 +141,9 @@ type fakeEnv struct {
 	vars       map[string]string
 }
 
-func newFakeEnv(t testing.TB) *fakeEnv {
+func newFakeEnv(t testing.TB, opts ...githubfake.Option) *fakeEnv {
 	t.Helper()
-	gh := githubfake.New(t)
+	gh := githubfake.New(t, opts...)
 	dir := t.TempDir()
 	appKey := filepath.Join(dir, "app-key.pem")
 	if err := os.WriteFile(appKey, []byte(gh.PrivateKeyPEM()), 0o600); err != nil {

@@ -12,9 +12,14 @@ const (
 	// comments, reactions) one installation may make in a minute before GitHub answers with its
 	// secondary rate limit. WithContentLimit(0) turns the limit off.
 	DefaultContentLimit = 80
-	// primaryLimit is an installation's hourly request budget, reported in X-RateLimit-* headers.
-	primaryLimit = 5000
+	// DefaultRateLimit is an installation's hourly request budget on github.com, reported in
+	// X-RateLimit-* headers; go-github refuses requests itself once they report none left.
+	DefaultRateLimit = 5000
 )
+
+// WithRateLimit sets each installation's hourly request budget (GitHub Enterprise Cloud gives an
+// installation 15,000).
+func WithRateLimit(n int) Option { return func(s *Server) { s.rateLimit = n } }
 
 // WithContentLimit sets how many content-creating requests an installation may make in a
 // rolling minute (0: unlimited).
@@ -75,8 +80,8 @@ func (s *Server) rateHeaders(h http.Header, installation int64, counted bool) {
 	}
 	used, reset := s.rateUsed[installation], s.rateReset
 	s.mu.Unlock()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(primaryLimit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(0, primaryLimit-used)))
+	h.Set("X-RateLimit-Limit", strconv.Itoa(s.rateLimit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(0, s.rateLimit-used)))
 	h.Set("X-RateLimit-Used", strconv.Itoa(used))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	h.Set("X-RateLimit-Resource", "core")

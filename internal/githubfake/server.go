@@ -71,6 +71,7 @@ type Server struct {
 	// rateUsed counts each installation's requests against the primary limit until rateReset.
 	rateUsed  map[int64]int
 	rateReset time.Time
+	rateLimit int // each installation's hourly budget
 	// stamped remembers StampPullRequestEvent's answers by the payload's digest.
 	stamped map[[32]byte][]byte
 
@@ -141,6 +142,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		contentLimit:   DefaultContentLimit,
 		content:        map[int64][]time.Time{},
 		rateUsed:       map[int64]int{},
+		rateLimit:      DefaultRateLimit,
 		stamped:        map[[32]byte][]byte{},
 		nextID:         1000,
 		repos:          map[string]*repoState{},
