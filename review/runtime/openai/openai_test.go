@@ -287,6 +287,15 @@ func byPass(reqs []chatRequest) []chatRequest {
 // schemaLensEnum reads properties.lenses.items.properties.lens.enum of a sent schema.
 func schemaLensEnum(t *testing.T, raw json.RawMessage) []string {
 	t.Helper()
+	enum, err := lensEnum(raw)
+	if err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+	return enum
+}
+
+// lensEnum reads properties.lenses.items.properties.lens.enum of a schema.
+func lensEnum(raw []byte) ([]string, error) {
 	var s struct {
 		Properties struct {
 			Lenses struct {
@@ -300,10 +309,8 @@ func schemaLensEnum(t *testing.T, raw json.RawMessage) []string {
 			} `json:"lenses"`
 		} `json:"properties"`
 	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		t.Fatalf("schema: %v", err)
-	}
-	return s.Properties.Lenses.Items.Properties.Lens.Enum
+	err := json.Unmarshal(raw, &s)
+	return s.Properties.Lenses.Items.Properties.Lens.Enum, err
 }
 
 // TestAnswersOnlyCountForTheirOwnPass: an answer of the first call that also speaks for the

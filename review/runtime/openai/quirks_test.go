@@ -217,21 +217,7 @@ var (
 func (q *quirkyModel) answer(req quirkyRequest, schema []byte, system, user string, truncated bool, n int) string {
 	var lenses []string
 	if schema != nil {
-		var s struct {
-			Properties struct {
-				Lenses struct {
-					Items struct {
-						Properties struct {
-							Lens struct {
-								Enum []string `json:"enum"`
-							} `json:"lens"`
-						} `json:"properties"`
-					} `json:"items"`
-				} `json:"lenses"`
-			} `json:"properties"`
-		}
-		_ = json.Unmarshal(schema, &s)
-		lenses = s.Properties.Lenses.Items.Properties.Lens.Enum
+		lenses, _ = lensEnum(schema) // a malformed schema leaves no lens to answer for
 	} else {
 		for _, m := range quirkyLensRE.FindAllStringSubmatch(system, -1) {
 			lenses = append(lenses, m[1])
