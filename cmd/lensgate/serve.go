@@ -320,12 +320,10 @@ type witnessKeys struct {
 }
 
 // loadWitnessKeys finds who signs runner observations: the runner (whose runtimes then review),
-// or this process with witness_key_file. A witness key is never a receipt key.
+// or this process with witness_key_file. That no witness key is a receipt key is checked once,
+// over every key of both roles, by oneRolePerKey.
 func loadWitnessKeys(ctx context.Context, cfg *config.Server, role string, rk receiptKeys, log zerolog.Logger) (witnessKeys, error) {
 	var wk witnessKeys
-	isReceiptKey := func(pub ed25519.PublicKey) bool {
-		return slices.ContainsFunc(rk.keys, func(k ed25519.PublicKey) bool { return k.Equal(pub) })
-	}
 	switch {
 	case cfg.Runner.URL != "" && role != handlers.RoleWeb:
 		// The runtimes run in the runner, which signs the observations: this process never
@@ -333,9 +331,6 @@ func loadWitnessKeys(ctx context.Context, cfg *config.Server, role string, rk re
 		remote, pub, err := connectRunner(ctx, cfg.Runner, log)
 		if err != nil {
 			return wk, err
-		}
-		if isReceiptKey(pub) {
-			return wk, fmt.Errorf("%s: the runner's witness key is a receipt key; give the runner a key of its own", config.ServerKeyName("runner.url"))
 		}
 		wk.remote, wk.runnerKey = remote, pub
 		wk.keys = append(wk.keys, pub)
@@ -349,9 +344,6 @@ func loadWitnessKeys(ctx context.Context, cfg *config.Server, role string, rk re
 			return wk, fmt.Errorf("%s: %w", config.ServerKeyName("witness_key_file"), err)
 		}
 		wpub := k.Public().(ed25519.PublicKey)
-		if isReceiptKey(wpub) {
-			return wk, fmt.Errorf("%s: the witness key is a receipt key; make a key of its own with lensgate keygen", config.ServerKeyName("witness_key_file"))
-		}
 		wk.keys = append(wk.keys, wpub)
 		wk.signer = &observation.Signer{Key: k}
 		if rk.signer == nil {
