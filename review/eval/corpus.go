@@ -227,3 +227,13 @@ func readBounded(file string, limit int64) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// WriteYAML writes the corpus as a manifest.
+func (c *Corpus) WriteYAML(w io.Writer) error {
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return fmt.Errorf("write the corpus manifest: %w", err)
+	}
+	return enc.Close()
+}
