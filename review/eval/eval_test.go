@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -327,4 +328,108 @@ func squeeze(s string) string {
 		lines[i] = strings.Join(strings.Fields(l), "  ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestJudgeConfirmsMatches: with a judge, a finding on the right line that describes something
+// else is no hit, and a known defect without a path is matched by the finding the judge says
+// describes it. Every judge call is counted.
+func TestJudgeConfirmsMatches(t *testing.T) {
+	cases := synthCorpus()
+	unlocated := cases[1].golden[1] // b.go:30, known only by its description
+	cases[1].golden[1] = eval.Golden{Description: unlocated.Description, Severity: unlocated.Severity, Lens: unlocated.Lens}
+	manifest := writeCorpus(t, cases)
+	g := func(id string, i int) eval.Golden { return goldenOf(cases, id, i) }
+	other := hit("correctness", g("c1", 0), 5)
+	other.Message = "the log line is too long"
+	p := map[string]plan{
+		"correctness": {"a.go": {other}, "b.go": {hit("correctness", g("c2", 0), 11), extra("b.go", 20, "warn"), hit("correctness", unlocated, 33)},
+			"c.go": {hit("correctness", g("c3", 0), 9)},
+			"d.go": {hit("correctness", g("c4", 0), 12), hit("correctness", g("c4", 1), 22), extra("d.go", 30, "warn")}},
+		"security": {"a.go": {hit("security", g("c1", 2), 35)}, "c.go": {hit("security", g("c3", 1), 25)}, "e.go": {extra("e.go", 3, "warn")}},
+	}
+	srv := modelfake.New("sk-eval", plannedModel(p))
+	defer srv.Close()
+	c, err := eval.Load(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := modelOptions(t, srv)
+	if _, err := eval.Run(context.Background(), c, opts); err == nil || !strings.Contains(err.Error(), "judge") {
+		t.Fatalf("a defect without a path and no judge: %v", err)
+	}
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: srv.Token, Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Judge = eval.ModelJudge{Runtime: rt, Name: "fake-judge"}
+	before := len(srv.Requests())
+	rep, err := eval.Run(context.Background(), c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSummary(t, "overall", rep.Overall, want{10, 11, 7, 0.7, 7.0 / 11, f1(0.7, 7.0/11)})
+	checkSummary(t, "correctness", lensSummary(t, rep, "correctness"), want{8, 8, 5, 5.0 / 8, 5.0 / 8, 5.0 / 8})
+	checkSummary(t, "security", lensSummary(t, rep, "security"), want{2, 3, 2, 1, 2.0 / 3, f1(1, 2.0/3)})
+	judged := 0
+	for _, r := range srv.Requests()[before:] {
+		if r.IsJudge() {
+			judged++
+			if r.Model != "fake-judge" {
+				t.Errorf("judge model %q", r.Model)
+			}
+		}
+	}
+	j := rep.Judge
+	if j == nil || judged == 0 || j.Calls != judged || j.Tokens != (eval.Tokens{Prompt: 100 * judged, Completion: 5 * judged, Total: 105 * judged}) {
+		t.Fatalf("judge usage %+v, %d judge requests", j, judged)
+	}
+}
+
+// TestRepositoryCase: a case can name revisions of a local repository, reviewed from their
+// merge base like a pull request; the built-in runtime finds the committed token.
+func TestRepositoryCase(t *testing.T) {
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(dir, "app.sh"), "#!/bin/sh\necho hello\n")
+	git("add", "-A")
+	git("commit", "-qm", "Base")
+	git("checkout", "-qb", "feature")
+	writeFile(t, filepath.Join(dir, "app.sh"), "#!/bin/sh\nexport GITHUB_TOKEN=ghp_"+"sMehGAkWvj7FAc9QeWJKY40uvSwMFLZDe1f8\necho hello\n")
+	git("commit", "-qam", "Add a token")
+	git("checkout", "-q", "main")
+	writeFile(t, filepath.Join(dir, "other.txt"), "main moved on\n")
+	git("add", "-A")
+	git("commit", "-qm", "Main moves on")
+	manifest := filepath.Join(t.TempDir(), "corpus.yml")
+	writeFile(t, manifest, "version: 1\ncases:\n  - id: token\n    repo: "+dir+"\n    base: main\n    head: feature\n    merge_base: true\n"+
+		"    golden:\n      - {path: app.sh, start_line: 2, severity: critical, lens: security, description: a token is committed}\n")
+	c, err := eval.Load(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := eval.Run(context.Background(), c, eval.Options{
+		Pipeline: review.NewPipeline(review.Options{Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{})), Logger: zerolog.Nop()}),
+		Config:   func(context.Context, string, string, string) (*config.Repo, error) { return config.DefaultRepo(), nil },
+		Window:   -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Results[0]
+	if res.Matched != 1 || rep.Window != eval.DefaultWindow {
+		t.Fatalf("result %+v", res)
+	}
+	for _, f := range res.Reported {
+		if f.Path == "other.txt" {
+			t.Errorf("the change of main was reviewed: %+v", f)
+		}
+	}
 }
