@@ -109,6 +109,15 @@ func Run(ctx context.Context, c *Corpus, opts Options) (*Report, error) {
 	if opts.Window < 0 {
 		opts.Window = DefaultWindow
 	}
+	if opts.Judge == nil {
+		for _, k := range c.Cases {
+			for _, g := range k.Golden {
+				if !g.Located() {
+					return nil, fmt.Errorf("case %s: a golden finding has no path: it can only be matched by a model judge (--judge)", k.ID)
+				}
+			}
+		}
+	}
 	j := newJudging(opts.Judge)
 	var results []CaseResult
 	for i := range c.Cases {
@@ -151,11 +160,6 @@ func runCase(ctx context.Context, c *Corpus, k *Case, opts Options, j *judging) 
 		return nil, fmt.Errorf("review: %w", err)
 	}
 	wall := time.Since(started)
-	for _, g := range k.Golden {
-		if !g.Located() && opts.Judge == nil {
-			return nil, errors.New("a golden finding has no path: it can only be matched by a model judge (--judge)")
-		}
-	}
 	return scoreCase(ctx, k, dec, wall, opts.Window, j.confirmer(k.ID))
 }
 
