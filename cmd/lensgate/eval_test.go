@@ -175,3 +175,82 @@ func squeezeSpaces(s string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestEvalMartianEndToEnd: golden comments imported from the benchmark's format are scored by
+// the judge, against pull requests fetched as refs/pull/N/head of a local repository.
+func TestEvalMartianEndToEnd(t *testing.T) {
+	repos := t.TempDir()
+	shop := filepath.Join(repos, "shop")
+	if err := os.MkdirAll(shop, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, shop, "init", "-q", "-b", "main")
+	writeTestFile(t, shop, "README.md", "shop\n")
+	git(t, shop, "add", "-A")
+	git(t, shop, "commit", "-qm", "Base")
+	for _, pr := range []struct{ number, file, body string }{
+		{"12", "checkout.go", "package shop\n\nfunc Total(lines []int, discount int) int {\n\treturn sum(lines) - discount\n}\n"},
+		{"3", "accounts.go", "package shop\n\nfunc Impersonate(caller, customer string) bool {\n\treturn caller != \"\"\n}\n"},
+	} {
+		git(t, shop, "checkout", "-q", "-b", "pr"+pr.number, "main")
+		writeTestFile(t, shop, pr.file, pr.body)
+		git(t, shop, "add", "-A")
+		git(t, shop, "commit", "-qm", "Pull request "+pr.number)
+		git(t, shop, "update-ref", "refs/pull/"+pr.number+"/head", "HEAD")
+		git(t, shop, "checkout", "-q", "main")
+	}
+	manifest := filepath.Join(t.TempDir(), "martian.yml")
+	if code, _, stderr := runEvalCLI(t, "import-martian", "--repos", repos, "--repo", "example-org/shop-fork="+shop, "--out", manifest,
+		"../../review/eval/testdata/martian/shop.json"); code != exitOK || strings.Contains(stderr, "has no") {
+		t.Fatalf("import: exit %d: %s", code, stderr)
+	}
+	// The reviewer flags the discount in checkout.go and the missing role check in accounts.go;
+	// the judge says two texts describe the same defect when both speak of the same subject.
+	srv := modelfake.New("sk-martian", func(req modelfake.Request) modelfake.Reply {
+		if req.IsJudge() {
+			known, reported := req.JudgeTexts()
+			same := false
+			for _, subject := range []string{"discount", "impersonat"} {
+				same = same || strings.Contains(strings.ToLower(known), subject) && strings.Contains(strings.ToLower(reported), subject)
+			}
+			return modelfake.Reply{Content: modelfake.JudgeAnswer(same), PromptTokens: 400, CompletionTokens: 10}
+		}
+		var fs []modelfake.Finding
+		switch diff := req.Diff(); {
+		case strings.Contains(diff, "+++ b/checkout.go"):
+			fs = append(fs, modelfake.Finding{Path: "checkout.go", Line: 4, Severity: "warn", Title: "Discount", Message: "The discount is taken after rounding."})
+		case strings.Contains(diff, "+++ b/accounts.go"):
+			fs = append(fs, modelfake.Finding{Path: "accounts.go", Line: 4, Severity: "block", Title: "Authorisation", Message: "Impersonation needs the support role."})
+		}
+		return modelfake.Reply{Content: modelfake.ReviewAnswer(req.Lenses(), map[string][]modelfake.Finding{"correctness": fs}), PromptTokens: 500, CompletionTokens: 40}
+	})
+	defer srv.Close()
+	t.Setenv("ASDD_MODEL_URL", srv.URL)
+	t.Setenv("ASDD_RUNTIME_TOKEN", srv.Token)
+	t.Setenv("ASDD_MODEL", "fake")
+	policy := writeTestFile(t, t.TempDir(), "policy.asdd.yml", "agent_review:\n  version: 1\n  required: [correctness]\n  agents:\n    correctness:\n"+
+		"      preset: openai\n      instruction: Find logic errors.\n")
+	code, out, stderr := runEvalCLI(t, "--corpus", manifest, "--config", policy, "--judge", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("eval: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Overall struct {
+			Golden, Findings, Matched int
+			Recall, Precision         float64
+		}
+		Results []struct {
+			ID      string
+			Matched int
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Overall; o.Golden != 4 || o.Findings != 2 || o.Matched != 2 || o.Recall != 0.5 || o.Precision != 1 {
+		t.Errorf("overall %+v", o)
+	}
+	if len(rep.Results) != 2 || rep.Results[0].ID != "shop-12" || rep.Results[0].Matched != 1 || rep.Results[1].Matched != 1 {
+		t.Errorf("results %+v", rep.Results)
+	}
+}
