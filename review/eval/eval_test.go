@@ -433,3 +433,31 @@ func TestRepositoryCase(t *testing.T) {
 		}
 	}
 }
+
+// TestLinesPastTheEnd: a model that names the right files but lines they do not have finds
+// nothing. Whether such findings are published or withdrawn before publication, none matches a
+// defect, and every one published counts as a false positive.
+func TestLinesPastTheEnd(t *testing.T) {
+	cases := synthCorpus()
+	p := map[string]plan{"correctness": {}, "security": {}}
+	for _, c := range cases {
+		for _, gd := range c.golden {
+			p[gd.Lens][gd.Path] = append(p[gd.Lens][gd.Path], hit(gd.Lens, gd, fileLines+gd.StartLine))
+		}
+	}
+	srv := modelfake.New("sk-eval", plannedModel(p))
+	defer srv.Close()
+	c, err := eval.Load(writeCorpus(t, cases))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := eval.Run(context.Background(), c, modelOptions(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rep.Overall
+	if o.Golden != 10 || o.Matched != 0 || o.Missed != 10 || o.Unmatched != o.Findings || o.Recall == nil || *o.Recall != 0 ||
+		(o.Precision != nil && *o.Precision != 0) {
+		t.Fatalf("overall %+v recall %v precision %v", o.Counts, o.Recall, o.Precision)
+	}
+}
