@@ -609,6 +609,7 @@ var asddSchema = []*field{
 		listField("auto_merge_class", true, checkGlob, func(r *Repo, v []string) { r.MergeReviewer.AutoMergeClass = v }),
 	),
 	listField("protected_paths", false, checkGlob, func(r *Repo, v []string) { r.ProtectedPaths = v }),
+	protectedRequireField,
 	listField("ignore_paths", false, checkGlob, func(r *Repo, v []string) { r.IgnorePaths = v }),
 	mapField("conventions", func(r *Repo, v map[string]any) { r.Conventions = v }),
 	listField("agents", true, nil, func(r *Repo, v []string) { r.Agents = v }),

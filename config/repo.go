@@ -60,6 +60,9 @@ type Repo struct {
 	Delegate Delegate
 	// Dismissals configures who may dismiss findings (lensgate's own keys).
 	Dismissals Dismissals
+	// ProtectedPathsRequire says what a change to a protected path needs (protected.go); ""
+	// reads as RequireNone.
+	ProtectedPathsRequire ApprovalRequirement
 
 	// Policy is the named-lens review policy from agent_review, or DefaultPolicy() when the
 	// section is absent.

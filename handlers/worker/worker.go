@@ -208,7 +208,12 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	subj.InstallationID = job.InstallationID
 	// A review queued because a delegated lens settled reuses what the paid lenses concluded
 	// at this very head, instead of billing them again.
-	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && job.Reason.IsDelegate() && job.HeadSHA == subj.HeadSHA
+	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && (job.Reason.IsDelegate() || job.Reason.ReevaluatesApproval()) && job.HeadSHA == subj.HeadSHA
+	if job.Reason.ReevaluatesApproval() && (!trusted.Repo.CodeOwnerApproval() || len(review.ProtectedChanged(trusted.Repo, subj.Files)) == 0) {
+		log.Info().Msg("pull request review: the policy requires no code-owner approval of a changed file; nothing to re-evaluate")
+		w.count("pull_request", "stale")
+		return nil
+	}
 	if snap.FilesTruncated {
 		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
 	}
@@ -251,6 +256,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		return w.publish(ctx, client, pub)
 	}
 	subj.Delegation = w.prepareDelegation(ctx, client, job, pr, subj, trusted.Repo)
+	subj.OwnerApproval = w.ownerApproval(ctx, client, pr, subj, trusted.Repo)
 	d, err := w.Reviewer.Review(ctx, subj, trusted.Repo)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -195,10 +195,13 @@ func IsWorkflowPath(path string) bool {
 // Settings are the trusted repository settings a runtime may need.
 type Settings struct {
 	ProtectedPaths []string
-	IgnorePaths    []string
-	RequireSpec    bool
-	SpecPaths      []string
-	TriageLabels   []string
+	// ProtectedRequireOwner is true when the gate requires a code owner's approval of changed
+	// protected paths (protected_paths_require), so notes about them say so.
+	ProtectedRequireOwner bool
+	IgnorePaths           []string
+	RequireSpec           bool
+	SpecPaths             []string
+	TriageLabels          []string
 	// Model is the reviewer model from models.reviewer ("" to use the runtime's fallback).
 	Model string
 	// TimeoutSeconds bounds each model call or adapter run.

@@ -424,7 +424,8 @@ func isVendored(path string) bool {
 const maxListedPaths = 10
 
 // protectedPaths notes the changed files under each protected_paths pattern, one note per
-// pattern. The note is advisory: the builtin runtime cannot require anyone's approval.
+// pattern. The note itself never blocks: it says the change is advisory, or, when the policy
+// requires code-owner approval, that the gate (not this runtime) requires it.
 func protectedPaths(req *runtime.Request) []runtime.Finding {
 	var out []runtime.Finding
 	for _, pat := range req.Settings.ProtectedPaths {
@@ -444,12 +445,15 @@ func protectedPaths(req *runtime.Request) []runtime.Finding {
 			more = fmt.Sprintf(" and %d more", len(listed)-maxListedPaths)
 			listed = listed[:maxListedPaths]
 		}
+		what := "Advisory: give these a careful human review; this check does not require or verify anyone's approval."
+		if req.Settings.ProtectedRequireOwner {
+			what = "The gate requires an approving review of the head by a code owner (CODEOWNERS on the base branch) of each of these files."
+		}
 		f := runtime.Finding{
 			Rule: "protected-path", Severity: runtime.SeverityInfo,
-			Title: fmt.Sprintf("protected paths: %d file(s) under %s", len(hits), pat),
-			Message: fmt.Sprintf("Changed under the protected_paths pattern %s: %s%s. Advisory: give these a careful "+
-				"human review; this check does not require or verify anyone's approval.", pat, strings.Join(listed, ", "), more),
-			Key: pat,
+			Title:   fmt.Sprintf("protected paths: %d file(s) under %s", len(hits), pat),
+			Message: fmt.Sprintf("Changed under the protected_paths pattern %s: %s%s. %s", pat, strings.Join(listed, ", "), more, what),
+			Key:     pat,
 		}
 		if len(hits) == 1 {
 			f.Path = hits[0]

@@ -1,0 +1,183 @@
+package handlers_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/lensgate/lensgate/handlers/publish"
+	"github.com/lensgate/lensgate/internal/githubfake"
+)
+
+// ownerPolicy protects README.md (the fixture pull request's one changed file) and requires a
+// code owner's approval of it; its only required lens is one the builtin runtime passes.
+const ownerPolicy = `protected_paths: ["README.md"]
+protected_paths_require: %s
+agent_review:
+  version: 1
+  required: [security]
+  agents:
+    security:
+      preset: security
+      instruction: Look for secrets and unsafe changes.
+      publication: check
+`
+
+// ownerCodeOwners names the team @octo/docs and the user alice as owners of README.md, and
+// the pull request's own author, whose approval of their own change must never count.
+const ownerCodeOwners = "# owners\n* @octo/everyone\nREADME.md @octo/docs @alice @Codertocat\nbad[line @x\n"
+
+// ownerNeed is the gate's reason while no owner approved.
+const ownerNeed = "needs an approving review from a code owner of README.md: @octo/docs @alice @Codertocat"
+
+func newOwnerEnv(t *testing.T, require string, files map[string]string) *delegateEnv {
+	t.Helper()
+	if files == nil {
+		files = map[string]string{".github/CODEOWNERS": ownerCodeOwners}
+	}
+	files[".asdd.yml"] = fmt.Sprintf(ownerPolicy, require)
+	de := newDelegateEnvWith(t, delegateSetup{files: files})
+	for _, u := range []string{"alice", "bob", "carol", "dave"} {
+		de.gh.SetPermission(fixtureRepo, u, "write")
+	}
+	de.gh.SetPermission(fixtureRepo, "erin", "read")
+	de.gh.SetTeamMember("octo", "docs", "carol", "active")
+	de.gh.SetTeamMember("octo", "docs", "dave", "pending")
+	de.gh.SetTeamMember("octo", "docs", "erin", "active")
+	return de
+}
+
+// published counts the publications of the fixture head so far.
+func (de *delegateEnv) published() int {
+	de.pubs.mu.Lock()
+	defer de.pubs.mu.Unlock()
+	n := 0
+	for _, p := range de.pubs.pubs {
+		if p.Subject != nil && p.Subject.HeadSHA == fixtureHead && p.Decision != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// gate returns the gate check run of the fixture head, with the zero-width space the publisher
+// puts after each @ (so that no one is mentioned) taken out.
+func (de *delegateEnv) gate() githubfake.CheckRun {
+	for _, c := range de.gh.CheckRuns(fixtureRepo, fixtureHead) {
+		if c.Name == publish.DefaultCheckName {
+			c.Summary = strings.ReplaceAll(c.Summary, "@\u200b", "@")
+			c.Text = strings.ReplaceAll(c.Text, "@\u200b", "@")
+			return c
+		}
+	}
+	return githubfake.CheckRun{}
+}
+
+// review stores a review and sends its pull_request_review webhook with action, then waits until
+// the App published the gate again (when want is true) or handled the event.
+func (de *delegateEnv) review(user, state, commit, action string, republish bool) int64 {
+	de.t.Helper()
+	before := de.published()
+	rv := de.gh.AddReview(fixtureRepo, fixturePR, githubfake.Review{User: user, State: state, Event: strings.TrimSuffix(state, "D"), CommitID: commit})
+	if action == "dismissed" {
+		de.gh.DismissReview(fixtureRepo, fixturePR, rv.ID)
+	}
+	code, body := de.send("pull_request_review", fmt.Sprintf("rv-%s-%d", user, rv.ID), de.gh.ReviewEventPayload(fixtureRepo, fixturePR, rv.ID, action))
+	if code != http.StatusAccepted && code != http.StatusOK {
+		de.t.Fatalf("review webhook: %d %q", code, body)
+	}
+	if republish {
+		de.waitFor("gate published again after "+user+"'s review", func() bool { return de.published() > before })
+	}
+	return rv.ID
+}
+
+// openPending opens the pull request and waits for the gate to wait on the owners.
+func (de *delegateEnv) openPending() {
+	de.t.Helper()
+	de.open()
+	de.waitFor("gate action_required", func() bool { return de.gateConclusion(fixtureHead) == "action_required" })
+	g := de.gate()
+	if !strings.Contains(g.Summary+g.Text, ownerNeed) {
+		de.t.Fatalf("gate check does not say what is needed of whom:\n%s\n%s", g.Summary, g.Text)
+	}
+}
+
+// The gate waits for a code owner's approval of the head, re-evaluated on each pull request
+// review event, whoever reviews: through webhook, queue, worker, publisher and the fake GitHub.
+func TestCodeOwnerApprovalGate(t *testing.T) {
+	other := strings.Repeat("e", 40)
+	cases := []struct {
+		name    string
+		reviews func(de *delegateEnv)
+		want    string
+	}{
+		{"user owner approves", func(de *delegateEnv) { de.review("alice", "APPROVED", fixtureHead, "submitted", true) }, "success"},
+		{"team owner approves", func(de *delegateEnv) { de.review("carol", "APPROVED", fixtureHead, "submitted", true) }, "success"},
+		{"non-owner approves", func(de *delegateEnv) { de.review("bob", "APPROVED", fixtureHead, "submitted", true) }, "action_required"},
+		{"pending team member approves", func(de *delegateEnv) { de.review("dave", "APPROVED", fixtureHead, "submitted", true) }, "action_required"},
+		{"team member without write access approves", func(de *delegateEnv) { de.review("erin", "APPROVED", fixtureHead, "submitted", true) }, "action_required"},
+		{"author approves own change", func(de *delegateEnv) { de.review("Codertocat", "APPROVED", fixtureHead, "submitted", true) }, "action_required"},
+		{"owner approved an older head", func(de *delegateEnv) { de.review("alice", "APPROVED", other, "submitted", true) }, "action_required"},
+		{"owner's approval dismissed", func(de *delegateEnv) {
+			de.review("alice", "APPROVED", fixtureHead, "submitted", true)
+			de.waitFor("gate success", func() bool { return de.gateConclusion(fixtureHead) == "success" })
+			de.review("alice", "APPROVED", fixtureHead, "dismissed", true)
+		}, "action_required"},
+		{"owner requests changes after approving", func(de *delegateEnv) {
+			de.review("alice", "APPROVED", fixtureHead, "submitted", true)
+			de.waitFor("gate success", func() bool { return de.gateConclusion(fixtureHead) == "success" })
+			de.review("alice", "CHANGES_REQUESTED", fixtureHead, "submitted", true)
+		}, "action_required"},
+		{"owner comments after approving", func(de *delegateEnv) {
+			de.review("alice", "APPROVED", fixtureHead, "submitted", true)
+			de.review("alice", "COMMENTED", fixtureHead, "submitted", true)
+		}, "success"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			de := newOwnerEnv(t, "code_owner_approval", nil)
+			de.openPending()
+			c.reviews(de)
+			de.waitFor("gate "+c.want, func() bool { return de.gateConclusion(fixtureHead) == c.want })
+			if c.want == "action_required" && !strings.Contains(de.gate().Summary+de.gate().Text, ownerNeed) {
+				t.Fatalf("gate no longer says what is needed: %s", de.gate().Summary)
+			}
+		})
+	}
+}
+
+// Without a CODEOWNERS file on the base branch, or with one only in the pull request, nothing
+// can approve: the gate says so and stays pending. The pull request's own copy is never read.
+func TestCodeOwnerApprovalWithoutBaseCodeOwners(t *testing.T) {
+	de := newOwnerEnv(t, "code_owner_approval", map[string]string{})
+	de.open()
+	de.waitFor("gate action_required", func() bool { return de.gateConclusion(fixtureHead) == "action_required" })
+	de.review("alice", "APPROVED", fixtureHead, "submitted", true)
+	g := de.gate()
+	if g.Conclusion != "action_required" || !strings.Contains(g.Summary+g.Text, "the base branch has no CODEOWNERS file") {
+		t.Fatalf("gate %s: %s", g.Conclusion, g.Summary+g.Text)
+	}
+}
+
+// With protected paths advisory (the default), reviews change nothing: the gate passes without
+// any approval, a review event does not review again, and the note says it is advisory.
+func TestCodeOwnerApprovalNotRequired(t *testing.T) {
+	de := newOwnerEnv(t, "none", nil)
+	de.open()
+	de.waitFor("gate success", func() bool { return de.gateConclusion(fixtureHead) == "success" && de.published() == 1 })
+	calls := de.reviewer.calls()
+	before := de.published()
+	de.review("bob", "APPROVED", fixtureHead, "submitted", false)
+	de.handled("pull_request_review.submitted", 1)
+	de.drain()
+	if de.reviewer.calls() != calls || de.published() != before {
+		t.Fatalf("a review event re-ran the review (%d -> %d calls, %d -> %d publications) with no approval required",
+			calls, de.reviewer.calls(), before, de.published())
+	}
+	l, _ := de.pubs.lens("security", fixtureHead)
+	if len(l.Findings) != 1 || !strings.Contains(l.Findings[0].Body, "Advisory") {
+		t.Fatalf("protected-path note %+v", l.Findings)
+	}
+}
