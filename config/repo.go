@@ -63,6 +63,9 @@ type Repo struct {
 	// ProtectedPathsRequire says what a change to a protected path needs (protected.go); ""
 	// reads as RequireNone.
 	ProtectedPathsRequire ApprovalRequirement
+	// Secrets are the repository's own gitleaks files from the base branch (gitleaks.go); not
+	// an .asdd.yml key.
+	Secrets Secrets
 
 	// Policy is the named-lens review policy from agent_review, or DefaultPolicy() when the
 	// section is absent.

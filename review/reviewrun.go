@@ -234,6 +234,7 @@ func (r *reviewRun) prepare() {
 		SpecPaths: cfg.SpecPaths, TriageLabels: cfg.TriageLabels, Model: cfg.Models.Reviewer,
 		TimeoutSeconds: cfg.Review.TimeoutSeconds, DelegateTimeout: cfg.Delegate.Timeout,
 		OutcomeOnFindings: map[string]string{},
+		SecretsIgnore:     cfg.Secrets.Ignore, SecretsConfig: cfg.Secrets.Config, SecretsProblems: cfg.Secrets.Problems,
 	}
 	for _, l := range cfg.Policy.Lenses {
 		if l.OutcomeOnFindings != "" {

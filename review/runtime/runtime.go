@@ -198,10 +198,15 @@ type Settings struct {
 	// ProtectedRequireOwner is true when the gate requires a code owner's approval of changed
 	// protected paths (protected_paths_require), so notes about them say so.
 	ProtectedRequireOwner bool
-	IgnorePaths           []string
-	RequireSpec           bool
-	SpecPaths             []string
-	TriageLabels          []string
+	// SecretsIgnore and SecretsConfig are the repository's .gitleaksignore and .gitleaks.toml
+	// from its base branch (nil when absent); SecretsProblems says what of them could not be read.
+	SecretsIgnore   []byte
+	SecretsConfig   []byte
+	SecretsProblems string
+	IgnorePaths     []string
+	RequireSpec     bool
+	SpecPaths       []string
+	TriageLabels    []string
 	// Model is the reviewer model from models.reviewer ("" to use the runtime's fallback).
 	Model string
 	// TimeoutSeconds bounds each model call or adapter run.

@@ -325,6 +325,14 @@ func merge(items []runtime.Finding) runtime.Finding {
 func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[string]bool) (map[string][]runtime.Finding, error) {
 	out := map[string][]runtime.Finding{}
 	ignore := pathglob.Compile(req.Settings.IgnorePaths)
+	var repo *repoSecrets
+	if needed[GroupSecrets] {
+		var err error
+		if repo, err = newRepoSecrets(req.Settings); err != nil {
+			return nil, err
+		}
+		out[GroupSecrets] = repo.problemFinding()
+	}
 
 	heads := map[string][]byte{}
 	for _, c := range req.Changed {
@@ -344,7 +352,9 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			continue
 		}
 		if needed[GroupSecrets] || needed[GroupConflicts] || needed[GroupUnicode] || needed[GroupUnsafe] {
+			n := len(out[GroupSecrets])
 			scanLines(f, needed, out)
+			out[GroupSecrets] = append(out[GroupSecrets][:n], repo.keep(f, out[GroupSecrets][n:])...)
 		}
 		if (needed[GroupWorkflows] || needed[GroupWorkflowLint]) && isWorkflow(path) {
 			sec, lint := checkWorkflow(f, heads[path])
