@@ -611,6 +611,7 @@ var asddSchema = []*field{
 	listField("protected_paths", false, checkGlob, func(r *Repo, v []string) { r.ProtectedPaths = v }),
 	protectedRequireField,
 	listField("ignore_paths", false, checkGlob, func(r *Repo, v []string) { r.IgnorePaths = v }),
+	fixturePathsField, vendoredPathsField,
 	mapField("conventions", func(r *Repo, v map[string]any) { r.Conventions = v }),
 	listField("agents", true, nil, func(r *Repo, v []string) { r.Agents = v }),
 	sectionField("review",

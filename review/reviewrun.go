@@ -235,6 +235,7 @@ func (r *reviewRun) prepare() {
 		TimeoutSeconds: cfg.Review.TimeoutSeconds, DelegateTimeout: cfg.Delegate.Timeout,
 		OutcomeOnFindings: map[string]string{},
 		SecretsIgnore:     cfg.Secrets.Ignore, SecretsConfig: cfg.Secrets.Config, SecretsProblems: cfg.Secrets.Problems,
+		FixturePaths: cfg.FixturePaths, VendoredPaths: cfg.VendoredPaths,
 	}
 	for _, l := range cfg.Policy.Lenses {
 		if l.OutcomeOnFindings != "" {

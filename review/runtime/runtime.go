@@ -203,10 +203,15 @@ type Settings struct {
 	SecretsIgnore   []byte
 	SecretsConfig   []byte
 	SecretsProblems string
-	IgnorePaths     []string
-	RequireSpec     bool
-	SpecPaths       []string
-	TriageLabels    []string
+	// FixturePaths and VendoredPaths are globs of test and fixture paths and of vendored code,
+	// where the builtin runtime reports secrets and disabled protections at low severity; nil
+	// means the defaults of .asdd.yml, empty means none.
+	FixturePaths  []string
+	VendoredPaths []string
+	IgnorePaths   []string
+	RequireSpec   bool
+	SpecPaths     []string
+	TriageLabels  []string
 	// Model is the reviewer model from models.reviewer ("" to use the runtime's fallback).
 	Model string
 	// TimeoutSeconds bounds each model call or adapter run.

@@ -325,6 +325,7 @@ func merge(items []runtime.Finding) runtime.Finding {
 func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[string]bool) (map[string][]runtime.Finding, error) {
 	out := map[string][]runtime.Finding{}
 	ignore := pathglob.Compile(req.Settings.IgnorePaths)
+	classes := newPathClasses(req.Settings)
 	var repo *repoSecrets
 	if needed[GroupSecrets] {
 		var err error
@@ -355,6 +356,11 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			n := len(out[GroupSecrets])
 			scanLines(f, needed, out)
 			out[GroupSecrets] = append(out[GroupSecrets][:n], repo.keep(f, out[GroupSecrets][n:])...)
+			if classes.fixture.Match(path) {
+				for i := n; i < len(out[GroupSecrets]); i++ {
+					fixtureFinding(&out[GroupSecrets][i])
+				}
+			}
 		}
 		if (needed[GroupWorkflows] || needed[GroupWorkflowLint]) && isWorkflow(path) {
 			sec, lint := checkWorkflow(f, heads[path])
@@ -362,8 +368,8 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			out[GroupWorkflowLint] = append(out[GroupWorkflowLint], lint...)
 		}
 	}
-	out[GroupUnsafe] = lowerVendored(lowerInTests(out[GroupUnsafe]))
-	out[GroupSecrets] = lowerVendored(out[GroupSecrets])
+	out[GroupUnsafe] = classes.lowerVendored(classes.lowerInTests(out[GroupUnsafe]))
+	out[GroupSecrets] = classes.lowerVendored(out[GroupSecrets])
 	if needed[GroupProtected] {
 		out[GroupProtected] = protectedPaths(req)
 	}
@@ -391,43 +397,6 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 		out[GroupSpec] = checkSpec(req)
 	}
 	return out, nil
-}
-
-// lowerInTests reports disabled protections in test and fixture files at low severity: a test
-// talking to its own self-signed local server is the common, harmless case, and it must not fail
-// the gate. Secrets get the same treatment from the secrets scan itself (fixtureFinding).
-func lowerInTests(fs []runtime.Finding) []runtime.Finding {
-	for i := range fs {
-		if rank(fs[i].Severity) > rank(runtime.SeverityLow) && isFixturePath(fs[i].Path) {
-			fs[i].Severity = runtime.SeverityLow
-			fs[i].Message += " (In a test file, so reported as low: make sure this code is never used outside tests.)"
-		}
-	}
-	return fs
-}
-
-// lowerVendored reports findings in vendored third-party code at low severity: the code (and
-// any test key it ships) is already public upstream, where the fix belongs, and it must not
-// fail the gate of a dependency update.
-func lowerVendored(fs []runtime.Finding) []runtime.Finding {
-	for i := range fs {
-		if rank(fs[i].Severity) > rank(runtime.SeverityLow) && isVendored(fs[i].Path) {
-			fs[i].Severity = runtime.SeverityLow
-			fs[i].Message += " (In vendored third-party code, so reported as low: the fix belongs upstream.)"
-		}
-	}
-	return fs
-}
-
-// isVendored recognises directories of vendored third-party code.
-func isVendored(path string) bool {
-	for _, seg := range strings.Split(path, "/") {
-		switch seg {
-		case "vendor", "third_party", "third-party", "node_modules":
-			return true
-		}
-	}
-	return false
 }
 
 // maxListedPaths bounds the files named in one protected-paths note.

@@ -83,7 +83,7 @@ func TestRepositoryGitleaksSettings(t *testing.T) {
 // Settings that cannot be applied are said so, and silence nothing.
 func TestRepositoryGitleaksSettingsProblems(t *testing.T) {
 	cases := map[string]runtime.Settings{
-		"bad expression": {SecretsConfig: []byte("[[allowlists]]\nregexes = ['''(''']\n")},
+		"bad expression":  {SecretsConfig: []byte("[[allowlists]]\nregexes = ['''(''']\n")},
 		"empty allowlist": {SecretsConfig: []byte("[[allowlists]]\ndescription = \"nothing\"\n")},
 		"not TOML":        {SecretsConfig: []byte("[[allowlists\n")},
 		"too large":       {SecretsProblems: ".gitleaksignore is larger than 1048576 bytes and is not applied"},

@@ -185,17 +185,3 @@ func fixtureFinding(f *runtime.Finding) {
 	f.Message += " It is under a test or fixture path, so it is reported at low severity and does not block the gate; " +
 		"if it is a real credential, it still needs rotating."
 }
-
-// isFixturePath reports a test file or a fixture directory (the test-file conventions of
-// tests.go, and fixtures/): secrets found there are reported at low severity.
-func isFixturePath(path string) bool {
-	if isTestPath(path) {
-		return true
-	}
-	for _, seg := range strings.Split(strings.ToLower(path), "/") {
-		if seg == "fixtures" || seg == "fixture" {
-			return true
-		}
-	}
-	return false
-}

@@ -1,0 +1,54 @@
+package builtin
+
+import (
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/review/pathglob"
+	"github.com/lensgate/lensgate/review/runtime"
+)
+
+// pathClasses are the repository's test-and-fixture and vendored paths (fixture_paths and
+// vendored_paths), where findings of the secrets and disabled-protection rules are reported at
+// low severity: keys and disabled TLS checks there are fixtures far more often than leaks, and
+// vendored code is fixed upstream.
+type pathClasses struct {
+	fixture, vendored *pathglob.Set
+}
+
+// newPathClasses compiles the settings' globs, or .asdd.yml's defaults when a caller left them
+// nil.
+func newPathClasses(s runtime.Settings) pathClasses {
+	fixture, vendored := s.FixturePaths, s.VendoredPaths
+	if fixture == nil {
+		fixture = config.DefaultFixturePaths()
+	}
+	if vendored == nil {
+		vendored = config.DefaultVendoredPaths()
+	}
+	return pathClasses{fixture: pathglob.Compile(fixture), vendored: pathglob.Compile(vendored)}
+}
+
+// lowerInTests reports disabled protections in test and fixture files at low severity: a test
+// talking to its own self-signed local server is the common, harmless case, and it must not fail
+// the gate. Secrets get the same treatment from the secrets scan itself (fixtureFinding).
+func (pc pathClasses) lowerInTests(fs []runtime.Finding) []runtime.Finding {
+	for i := range fs {
+		if rank(fs[i].Severity) > rank(runtime.SeverityLow) && pc.fixture.Match(fs[i].Path) {
+			fs[i].Severity = runtime.SeverityLow
+			fs[i].Message += " (In a test file, so reported as low: make sure this code is never used outside tests.)"
+		}
+	}
+	return fs
+}
+
+// lowerVendored reports findings in vendored third-party code at low severity: the code (and
+// any test key it ships) is already public upstream, where the fix belongs, and it must not
+// fail the gate of a dependency update.
+func (pc pathClasses) lowerVendored(fs []runtime.Finding) []runtime.Finding {
+	for i := range fs {
+		if rank(fs[i].Severity) > rank(runtime.SeverityLow) && pc.vendored.Match(fs[i].Path) {
+			fs[i].Severity = runtime.SeverityLow
+			fs[i].Message += " (In vendored third-party code, so reported as low: the fix belongs upstream.)"
+		}
+	}
+	return fs
+}
