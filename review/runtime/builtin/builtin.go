@@ -355,12 +355,7 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 		if needed[GroupSecrets] || needed[GroupConflicts] || needed[GroupUnicode] || needed[GroupUnsafe] {
 			n := len(out[GroupSecrets])
 			scanLines(f, needed, out)
-			out[GroupSecrets] = append(out[GroupSecrets][:n], repo.keep(f, out[GroupSecrets][n:])...)
-			if classes.fixture.Match(path) {
-				for i := n; i < len(out[GroupSecrets]); i++ {
-					fixtureFinding(&out[GroupSecrets][i])
-				}
-			}
+			out[GroupSecrets] = append(out[GroupSecrets][:n], finishSecrets(f, out[GroupSecrets][n:], repo, classes)...)
 		}
 		if (needed[GroupWorkflows] || needed[GroupWorkflowLint]) && isWorkflow(path) {
 			sec, lint := checkWorkflow(f, heads[path])

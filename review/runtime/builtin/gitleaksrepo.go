@@ -189,50 +189,52 @@ func allowlist(desc, condition, target string, commits, paths, regexes, stopWord
 	return a, nil
 }
 
-// keep drops the secrets findings of one file that the repository's gitleaks settings allow
-// or ignore. A finding is dropped for an allowlist only when the shared rule set reports its
-// rule on its line and the repository's does not, so a finding the allowlists never saw (a
-// private key found by the PEM check on another line) is kept.
-func (rs *repoSecrets) keep(f *diff.File, fs []runtime.Finding) []runtime.Finding {
-	if rs == nil || len(fs) == 0 || (rs.allow == nil && rs.ignore == nil) {
+// allowed drops the secrets findings of one file that the repository's allowlists allow. A
+// finding is dropped only when the shared rule set reports its rule on its line and the
+// repository's does not, so a finding the allowlists never saw (a private key found by the PEM
+// check on another line) is kept.
+func (rs *repoSecrets) allowed(f *diff.File, fs []runtime.Finding) []runtime.Finding {
+	if rs == nil || rs.allow == nil || len(fs) == 0 {
 		return fs
 	}
 	path := f.Path()
-	allowed := map[lineRule]bool{}
-	if rs.allow != nil {
-		added, text := addedText(f)
-		reported := map[lineRule]bool{}
-		for _, g := range detectSecrets(path, text) {
-			if g.StartLine >= 0 && g.StartLine < len(added) {
-				reported[lineRule{added[g.StartLine].New, g.RuleID}] = true
-			}
+	added, text := addedText(f)
+	dropped := map[lineRule]bool{}
+	for _, g := range detectSecrets(path, text) {
+		if g.StartLine >= 0 && g.StartLine < len(added) {
+			dropped[lineRule{added[g.StartLine].New, g.RuleID}] = true
 		}
-		for _, g := range rs.allow.Detect(detect.Fragment{Raw: text, FilePath: path}) {
-			if g.StartLine >= 0 && g.StartLine < len(added) {
-				delete(reported, lineRule{added[g.StartLine].New, g.RuleID})
-			}
+	}
+	for _, g := range rs.allow.Detect(detect.Fragment{Raw: text, FilePath: path}) {
+		if g.StartLine >= 0 && g.StartLine < len(added) {
+			delete(dropped, lineRule{added[g.StartLine].New, g.RuleID})
 		}
-		allowed = reported
 	}
 	out := fs[:0:0]
 	for _, fd := range fs {
-		if allowed[lineRule{fd.Line, fd.Rule}] || rs.ignored(path, fd) {
-			continue
+		if !dropped[lineRule{fd.Line, fd.Rule}] {
+			out = append(out, fd)
 		}
-		out = append(out, fd)
 	}
 	return out
 }
 
-// ignored reports whether .gitleaksignore holds the finding's fingerprint (file:rule-id:line,
-// the line of the new file as gitleaks numbers a file's lines), asking gitleaks to add it.
-func (rs *repoSecrets) ignored(path string, fd runtime.Finding) bool {
-	if rs.ignore == nil {
-		return false
+// unignored drops the findings whose fingerprint .gitleaksignore holds (file:rule-id:line, the
+// line of the new file as gitleaks numbers a file's lines): gitleaks is asked to add each one,
+// and skips those it ignores.
+func (rs *repoSecrets) unignored(path string, fs []runtime.Finding) []runtime.Finding {
+	if rs == nil || rs.ignore == nil || len(fs) == 0 {
+		return fs
 	}
-	n := len(rs.ignore.Findings())
-	rs.ignore.AddFinding(report.Finding{File: path, RuleID: fd.Rule, StartLine: fd.Line})
-	return len(rs.ignore.Findings()) == n
+	out := fs[:0:0]
+	for _, fd := range fs {
+		n := len(rs.ignore.Findings())
+		rs.ignore.AddFinding(report.Finding{File: path, RuleID: fd.Rule, StartLine: fd.Line})
+		if len(rs.ignore.Findings()) > n {
+			out = append(out, fd)
+		}
+	}
+	return out
 }
 
 type lineRule struct {

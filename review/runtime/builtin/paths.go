@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/pathglob"
 	"github.com/lensgate/lensgate/review/runtime"
 )
@@ -48,6 +49,22 @@ func (pc pathClasses) lowerVendored(fs []runtime.Finding) []runtime.Finding {
 		if rank(fs[i].Severity) > rank(runtime.SeverityLow) && pc.vendored.Match(fs[i].Path) {
 			fs[i].Severity = runtime.SeverityLow
 			fs[i].Message += " (In vendored third-party code, so reported as low: the fix belongs upstream.)"
+		}
+	}
+	return fs
+}
+
+// finishSecrets takes one file's secrets findings to what is reported, in gitleaks' order: the
+// repository's allowlists (gitleaks applies them as it detects), gitleaks' names, the
+// fingerprints of .gitleaksignore (gitleaks checks them as it adds a finding); then findings
+// under a test or fixture path are lowered.
+func finishSecrets(f *diff.File, fs []runtime.Finding, repo *repoSecrets, pc pathClasses) []runtime.Finding {
+	fs = repo.allowed(f, fs)
+	nameAsGitleaks(f, fs)
+	fs = repo.unignored(f.Path(), fs)
+	if pc.fixture.Match(f.Path()) {
+		for i := range fs {
+			fixtureFinding(&fs[i])
 		}
 	}
 	return fs
