@@ -2,12 +2,14 @@ package worker
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers/pull"
+	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -38,4 +40,20 @@ func (w *Worker) ownerApproval(ctx context.Context, client *github.Client, pr *g
 	}
 	ev.Msg("code-owner approval of protected paths read")
 	return oa
+}
+
+// readFailed handles a GitHub read that failed before the review began. A review is reported
+// pending (operational); a re-evaluation of code-owner approval only returns the error, for the
+// queue to retry: it may be for a repository that requires no approval, and the gate stands as
+// the last review left it.
+func (w *Worker) readFailed(ctx context.Context, client *github.Client, job queue.Job, subj *review.Subject, err error) error {
+	if !job.Reason.ReevaluatesApproval() {
+		return w.operational(ctx, client, job, subj, err)
+	}
+	zerolog.Ctx(ctx).Warn().Err(err).Msg("pull request review not re-evaluated: GitHub read failed")
+	var outage *pull.OperationalError
+	if pull.InstallationGone(err) || !errors.As(err, &outage) {
+		return queue.Permanent(err) // a 404 or 403 stays one on retry
+	}
+	return err
 }

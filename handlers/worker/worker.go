@@ -180,7 +180,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	log := zerolog.Ctx(ctx)
 	pr, err := w.currentPull(ctx, client, job)
 	if err != nil {
-		return w.operational(ctx, client, job, nil, err)
+		return w.readFailed(ctx, client, job, nil, err)
 	}
 	switch {
 	case pr.GetState() == "closed":
@@ -197,12 +197,12 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 
 	trusted, err := w.loadConfig(ctx, client, job.InstallationID, job.Owner, job.Repo, pr.GetBase().GetRef())
 	if err != nil {
-		return w.operational(ctx, client, job, bindPartial(pr), err)
+		return w.readFailed(ctx, client, job, bindPartial(pr), err)
 	}
 	countOpen := trusted.Repo != nil && trusted.Repo.MaxOpenPRsPerAuthor > 0
 	snap, err := w.Fetch.PullSnapshot(ctx, client, pr, countOpen)
 	if err != nil {
-		return w.operational(ctx, client, job, bindPartial(pr), err)
+		return w.readFailed(ctx, client, job, bindPartial(pr), err)
 	}
 	subj := pull.BindPull(snap)
 	subj.InstallationID = job.InstallationID
