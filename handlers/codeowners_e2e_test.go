@@ -5,9 +5,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lensgate/lensgate/handlers/publish"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/runtime"
+	"github.com/lensgate/lensgate/review/runtime/openai"
 )
 
 // ownerPolicy protects README.md (the fixture pull request's one changed file) and requires a
@@ -179,5 +183,30 @@ func TestCodeOwnerApprovalNotRequired(t *testing.T) {
 	l, _ := de.pubs.lens("security", fixtureHead)
 	if len(l.Findings) != 1 || !strings.Contains(l.Findings[0].Body, "Advisory") {
 		t.Fatalf("protected-path note %+v", l.Findings)
+	}
+}
+
+// An owner's approval re-evaluates the gate without sending the model lenses to the model
+// again: their results of the same head are reused.
+func TestCodeOwnerApprovalDoesNotRebillModelLenses(t *testing.T) {
+	srv, calls := countingModel(t)
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "model-token", Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := "models:\n  reviewer: m\nprotected_paths: [\"README.md\"]\nprotected_paths_require: code_owner_approval\n" +
+		"agent_review:\n  version: 1\n  required: [model-review]\n  agents:\n    model-review:\n      preset: openai\n      instruction: Review correctness.\n"
+	de := newDelegateEnvWith(t, delegateSetup{files: map[string]string{".asdd.yml": cfg, "CODEOWNERS": "README.md @alice\n"}, runtimes: []runtime.Runtime{rt}})
+	de.gh.SetPermission(fixtureRepo, "alice", "write")
+	de.open()
+	de.waitFor("gate waiting for the owner", func() bool {
+		l, ok := de.pubs.lens("model-review", fixtureHead)
+		return ok && l.Outcome == review.OutcomePassed && de.gateConclusion(fixtureHead) == "action_required"
+	})
+	before := calls.Load()
+	de.review("alice", "APPROVED", fixtureHead, "submitted", true)
+	de.waitFor("gate success", func() bool { return de.gateConclusion(fixtureHead) == "success" })
+	if n := calls.Load(); before == 0 || n != before {
+		t.Fatalf("model calls: %d for the review, %d more after the approval, want 0 more", before, n-before)
 	}
 }
