@@ -78,12 +78,13 @@ func (de *delegateEnv) gate() githubfake.CheckRun {
 	return githubfake.CheckRun{}
 }
 
-// review stores a review and sends its pull_request_review webhook with action, then waits until
-// the App published the gate again (when want is true) or handled the event.
+// review stores a review and sends its pull_request_review webhook with action ("dismissed"
+// dismisses it first); with republish it waits until the App published the gate again.
 func (de *delegateEnv) review(user, state, commit, action string, republish bool) int64 {
 	de.t.Helper()
 	before := de.published()
-	rv := de.gh.AddReview(fixtureRepo, fixturePR, githubfake.Review{User: user, State: state, Event: strings.TrimSuffix(state, "D"), CommitID: commit})
+	event := map[string]string{"APPROVED": "APPROVE", "CHANGES_REQUESTED": "REQUEST_CHANGES", "COMMENTED": "COMMENT"}[state]
+	rv := de.gh.AddReview(fixtureRepo, fixturePR, githubfake.Review{User: user, State: state, Event: event, CommitID: commit})
 	if action == "dismissed" {
 		de.gh.DismissReview(fixtureRepo, fixturePR, rv.ID)
 	}

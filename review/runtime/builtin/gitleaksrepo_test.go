@@ -106,3 +106,26 @@ func TestRepositoryGitleaksSettingsProblems(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkRepositoryGitleaksSettings measures what the repository's settings add to a review of
+// the baseline diff: go test -run '^$' -bench RepositoryGitleaks ./review/runtime/builtin/
+func BenchmarkRepositoryGitleaksSettings(b *testing.B) {
+	settings := map[string]runtime.Settings{
+		"none": {},
+		"ignore and allowlists": {SecretsIgnore: []byte("config/app.env:github-pat:2\n"),
+			SecretsConfig: []byte("[[allowlists]]\npaths = ['''^docs/''']\n[[allowlists]]\ntargetRules = [\"slack-bot-token\"]\nregexTarget = \"line\"\nregexes = ['''^token = ''']\n")},
+	}
+	for name, s := range settings {
+		b.Run(name, func(b *testing.B) {
+			req := requestFor(b, []byte(baselineDiff()))
+			req.Lenses = []runtime.Lens{{Name: "secrets", Preset: "secrets"}}
+			req.Settings = s
+			rt := New(Options{})
+			for b.Loop() {
+				if _, err := rt.Review(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
