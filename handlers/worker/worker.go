@@ -211,7 +211,6 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && (job.Reason.IsDelegate() || job.Reason.ReevaluatesApproval()) && job.HeadSHA == subj.HeadSHA
 	if job.Reason.ReevaluatesApproval() && (!trusted.Repo.CodeOwnerApproval() || len(review.ProtectedChanged(trusted.Repo, subj.Files)) == 0) {
 		log.Info().Msg("pull request review: the policy requires no code-owner approval of a changed file; nothing to re-evaluate")
-		w.count("pull_request", "stale")
 		return nil
 	}
 	if snap.FilesTruncated {
