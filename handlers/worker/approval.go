@@ -57,3 +57,23 @@ func (w *Worker) readFailed(ctx context.Context, client *github.Client, job queu
 	}
 	return err
 }
+
+// nothingToReevaluate reports, and logs, whether a job that follows a pull request review has
+// nothing to do: the policy requires no code-owner approval, or (once the subject is read) no
+// changed file is protected. Other jobs always have work.
+func nothingToReevaluate(ctx context.Context, job queue.Job, cfg *config.Repo, subj *review.Subject) bool {
+	if !job.Reason.ReevaluatesApproval() {
+		return false
+	}
+	why := ""
+	switch {
+	case !cfg.CodeOwnerApproval():
+		why = "the policy requires no code-owner approval"
+	case subj != nil && len(review.ProtectedChanged(cfg, subj.Files)) == 0:
+		why = "no changed file is protected"
+	default:
+		return false
+	}
+	zerolog.Ctx(ctx).Info().Str("reason", why).Msg("pull request review: nothing to re-evaluate")
+	return true
+}

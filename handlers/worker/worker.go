@@ -199,8 +199,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	if err != nil {
 		return w.readFailed(ctx, client, job, bindPartial(pr), err)
 	}
-	if job.Reason.ReevaluatesApproval() && !trusted.Repo.CodeOwnerApproval() {
-		log.Info().Msg("pull request review: the policy requires no code-owner approval; nothing to re-evaluate")
+	if nothingToReevaluate(ctx, job, trusted.Repo, nil) {
 		return nil
 	}
 	countOpen := trusted.Repo != nil && trusted.Repo.MaxOpenPRsPerAuthor > 0
@@ -213,8 +212,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	// A review queued because a delegated lens settled reuses what the paid lenses concluded
 	// at this very head, instead of billing them again.
 	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && (job.Reason.IsDelegate() || job.Reason.ReevaluatesApproval()) && job.HeadSHA == subj.HeadSHA
-	if job.Reason.ReevaluatesApproval() && len(review.ProtectedChanged(trusted.Repo, subj.Files)) == 0 {
-		log.Info().Msg("pull request review: no changed file is protected; nothing to re-evaluate")
+	if nothingToReevaluate(ctx, job, trusted.Repo, subj) {
 		return nil
 	}
 	if snap.FilesTruncated {
