@@ -2,6 +2,7 @@ package review
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lensgate/lensgate/config"
@@ -75,7 +76,7 @@ func ownerApprovalGate(g *Gate, cfg *config.Repo, subj *Subject) {
 	case oa.Cause != "":
 		needs = []string{"code-owner approval could not be checked: " + oa.Cause}
 	default:
-		needs = missingApprovals(oa)
+		needs = missingApprovals(oa, subj.Author)
 	}
 	if len(needs) == 0 {
 		return
@@ -96,18 +97,23 @@ func ownerApprovalGate(g *Gate, cfg *config.Repo, subj *Subject) {
 	g.Reason += "\n" + text
 }
 
-// missingApprovals says, per protected file without an owner's approval, who must approve.
-func missingApprovals(oa *OwnerApproval) []string {
+// missingApprovals says, per protected file without an owner's approval, who must approve. The
+// pull request's author is not named: their own approval never counts.
+func missingApprovals(oa *OwnerApproval, author string) []string {
 	var out []string
 	for _, f := range oa.Files {
+		owners := slices.DeleteFunc(slices.Clone(f.Owners), func(o string) bool { return author != "" && strings.EqualFold(o, "@"+author) })
+		need := "needs an approving review from a code owner of " + f.Path
 		switch {
 		case f.ApprovedBy != "":
 		case oa.Source == "":
-			out = append(out, "needs an approving review from a code owner of "+f.Path+", but the base branch has no CODEOWNERS file")
+			out = append(out, need+", but the base branch has no CODEOWNERS file")
 		case len(f.Owners) == 0:
-			out = append(out, "needs an approving review from a code owner of "+f.Path+", but "+oa.Source+" on the base branch names none")
+			out = append(out, need+", but "+oa.Source+" on the base branch names none")
+		case len(owners) == 0:
+			out = append(out, need+" other than the pull request's author, but "+oa.Source+" on the base branch names no other")
 		default:
-			out = append(out, "needs an approving review from a code owner of "+f.Path+": "+strings.Join(f.Owners, " "))
+			out = append(out, need+": "+strings.Join(owners, " "))
 		}
 	}
 	return out

@@ -43,11 +43,16 @@ func TestOwnerApprovalGate(t *testing.T) {
 		{"no forge", cfg, nil, passed, OutcomePending,
 			"code-owner approval of .github/workflows/ci.yml cannot be checked without the forge's reviews"},
 		{"not required", config.DefaultRepo(), nil, passed, OutcomePassed, "the required lenses passed"},
+		{"author's own file", cfg, &OwnerApproval{Source: "CODEOWNERS", Files: []ApprovalFile{{Path: ".github/workflows/ci.yml", Owners: []string{"@Mona"}}}},
+			passed, OutcomePending,
+			"needs an approving review from a code owner of .github/workflows/ci.yml other than the pull request's author, but CODEOWNERS on the base branch names no other"},
+		{"author not named", cfg, &OwnerApproval{Source: "CODEOWNERS", Files: []ApprovalFile{{Path: ".github/workflows/ci.yml", Owners: []string{"@mona", "@octo/infra"}}}},
+			passed, OutcomePending, "needs an approving review from a code owner of .github/workflows/ci.yml: @octo/infra"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := c.gate
-			ownerApprovalGate(&g, c.cfg, &Subject{Files: files, OwnerApproval: c.oa})
+			ownerApprovalGate(&g, c.cfg, &Subject{Files: files, OwnerApproval: c.oa, Author: "mona"})
 			if g.State != c.state || g.Reason != c.reason {
 				t.Fatalf("gate %s %q, want %s %q", g.State, g.Reason, c.state, c.reason)
 			}
