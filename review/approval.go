@@ -112,6 +112,9 @@ func missingApprovals(oa *OwnerApproval, author string) []string {
 			out = append(out, need+", but "+oa.Source+" on the base branch names none")
 		case len(owners) == 0:
 			out = append(out, need+" other than the pull request's author, but "+oa.Source+" on the base branch names no other")
+		case !slices.ContainsFunc(owners, func(o string) bool { return strings.HasPrefix(o, "@") }):
+			out = append(out, need+", but "+oa.Source+" on the base branch names its owners by e-mail only ("+
+				strings.Join(owners, " ")+"), which cannot be matched to reviewers: name users or teams")
 		default:
 			out = append(out, need+": "+strings.Join(owners, " "))
 		}

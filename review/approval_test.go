@@ -46,6 +46,9 @@ func TestOwnerApprovalGate(t *testing.T) {
 		{"author's own file", cfg, &OwnerApproval{Source: "CODEOWNERS", Files: []ApprovalFile{{Path: ".github/workflows/ci.yml", Owners: []string{"@Mona"}}}},
 			passed, OutcomePending,
 			"needs an approving review from a code owner of .github/workflows/ci.yml other than the pull request's author, but CODEOWNERS on the base branch names no other"},
+		{"e-mail owners only", cfg, &OwnerApproval{Source: "CODEOWNERS", Files: []ApprovalFile{{Path: ".github/workflows/ci.yml", Owners: []string{"ops@example.com"}}}},
+			passed, OutcomePending, "needs an approving review from a code owner of .github/workflows/ci.yml, but CODEOWNERS on the base branch " +
+				"names its owners by e-mail only (ops@example.com), which cannot be matched to reviewers: name users or teams"},
 		{"author not named", cfg, &OwnerApproval{Source: "CODEOWNERS", Files: []ApprovalFile{{Path: ".github/workflows/ci.yml", Owners: []string{"@mona", "@octo/infra"}}}},
 			passed, OutcomePending, "needs an approving review from a code owner of .github/workflows/ci.yml: @octo/infra"},
 	}
