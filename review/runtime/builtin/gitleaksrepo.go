@@ -52,7 +52,7 @@ func newRepoSecrets(s runtime.Settings) (*repoSecrets, error) {
 		}
 	}
 	if len(s.SecretsIgnore) > 0 {
-		rs.ignore, err = ignoreDetector(base.Config, s.SecretsIgnore)
+		rs.ignore, err = ignoreDetector(s.SecretsIgnore)
 		if err != nil {
 			rs.problems = append(rs.problems, ".gitleaksignore not applied: "+err.Error())
 		}
@@ -75,8 +75,9 @@ func withAllowlists(cfg gitleaks.Config, global []*gitleaks.Allowlist, perRule m
 	return d
 }
 
-// ignoreDetector loads .gitleaksignore with gitleaks' own reader, which takes a file path.
-func ignoreDetector(cfg gitleaks.Config, data []byte) (*detect.Detector, error) {
+// ignoreDetector loads .gitleaksignore with gitleaks' own reader, which takes a file path. The
+// detector only checks fingerprints as findings are added, so it needs no rules.
+func ignoreDetector(data []byte) (*detect.Detector, error) {
 	f, err := os.CreateTemp("", "lensgate-gitleaksignore-*")
 	if err != nil {
 		return nil, fmt.Errorf("stage the file: %w", err)
@@ -89,7 +90,7 @@ func ignoreDetector(cfg gitleaks.Config, data []byte) (*detect.Detector, error) 
 	if werr != nil {
 		return nil, fmt.Errorf("stage the file: %w", werr)
 	}
-	d := detect.NewDetector(cfg)
+	d := detect.NewDetector(gitleaks.Config{})
 	if err := d.AddGitleaksIgnore(f.Name()); err != nil {
 		return nil, err
 	}
