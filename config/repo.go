@@ -60,6 +60,17 @@ type Repo struct {
 	Delegate Delegate
 	// Dismissals configures who may dismiss findings (lensgate's own keys).
 	Dismissals Dismissals
+	// ProtectedPathsRequire says what a change to a protected path needs (protected.go); ""
+	// reads as RequireNone.
+	ProtectedPathsRequire ApprovalRequirement
+	// Secrets are the repository's own gitleaks files from the base branch (gitleaks.go); not
+	// an .asdd.yml key.
+	Secrets Secrets
+	// FixturePaths are the test and fixture paths, VendoredPaths the vendored third-party code:
+	// the builtin runtime reports secrets and disabled protections there at low severity
+	// (fixtures.go).
+	FixturePaths  []string
+	VendoredPaths []string
 
 	// Policy is the named-lens review policy from agent_review, or DefaultPolicy() when the
 	// section is absent.
@@ -248,6 +259,8 @@ func DefaultRepo() *Repo {
 		Insights:             Insights{Enabled: true, ActivityLog: ".asdd-work/audit.jsonl"},
 		Audit:                Audit{Sink: "none"},
 		ReviewOverrideOwners: []string{},
+		FixturePaths:         DefaultFixturePaths(),
+		VendoredPaths:        DefaultVendoredPaths(),
 		Delegate:             Delegate{Timeout: DefaultDelegateTimeout, Approval: DelegateApprovalExternal},
 		Policy:               DefaultPolicy(),
 		PolicyDefaulted:      true,

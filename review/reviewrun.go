@@ -230,10 +230,12 @@ func (r *reviewRun) prepare() {
 		r.rtSubj.Commits = append(r.rtSubj.Commits, c.Message)
 	}
 	r.settings = runtime.Settings{
-		ProtectedPaths: cfg.ProtectedPaths, IgnorePaths: cfg.IgnorePaths, RequireSpec: cfg.RequireSpec,
+		ProtectedPaths: cfg.ProtectedPaths, ProtectedRequireOwner: cfg.CodeOwnerApproval(), IgnorePaths: cfg.IgnorePaths, RequireSpec: cfg.RequireSpec,
 		SpecPaths: cfg.SpecPaths, TriageLabels: cfg.TriageLabels, Model: cfg.Models.Reviewer,
 		TimeoutSeconds: cfg.Review.TimeoutSeconds, DelegateTimeout: cfg.Delegate.Timeout,
 		OutcomeOnFindings: map[string]string{},
+		SecretsIgnore:     cfg.Secrets.Ignore, SecretsConfig: cfg.Secrets.Config, SecretsProblems: cfg.Secrets.Problems,
+		FixturePaths: cfg.FixturePaths, VendoredPaths: cfg.VendoredPaths,
 	}
 	for _, l := range cfg.Policy.Lenses {
 		if l.OutcomeOnFindings != "" {
@@ -620,6 +622,7 @@ func (r *reviewRun) assemble() (*Decision, error) {
 		gate.State = OutcomeFailed
 		gate.Reason = "intake did not pass: " + intakeProblems(r.intake)
 	}
+	ownerApprovalGate(&gate, r.cfg, subj)
 
 	dec := &Decision{
 		Gate: gate, PlanDigest: r.plan.Digest(), Lenses: results, Intake: r.intake,

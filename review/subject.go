@@ -76,11 +76,15 @@ type Subject struct {
 	// HeadSHA (nil otherwise: a force-push, or no prior review).
 	Since *Increment
 	// Settled marks a review of a head that runs only because a delegated lens settled (the
-	// bot answered, or its wait ended): paid lenses recorded in Prior for this very head are
-	// then reused instead of sent to the model again.
+	// bot answered, or its wait ended) or a pull request review may have changed code-owner
+	// approval: paid lenses recorded in Prior for this very head are then reused instead of
+	// sent to the model again.
 	Settled bool
 	// Dismissals are the accepted dismissals of findings, from people with write access.
 	Dismissals []Dismissal
+	// OwnerApproval is what the forge shows of code-owner approval of the changed protected
+	// files, read when protected_paths_require asks for it (nil: not read).
+	OwnerApproval *OwnerApproval
 
 	// Local marks a subject built from a local git repository rather than a forge. It has no
 	// labels, body checkbox or open pull requests, so intake skips the checks that need them.

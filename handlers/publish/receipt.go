@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -85,7 +86,11 @@ func predicate(pub subjectInfo, d *review.Decision, now time.Time, prior string,
 		p.PlanDigest = d.PlanDigest
 	}
 	if d.Gate.State == review.OutcomePending {
-		p.Limitations = append(p.Limitations, "a required lens did not finish: "+oneLine(d.Gate.Reason, 300))
+		what := "a required lens did not finish: "
+		if slices.Contains(d.Gate.BlockingPending, review.OwnerApprovalName) {
+			what = "the gate is pending: "
+		}
+		p.Limitations = append(p.Limitations, what+oneLine(d.Gate.Reason, 300))
 	}
 	if prior != "" {
 		p.Supersession = &disclosure.Supersession{Supersedes: []disclosure.Relation{{PriorDigest: prior, Reason: priorReason}}}

@@ -180,7 +180,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	log := zerolog.Ctx(ctx)
 	pr, err := w.currentPull(ctx, client, job)
 	if err != nil {
-		return w.operational(ctx, client, job, nil, err)
+		return w.readFailed(ctx, client, job, nil, err)
 	}
 	switch {
 	case pr.GetState() == "closed":
@@ -197,18 +197,24 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 
 	trusted, err := w.loadConfig(ctx, client, job.InstallationID, job.Owner, job.Repo, pr.GetBase().GetRef())
 	if err != nil {
-		return w.operational(ctx, client, job, bindPartial(pr), err)
+		return w.readFailed(ctx, client, job, bindPartial(pr), err)
+	}
+	if nothingToReevaluate(ctx, job, trusted.Repo, nil) {
+		return nil
 	}
 	countOpen := trusted.Repo != nil && trusted.Repo.MaxOpenPRsPerAuthor > 0
 	snap, err := w.Fetch.PullSnapshot(ctx, client, pr, countOpen)
 	if err != nil {
-		return w.operational(ctx, client, job, bindPartial(pr), err)
+		return w.readFailed(ctx, client, job, bindPartial(pr), err)
 	}
 	subj := pull.BindPull(snap)
 	subj.InstallationID = job.InstallationID
 	// A review queued because a delegated lens settled reuses what the paid lenses concluded
 	// at this very head, instead of billing them again.
-	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && job.Reason.IsDelegate() && job.HeadSHA == subj.HeadSHA
+	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && (job.Reason.IsDelegate() || job.Reason.ReevaluatesApproval()) && job.HeadSHA == subj.HeadSHA
+	if nothingToReevaluate(ctx, job, trusted.Repo, subj) {
+		return nil
+	}
 	if snap.FilesTruncated {
 		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
 	}
@@ -251,6 +257,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		return w.publish(ctx, client, pub)
 	}
 	subj.Delegation = w.prepareDelegation(ctx, client, job, pr, subj, trusted.Repo)
+	subj.OwnerApproval = w.ownerApproval(ctx, client, pr, subj, trusted.Repo)
 	d, err := w.Reviewer.Review(ctx, subj, trusted.Repo)
 	if err != nil {
 		if ctx.Err() != nil {

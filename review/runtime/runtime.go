@@ -195,10 +195,23 @@ func IsWorkflowPath(path string) bool {
 // Settings are the trusted repository settings a runtime may need.
 type Settings struct {
 	ProtectedPaths []string
-	IgnorePaths    []string
-	RequireSpec    bool
-	SpecPaths      []string
-	TriageLabels   []string
+	// ProtectedRequireOwner is true when the gate requires a code owner's approval of changed
+	// protected paths (protected_paths_require), so notes about them say so.
+	ProtectedRequireOwner bool
+	// SecretsIgnore and SecretsConfig are the repository's .gitleaksignore and .gitleaks.toml
+	// from its base branch (nil when absent); SecretsProblems says what of them could not be read.
+	SecretsIgnore   []byte
+	SecretsConfig   []byte
+	SecretsProblems string
+	// FixturePaths and VendoredPaths are globs of test and fixture paths and of vendored code,
+	// where the builtin runtime reports secrets and disabled protections at low severity; nil
+	// means the defaults of .asdd.yml, empty means none.
+	FixturePaths  []string
+	VendoredPaths []string
+	IgnorePaths   []string
+	RequireSpec   bool
+	SpecPaths     []string
+	TriageLabels  []string
 	// Model is the reviewer model from models.reviewer ("" to use the runtime's fallback).
 	Model string
 	// TimeoutSeconds bounds each model call or adapter run.

@@ -70,7 +70,6 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 		key              *pemKey // a key header whose body is still being read
 		added            []diff.Line
 	)
-	secretsBefore := len(out[GroupSecrets])
 	f.Walk(func(l diff.Line) bool {
 		if l.Kind != '+' {
 			return true
@@ -139,11 +138,6 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 	}
 	if needed[GroupSecrets] {
 		out[GroupSecrets] = append(out[GroupSecrets], secretFindings(path, added)...)
-		if isFixturePath(path) {
-			for i := secretsBefore; i < len(out[GroupSecrets]); i++ {
-				fixtureFinding(&out[GroupSecrets][i])
-			}
-		}
 	}
 	// A lone "=======" is a Markdown heading underline; it is a marker only next to the others.
 	if sawStart || sawEnd {

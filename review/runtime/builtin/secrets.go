@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -130,8 +131,9 @@ func markerLen(secret string) int {
 // Kubernetes Secret rule (kubernetes-secret-data reports every value, not only the first).
 var notFindings = map[string]bool{"private-key": true, "kubernetes-secret-yaml": true}
 
-// generic rules judge by a key name and entropy: they are not reported on a line where a rule for
-// a specific token format already reported, so one token is one finding.
+// generic rules judge by a key name and entropy: like gitleaks, a generic finding is not reported
+// when a rule for a specific token format reported a secret on the same line that contains its
+// secret, so one token is one finding (and a second token on the line is still found).
 var genericRules = map[string]bool{"generic-api-key": true, "credential-assignment": true, "credential-literal": true, "google-api-key": true}
 
 // secretFindings runs the rule set over a file's added lines, as one text so that rules spanning
@@ -152,7 +154,7 @@ func secretFindings(path string, added []diff.Line) []runtime.Finding {
 		text.Write(t)
 	}
 	var out []runtime.Finding
-	specific := map[int]bool{}
+	specific := map[int][]string{} // secrets of specific rules, by line
 	fs := detectSecrets(path, text.String())
 	// Specific rules first, so a generic match on the same line is known to repeat one.
 	sort.SliceStable(fs, func(i, j int) bool { return !genericRules[fs[i].RuleID] && genericRules[fs[j].RuleID] })
@@ -160,11 +162,11 @@ func secretFindings(path string, added []diff.Line) []runtime.Finding {
 		if redactOnly[f.RuleID] || notFindings[f.RuleID] || f.StartLine < 0 || f.StartLine >= len(added) {
 			continue
 		}
-		if genericRules[f.RuleID] && specific[f.StartLine] {
+		if genericRules[f.RuleID] && slices.ContainsFunc(specific[f.StartLine], func(s string) bool { return strings.Contains(s, f.Secret) }) {
 			continue
 		}
 		if !genericRules[f.RuleID] {
-			specific[f.StartLine] = true
+			specific[f.StartLine] = append(specific[f.StartLine], f.Secret)
 		}
 		k := kindOf(f)
 		secret := []byte(f.Secret)
@@ -184,18 +186,4 @@ func fixtureFinding(f *runtime.Finding) {
 	f.Severity = runtime.SeverityLow
 	f.Message += " It is under a test or fixture path, so it is reported at low severity and does not block the gate; " +
 		"if it is a real credential, it still needs rotating."
-}
-
-// isFixturePath reports a test file or a fixture directory (the test-file conventions of
-// tests.go, and fixtures/): secrets found there are reported at low severity.
-func isFixturePath(path string) bool {
-	if isTestPath(path) {
-		return true
-	}
-	for _, seg := range strings.Split(strings.ToLower(path), "/") {
-		if seg == "fixtures" || seg == "fixture" {
-			return true
-		}
-	}
-	return false
 }
