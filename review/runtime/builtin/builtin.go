@@ -325,6 +325,13 @@ func merge(items []runtime.Finding) runtime.Finding {
 func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[string]bool) (map[string][]runtime.Finding, error) {
 	out := map[string][]runtime.Finding{}
 	ignore := pathglob.Compile(req.Settings.IgnorePaths)
+	var secrets *SecretRules
+	if needed[GroupSecrets] {
+		var err error
+		if secrets, err = LoadSecretRules(); err != nil {
+			return nil, fmt.Errorf("builtin review: %w", err)
+		}
+	}
 
 	heads := map[string][]byte{}
 	for _, c := range req.Changed {
@@ -344,7 +351,7 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			continue
 		}
 		if needed[GroupSecrets] || needed[GroupConflicts] || needed[GroupUnicode] || needed[GroupUnsafe] {
-			scanLines(f, needed, out)
+			scanLines(f, needed, secrets, out)
 		}
 		if (needed[GroupWorkflows] || needed[GroupWorkflowLint]) && isWorkflow(path) {
 			sec, lint := checkWorkflow(f, heads[path])

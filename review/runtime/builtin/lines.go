@@ -59,7 +59,9 @@ var pemRule = secretRule{
 // megabyte-long lines.
 const maxScanLine = 8 << 10
 
-func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Finding) {
+// scanLines runs the line checks of the needed groups over a file's added lines; secrets is
+// the rule set, nil when the secrets group is not needed.
+func scanLines(f *diff.File, needed map[string]bool, secrets *SecretRules, out map[string][]runtime.Finding) {
 	path := f.Path()
 	// Code patterns in prose are examples, not code.
 	prose := isProse(path)
@@ -138,7 +140,7 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 		out[GroupSecrets] = append(out[GroupSecrets], key.finding)
 	}
 	if needed[GroupSecrets] {
-		out[GroupSecrets] = append(out[GroupSecrets], secretFindings(path, added)...)
+		out[GroupSecrets] = append(out[GroupSecrets], secrets.findings(path, added)...)
 		if isFixturePath(path) {
 			for i := secretsBefore; i < len(out[GroupSecrets]); i++ {
 				fixtureFinding(&out[GroupSecrets][i])
