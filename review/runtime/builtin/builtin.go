@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/pathglob"
 	"github.com/lensgate/lensgate/review/runtime"
 )
@@ -133,14 +134,20 @@ type Options struct {
 // Runtime is the builtin reviewer.
 type Runtime struct {
 	opts Options
+	// secrets is the secret rule set, or why it did not build (secretsErr): a review that
+	// needs it then ends with that error.
+	secrets    *SecretRules
+	secretsErr error
 }
 
-// New returns the builtin reviewer.
+// New returns the builtin reviewer. It loads the secret rule set (once per process), so that
+// its cost falls on start-up and not on the first review.
 func New(opts Options) *Runtime {
 	if opts.LargeFileBytes <= 0 {
 		opts.LargeFileBytes = 1 << 20
 	}
-	return &Runtime{opts: opts}
+	secrets, err := LoadSecretRules()
+	return &Runtime{opts: opts, secrets: secrets, secretsErr: err}
 }
 
 // Name implements runtime.Runtime.
@@ -327,10 +334,10 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 	ignore := pathglob.Compile(req.Settings.IgnorePaths)
 	var secrets *SecretRules
 	if needed[GroupSecrets] {
-		var err error
-		if secrets, err = LoadSecretRules(); err != nil {
-			return nil, fmt.Errorf("builtin review: %w", err)
+		if r.secretsErr != nil {
+			return nil, fmt.Errorf("builtin review: %w", r.secretsErr)
 		}
+		secrets = r.secrets
 	}
 
 	heads := map[string][]byte{}
@@ -339,6 +346,7 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			heads[c.Path] = c.HeadContent
 		}
 	}
+	var added []diff.Line
 	for i := range req.Files {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -351,7 +359,7 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			continue
 		}
 		if needed[GroupSecrets] || needed[GroupConflicts] || needed[GroupUnicode] || needed[GroupUnsafe] {
-			scanLines(f, needed, secrets, out)
+			added = scanLines(f, needed, secrets, out, added)
 		}
 		if (needed[GroupWorkflows] || needed[GroupWorkflowLint]) && isWorkflow(path) {
 			sec, lint := checkWorkflow(f, heads[path])

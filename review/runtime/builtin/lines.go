@@ -60,8 +60,10 @@ var pemRule = secretRule{
 const maxScanLine = 8 << 10
 
 // scanLines runs the line checks of the needed groups over a file's added lines; secrets is
-// the rule set, nil when the secrets group is not needed.
-func scanLines(f *diff.File, needed map[string]bool, secrets *SecretRules, out map[string][]runtime.Finding) {
+// the rule set, nil when the secrets group is not needed. added is a buffer for the file's
+// added lines, returned for the next file: the lines of one file are not kept past its scan,
+// and a large diff makes no garbage of them.
+func scanLines(f *diff.File, needed map[string]bool, secrets *SecretRules, out map[string][]runtime.Finding, added []diff.Line) []diff.Line {
 	path := f.Path()
 	// Code patterns in prose are examples, not code.
 	prose := isProse(path)
@@ -70,8 +72,8 @@ func scanLines(f *diff.File, needed map[string]bool, secrets *SecretRules, out m
 		midLines         []diff.Line
 		conflictFound    []runtime.Finding
 		key              *pemKey // a key header whose body is still being read
-		added            []diff.Line
 	)
+	added = added[:0]
 	secretsBefore := len(out[GroupSecrets])
 	f.Walk(func(l diff.Line) bool {
 		if l.Kind != '+' {
@@ -154,6 +156,7 @@ func scanLines(f *diff.File, needed map[string]bool, secrets *SecretRules, out m
 		}
 	}
 	out[GroupConflicts] = append(out[GroupConflicts], conflictFound...)
+	return added
 }
 
 func conflictMarker(text []byte, c byte) bool {
