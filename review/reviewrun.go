@@ -18,6 +18,7 @@ import (
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/policy"
 	"github.com/lensgate/lensgate/review/runtime"
+	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
 
 // groupKey says which lenses share requests: those of one runtime and one scope.
@@ -86,6 +87,7 @@ type reviewRun struct {
 	lenses        []lensPlan
 	groups        []*lensGroup
 	usesPaid      bool
+	secretRules   *builtin.SecretRules // what the model view redacts; loaded when a paid lens runs
 	cfgDigest     string
 	reused        map[string]LensRecord // per paid lens name, when the earlier results of this head stand
 	incremental   map[string]bool       // the model lenses reviewed since their last head, by name
@@ -286,7 +288,7 @@ func (r *reviewRun) modelView() modelView {
 			}
 		}
 	}
-	return newModelView(r.subj, r.rtSubj, vd, uniqueFiles(vf), r.changed, r.cfg.Models.ExcludePaths)
+	return newModelView(r.secretRules, r.subj, r.rtSubj, vd, uniqueFiles(vf), r.changed, r.cfg.Models.ExcludePaths)
 }
 
 // openWorkDir writes the adapters' work directory. Without it they cannot run: a failure
@@ -447,7 +449,7 @@ func (r *reviewRun) callPart(ctx context.Context, g *lensGroup, pc *partCall) {
 	}
 	given := pc.files
 	if !r.p.free[rtName] {
-		pv := newModelView(r.subj, r.rtSubj, g.partDiff, pc.files, r.changed, r.cfg.Models.ExcludePaths)
+		pv := newModelView(r.secretRules, r.subj, r.rtSubj, g.partDiff, pc.files, r.changed, r.cfg.Models.ExcludePaths)
 		req.Subject, req.Files, req.Diff, req.Changed = pv.subject, pv.files, pv.diff, pv.changed
 		req.Budget, req.Slots = r.spend, r.slots
 		given = pv.files

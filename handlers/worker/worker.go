@@ -383,6 +383,12 @@ func (w *Worker) queueShownHead(ctx context.Context, job queue.Job, head string)
 const (
 	headLagWait     = 20 * time.Second
 	headLagMaxPause = 2 * time.Second
+	// firstReadSettle is how long after its webhook a job first reads the pull request. A read
+	// sooner often shows the state before the event, and it is rarely free: lensgate's own
+	// comments and the push change the pull request, so that read is answered 200 and counts
+	// against the rate limit, only to be read again. A job that waited in the queue this long
+	// reads at once; the reads after the first still wait out any longer lag.
+	firstReadSettle = 500 * time.Millisecond
 )
 
 // currentPull reads the pull request, reading again while the read is older than the job's
@@ -395,6 +401,9 @@ const (
 // on it.
 func (w *Worker) currentPull(ctx context.Context, client *github.Client, job queue.Job) (*github.PullRequest, error) {
 	seen := queue.ParseExtra(job.Extra)
+	if err := settle(ctx, job.EnqueuedAt, lagWait(ctx)/2); err != nil {
+		return nil, fmt.Errorf("get pull request: %w", err)
+	}
 	pause := max(w.Fetch.InitialBackoff, 50*time.Millisecond)
 	// The wait is measured on the wall clock: it waits for GitHub, not for the job's schedule.
 	deadline := time.Now().Add(lagWait(ctx))
@@ -423,6 +432,25 @@ func (w *Worker) currentPull(ctx context.Context, client *github.Client, job que
 			return nil, fmt.Errorf("get pull request: %w", context.Cause(ctx))
 		}
 		pause = min(2*pause, headLagMaxPause)
+	}
+}
+
+// settle waits until firstReadSettle after enqueued, on the wall clock like the lag it waits
+// for; never longer than firstReadSettle (whatever clock stamped enqueued) or limit (a share of
+// the job's time, so the review still fits), and not at all for a job without the stamp.
+func settle(ctx context.Context, enqueued time.Time, limit time.Duration) error {
+	if enqueued.IsZero() {
+		return nil
+	}
+	wait := min(firstReadSettle-time.Since(enqueued), firstReadSettle, limit)
+	if wait <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }
 

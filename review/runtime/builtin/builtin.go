@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/pathglob"
 	"github.com/lensgate/lensgate/review/runtime"
 )
@@ -133,14 +134,20 @@ type Options struct {
 // Runtime is the builtin reviewer.
 type Runtime struct {
 	opts Options
+	// secrets is the secret rule set, or why it did not build (secretsErr): a review that
+	// needs it then ends with that error.
+	secrets    *SecretRules
+	secretsErr error
 }
 
-// New returns the builtin reviewer.
+// New returns the builtin reviewer. It loads the secret rule set (once per process), so that
+// its cost falls on start-up and not on the first review.
 func New(opts Options) *Runtime {
 	if opts.LargeFileBytes <= 0 {
 		opts.LargeFileBytes = 1 << 20
 	}
-	return &Runtime{opts: opts}
+	secrets, err := LoadSecretRules()
+	return &Runtime{opts: opts, secrets: secrets, secretsErr: err}
 }
 
 // Name implements runtime.Runtime.
@@ -326,10 +333,17 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 	out := map[string][]runtime.Finding{}
 	ignore := pathglob.Compile(req.Settings.IgnorePaths)
 	classes := newPathClasses(req.Settings)
-	var repo *repoSecrets
+	var (
+		secrets *SecretRules
+		repo    *repoSecrets
+	)
 	if needed[GroupSecrets] {
+		if r.secretsErr != nil {
+			return nil, fmt.Errorf("builtin review: %w", r.secretsErr)
+		}
+		secrets = r.secrets
 		var err error
-		if repo, err = newRepoSecrets(req.Settings); err != nil {
+		if repo, err = newRepoSecrets(req.Settings, secrets); err != nil {
 			return nil, err
 		}
 		out[GroupSecrets] = repo.problemFinding()
@@ -341,6 +355,7 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			heads[c.Path] = c.HeadContent
 		}
 	}
+	var added []diff.Line
 	for i := range req.Files {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -354,8 +369,8 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 		}
 		if needed[GroupSecrets] || needed[GroupConflicts] || needed[GroupUnicode] || needed[GroupUnsafe] {
 			n := len(out[GroupSecrets])
-			scanLines(f, needed, out)
-			out[GroupSecrets] = append(out[GroupSecrets][:n], finishSecrets(f, out[GroupSecrets][n:], repo, classes)...)
+			added = scanLines(f, needed, secrets, out, added)
+			out[GroupSecrets] = append(out[GroupSecrets][:n], secrets.finish(f, out[GroupSecrets][n:], repo, classes)...)
 		}
 		if (needed[GroupWorkflows] || needed[GroupWorkflowLint]) && isWorkflow(path) {
 			sec, lint := checkWorkflow(f, heads[path])

@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"strings"
-	"sync"
 
 	gitleaks "github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
@@ -17,13 +16,9 @@ const gitleaksGenericRule = "generic-api-key"
 // lensgateGeneric are lensgate's own rules that find what generic-api-key finds, and more.
 var lensgateGeneric = map[string]bool{"credential-literal": true, "credential-assignment": true}
 
-// genericDetector is gitleaks' generic-api-key rule alone, with the rule set's global
-// allowlists, compiled once from the shared rule set.
-var genericDetector = sync.OnceValues(func() (*detect.Detector, error) {
-	base, err := secretDetector()
-	if err != nil {
-		return nil, err
-	}
+// newGenericDetector is gitleaks' generic-api-key rule alone, with the rule set's global
+// allowlists, from the compiled rule set base.
+func newGenericDetector(base *detect.Detector) *detect.Detector {
 	r := base.Config.Rules[gitleaksGenericRule]
 	kw := map[string]struct{}{}
 	for _, k := range r.Keywords {
@@ -34,15 +29,15 @@ var genericDetector = sync.OnceValues(func() (*detect.Detector, error) {
 		Allowlists: base.Config.Allowlists,
 	})
 	d.MaxDecodeDepth = 0
-	return d, nil
-})
+	return d
+}
 
 // nameAsGitleaks names a finding of lensgate's credential rules generic-api-key when gitleaks'
 // own rule finds the same secret on the same line. In one rule set gitleaks keeps a specific
 // rule's finding over a generic one's for the same secret, and lensgate's rules are not named
 // generic, so without this the secret would carry lensgate's name where gitleaks reports
 // generic-api-key. A finding gitleaks would not report keeps lensgate's name.
-func nameAsGitleaks(f *diff.File, fs []runtime.Finding) {
+func (s *SecretRules) nameAsGitleaks(f *diff.File, fs []runtime.Finding) {
 	lines := map[int]bool{}
 	for _, fd := range fs {
 		if lensgateGeneric[fd.Rule] {
@@ -51,10 +46,6 @@ func nameAsGitleaks(f *diff.File, fs []runtime.Finding) {
 	}
 	if len(lines) == 0 {
 		return
-	}
-	gd, err := genericDetector()
-	if err != nil {
-		return // the shared rule set failed to build: detectSecrets reports that
 	}
 	path := f.Path()
 	added, text := addedText(f)
@@ -65,7 +56,7 @@ func nameAsGitleaks(f *diff.File, fs []runtime.Finding) {
 		return added[i].New
 	}
 	generic := map[int][]string{}
-	for _, g := range gd.Detect(detect.Fragment{Raw: text, FilePath: path}) {
+	for _, g := range s.generic.Detect(detect.Fragment{Raw: text, FilePath: path}) {
 		if l := newLine(g.StartLine); lines[l] {
 			generic[l] = append(generic[l], g.Secret)
 		}
@@ -74,7 +65,7 @@ func nameAsGitleaks(f *diff.File, fs []runtime.Finding) {
 		return
 	}
 	renamed := map[lineRule]bool{}
-	for _, c := range detectSecrets(path, text) {
+	for _, c := range s.detect(path, text) {
 		l := newLine(c.StartLine)
 		if !lensgateGeneric[c.RuleID] || len(generic[l]) == 0 {
 			continue

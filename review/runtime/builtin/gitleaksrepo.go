@@ -22,6 +22,8 @@ import (
 // a detector made for the review (gitleaks evaluates them as it detects), and .gitleaksignore's
 // fingerprints are loaded with gitleaks' reader and checked as gitleaks adds a finding.
 type repoSecrets struct {
+	// rules is the shared rule set the repository's settings apply to.
+	rules *SecretRules
 	// allow is the rule set with the repository's allowlists; nil when it has none.
 	allow *detect.Detector
 	// ignore holds .gitleaksignore; nil without one. Its finding list grows with the review.
@@ -31,15 +33,13 @@ type repoSecrets struct {
 }
 
 // newRepoSecrets reads the repository's gitleaks files; nil when there are none.
-func newRepoSecrets(s runtime.Settings) (*repoSecrets, error) {
+func newRepoSecrets(s runtime.Settings, rules *SecretRules) (*repoSecrets, error) {
 	if len(s.SecretsIgnore) == 0 && len(s.SecretsConfig) == 0 && s.SecretsProblems == "" {
 		return nil, nil
 	}
-	base, err := secretDetector()
-	if err != nil {
-		return nil, err
-	}
-	rs := &repoSecrets{}
+	base := rules.d
+	var err error
+	rs := &repoSecrets{rules: rules}
 	if s.SecretsProblems != "" {
 		rs.problems = append(rs.problems, s.SecretsProblems)
 	}
@@ -201,7 +201,7 @@ func (rs *repoSecrets) allowed(f *diff.File, fs []runtime.Finding) []runtime.Fin
 	path := f.Path()
 	added, text := addedText(f)
 	dropped := map[lineRule]bool{}
-	for _, g := range detectSecrets(path, text) {
+	for _, g := range rs.rules.detect(path, text) {
 		if g.StartLine >= 0 && g.StartLine < len(added) {
 			dropped[lineRule{added[g.StartLine].New, g.RuleID}] = true
 		}

@@ -54,13 +54,16 @@ func (pc pathClasses) lowerVendored(fs []runtime.Finding) []runtime.Finding {
 	return fs
 }
 
-// finishSecrets takes one file's secrets findings to what is reported, in gitleaks' order: the
+// finish takes one file's secrets findings to what is reported, in gitleaks' order: the
 // repository's allowlists (gitleaks applies them as it detects), gitleaks' names, the
 // fingerprints of .gitleaksignore (gitleaks checks them as it adds a finding); then findings
 // under a test or fixture path are lowered.
-func finishSecrets(f *diff.File, fs []runtime.Finding, repo *repoSecrets, pc pathClasses) []runtime.Finding {
+func (s *SecretRules) finish(f *diff.File, fs []runtime.Finding, repo *repoSecrets, pc pathClasses) []runtime.Finding {
+	if s == nil || len(fs) == 0 {
+		return fs
+	}
 	fs = repo.allowed(f, fs)
-	nameAsGitleaks(f, fs)
+	s.nameAsGitleaks(f, fs)
 	fs = repo.unignored(f.Path(), fs)
 	if pc.fixture.Match(f.Path()) {
 		for i := range fs {

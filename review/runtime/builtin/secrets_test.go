@@ -97,7 +97,7 @@ func TestSecretBoundaries(t *testing.T) {
 			if len(fs) != 1 || fs[0].Rule != c.want || fs[0].Severity != c.severity {
 				t.Fatalf("findings %+v, want one %s at %s", fs, c.want, c.severity)
 			}
-			if out := NewRedactor().Text(line); strings.Contains(out, c.secret[:12]) || strings.Contains(out, c.secret[len(c.secret)-12:]) {
+			if out := testRedactor(t).Text(line); strings.Contains(out, c.secret[:12]) || strings.Contains(out, c.secret[len(c.secret)-12:]) {
 				t.Fatalf("not redacted whole: %q", out)
 			}
 		})
@@ -124,5 +124,35 @@ func TestFixtureKeyDoesNotBlock(t *testing.T) {
 		if want == runtime.SeverityLow && l.Verdict == runtime.VerdictRequestChanges {
 			t.Fatalf("%s: a fixture key asks for changes", path)
 		}
+	}
+}
+
+// testRedactor is a redactor over the embedded rule set.
+func testRedactor(tb testing.TB) *Redactor {
+	tb.Helper()
+	rules, err := LoadSecretRules()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return NewRedactor(rules)
+}
+
+// TestSecretRulesThatDoNotBuild: a rule set that does not build is an error naming the cause,
+// not a panic, whether TOML or an expression is wrong.
+func TestSecretRulesThatDoNotBuild(t *testing.T) {
+	for name, extra := range map[string]string{
+		"toml":       "[[rules]\nid = ",
+		"expression": "[[rules]]\nid = \"broken\"\nregex = '''(unclosed'''\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			rules, err := buildSecretRules(extra)
+			if err == nil || rules != nil {
+				t.Fatalf("built %v, err %v; want an error", rules, err)
+			}
+			if !strings.Contains(err.Error(), "secret rules") {
+				t.Fatalf("error %q does not say what failed", err)
+			}
+			t.Log(err)
+		})
 	}
 }
