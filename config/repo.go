@@ -60,6 +60,8 @@ type Repo struct {
 	Delegate Delegate
 	// Dismissals configures who may dismiss findings (lensgate's own keys).
 	Dismissals Dismissals
+	// Context configures what model lenses read besides the diff (lensgate's own keys).
+	Context Context
 
 	// Policy is the named-lens review policy from agent_review, or DefaultPolicy() when the
 	// section is absent.
@@ -249,6 +251,7 @@ func DefaultRepo() *Repo {
 		Audit:                Audit{Sink: "none"},
 		ReviewOverrideOwners: []string{},
 		Delegate:             Delegate{Timeout: DefaultDelegateTimeout, Approval: DelegateApprovalExternal},
+		Context:              DefaultContext(),
 		Policy:               DefaultPolicy(),
 		PolicyDefaulted:      true,
 	}

@@ -138,8 +138,11 @@ func (c *Context) RenderRules() string {
 
 // RenderData is the untrusted part of the context, to be placed inside the caller's fence:
 // the linked issues, then the code around the changes with its line numbers.
-func (c *Context) RenderData() string {
-	if c == nil || len(c.Issues) == 0 && len(c.Code) == 0 && c.CodeLeft == 0 {
+func (c *Context) RenderData() string { return c.RenderIssues() + c.RenderCode() }
+
+// RenderIssues renders the linked issues (untrusted data).
+func (c *Context) RenderIssues() string {
+	if c == nil {
 		return ""
 	}
 	var b strings.Builder
@@ -149,9 +152,16 @@ func (c *Context) RenderData() string {
 			fmt.Fprintf(&b, "[the issue continues beyond %d bytes]\n", MaxIssueBytes)
 		}
 	}
-	if len(c.Code) > 0 || c.CodeLeft > 0 {
-		b.WriteString("\n## Code around the changes (the new version, for reference; review the diff)\n")
+	return b.String()
+}
+
+// RenderCode renders the code around the changes (untrusted data).
+func (c *Context) RenderCode() string {
+	if c == nil || len(c.Code) == 0 && c.CodeLeft == 0 {
+		return ""
 	}
+	var b strings.Builder
+	b.WriteString("\n## Code around the changes (the new version, for reference; review the diff)\n")
 	for _, s := range c.Code {
 		what := s.Kind
 		if s.Name != "" {
@@ -167,6 +177,22 @@ func (c *Context) RenderData() string {
 		fmt.Fprintf(&b, "[%d more range(s) of enclosing code did not fit the context budget]\n", c.CodeLeft)
 	}
 	return b.String()
+}
+
+// Only is the context restricted to the code of the given files (the rules and issues stay):
+// for a request split into parts of the change.
+func (c *Context) Only(paths map[string]bool) *Context {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.Code = nil
+	for _, s := range c.Code {
+		if paths[s.Path] {
+			out.Code = append(out.Code, s)
+		}
+	}
+	return &out
 }
 
 // Texts are the untrusted strings of the context, for a caller that checks a fence nonce does
