@@ -65,8 +65,8 @@ type reply struct {
 	prompt, complete int
 	hasUsage         bool
 	// cached is the prompt tokens the server read from its prefix cache (0 when it did not say).
-	cached int
-	producedBytes    int
+	cached        int
+	producedBytes int
 	// finish is the choice's finish_reason ("" when null or absent).
 	finish string
 }
