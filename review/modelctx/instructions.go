@@ -152,6 +152,23 @@ func classify(p string) Kind {
 	return ""
 }
 
+// IsInstructionPath reports whether a repository path is an instruction file under the
+// settings: a conventional one in auto mode, a listed one in paths mode, none when off.
+func IsInstructionPath(p string, s Settings) bool {
+	switch s.Instructions {
+	case InstructionsOff:
+		return false
+	case InstructionsPaths:
+		for _, l := range s.Paths {
+			if l == p {
+				return true
+			}
+		}
+		return false
+	}
+	return classify(p) != ""
+}
+
 // newInstruction reads a file's content into an Instruction of its kind. ok is false when the
 // file applies nowhere (a path-scoped rule without applyTo or globs).
 func newInstruction(p string, kind Kind, commit string, data []byte) (Instruction, bool) {
