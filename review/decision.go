@@ -95,11 +95,15 @@ type TokenCount struct {
 	// Earlier marks tokens spent by an earlier review of the same head whose result this one
 	// reuses: reported, not spent again.
 	Earlier bool `json:"earlier,omitempty"`
+	// CachedPrompt is the part of Prompt the model servers said they read from their prefix
+	// cache (usage.prompt_tokens_details.cached_tokens; servers that do not say count 0).
+	CachedPrompt int `json:"cachedPrompt,omitempty"`
 }
 
 func (t *TokenCount) add(u runtime.Tokens) {
 	t.Prompt += u.PromptTokens
 	t.Completion += u.CompletionTokens
+	t.CachedPrompt += u.CachedPromptTokens
 	t.Total = t.Prompt + t.Completion
 	t.Estimated = t.Estimated || u.Estimated
 }

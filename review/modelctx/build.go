@@ -84,10 +84,14 @@ func Build(m *Material, files []diff.File) *Context {
 	for i := range files {
 		f := &files[i]
 		src, ok := m.Sources[f.NewPath]
-		if !ok || f.NewPath == "" {
-			continue
+		if !ok || f.NewPath == "" || f.Status == diff.Added {
+			continue // a new file is whole in the diff already
 		}
+		shown := shownLines(f)
 		for _, s := range enclosing(f.NewPath, src, changedLines(f)) {
+			if coveredBy(s, shown) {
+				continue // the diff shows every line of it already
+			}
 			text := linesOf(src, s.start, s.end)
 			n := len(text) + len(f.NewPath) + 64
 			if n > budget {

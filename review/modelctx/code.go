@@ -62,6 +62,28 @@ func changedLines(f *diff.File) []int {
 	return out
 }
 
+// shownLines are the lines of the new version the diff shows (context and added lines).
+func shownLines(f *diff.File) map[int]bool {
+	out := map[int]bool{}
+	f.Walk(func(l diff.Line) bool {
+		if l.New > 0 {
+			out[l.New] = true
+		}
+		return true
+	})
+	return out
+}
+
+// coveredBy reports whether every line of s is in shown.
+func coveredBy(s span, shown map[int]bool) bool {
+	for l := s.start; l <= s.end; l++ {
+		if !shown[l] {
+			return false
+		}
+	}
+	return true
+}
+
 // enclosing returns the spans of src that enclose the changed lines: the whole file when it is
 // small, else for Go the top-level declarations (go/parser), for other languages the block the
 // indentation heuristic finds. Overlapping spans are merged.
