@@ -88,7 +88,7 @@ func Build(m *Material, files []diff.File) *Context {
 			continue // a new file is whole in the diff already
 		}
 		shown := shownLines(f)
-		for _, s := range enclosing(f.NewPath, src, changedLines(f)) {
+		for _, s := range enclosing(f.NewPath, src, changedLines(f), m.decls[f.NewPath]) {
 			if coveredBy(s, shown) {
 				continue // the diff shows every line of it already
 			}

@@ -1,6 +1,7 @@
 package modelctx
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -85,28 +86,32 @@ func coveredBy(s span, shown map[int]bool) bool {
 }
 
 // enclosing returns the spans of src that enclose the changed lines: the whole file when it is
-// small, else for Go the top-level declarations (go/parser), for other languages the block the
-// indentation heuristic finds. Overlapping spans are merged.
-func enclosing(p string, src []byte, lines []int) []span {
+// small, else for Go the top-level declarations (go/parser; decls, when not nil, are the
+// file's declarations parsed before), for other languages the block the indentation heuristic
+// finds. Overlapping spans are merged.
+func enclosing(p string, src []byte, lines []int, decls []span) []span {
 	if len(lines) == 0 || len(src) == 0 {
 		return nil
 	}
-	n := strings.Count(string(src), "\n")
-	if len(src) > 0 && src[len(src)-1] != '\n' {
+	n := bytes.Count(src, []byte("\n"))
+	if src[len(src)-1] != '\n' {
 		n++
 	}
 	if n <= SmallFileLines && len(src) <= SmallFileBytes {
 		return []span{{start: 1, end: n, kind: SpanFile}}
 	}
-	var out []span
 	if strings.HasSuffix(p, ".go") {
-		if spans, ok := goSpans(src, lines); ok {
-			return merge(spans)
+		if decls == nil {
+			decls, _ = goDecls(src)
+		}
+		if decls != nil {
+			return merge(containing(decls, lines))
 		}
 	}
 	if !heuristicLanguage(p) {
 		return nil
 	}
+	var out []span
 	text := strings.Split(string(src), "\n")
 	for _, l := range lines {
 		if s, ok := blockAround(text, l); ok {
@@ -116,18 +121,32 @@ func enclosing(p string, src []byte, lines []int) []span {
 	return merge(out)
 }
 
-// goSpans finds the top-level declarations holding the lines. ok is false when the file does
-// not parse (the heuristic is used instead).
-func goSpans(src []byte, lines []int) ([]span, bool) {
+// containing are the declarations that hold one of the lines, and are not too long.
+func containing(decls []span, lines []int) []span {
+	var out []span
+	for _, s := range decls {
+		for _, l := range lines {
+			if l >= s.start && l <= s.end && s.end-s.start < maxSpanLines {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// goDecls lists the top-level declarations of a Go file (imports aside) with their doc
+// comments. It returns nil when the file does not parse (the heuristic is used instead), and
+// an empty, non-nil list for a file without declarations.
+func goDecls(src []byte) ([]span, bool) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "", src, parser.ParseComments|parser.SkipObjectResolution)
 	if err != nil {
 		return nil, false
 	}
-	var out []span
+	out := []span{}
 	for _, d := range f.Decls {
-		start, end := fset.Position(d.Pos()).Line, fset.Position(d.End()).Line
-		s := span{start: start, end: end}
+		s := span{start: fset.Position(d.Pos()).Line, end: fset.Position(d.End()).Line}
 		switch t := d.(type) {
 		case *ast.FuncDecl:
 			s.kind, s.name = SpanFunction, t.Name.Name
@@ -151,12 +170,7 @@ func goSpans(src []byte, lines []int) ([]span, bool) {
 				s.start = fset.Position(t.Doc.Pos()).Line
 			}
 		}
-		for _, l := range lines {
-			if l >= start && l <= end && s.end-s.start < maxSpanLines {
-				out = append(out, s)
-				break
-			}
-		}
+		out = append(out, s)
 	}
 	return out, true
 }
@@ -310,23 +324,25 @@ func merge(spans []span) []span {
 
 // linesOf returns lines start..end (1-based, inclusive) of src, each with its line end.
 func linesOf(src []byte, start, end int) string {
-	s := string(src)
-	line := 1
-	from := 0
-	for i := 0; i < len(s) && line < start; i++ {
-		if s[i] == '\n' {
-			line++
-			from = i + 1
+	line, from := 1, 0
+	for line < start {
+		i := bytes.IndexByte(src[from:], '\n')
+		if i < 0 {
+			return ""
 		}
+		from += i + 1
+		line++
 	}
 	to := from
-	for to < len(s) && line <= end {
-		if s[to] == '\n' {
-			line++
+	for ; line <= end && to < len(src); line++ {
+		i := bytes.IndexByte(src[to:], '\n')
+		if i < 0 {
+			to = len(src)
+			break
 		}
-		to++
+		to += i + 1
 	}
-	return s[from:to]
+	return string(src[from:to])
 }
 
 func bounded(s string, n int) string {

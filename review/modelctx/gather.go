@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrTooLarge is what Tree.Read returns for a file larger than the limit asked.
@@ -97,6 +98,10 @@ type Material struct {
 	// Notes say what could not be read, for the operator's log.
 	Notes    []string
 	Settings Settings
+
+	// decls are the top-level declarations of each Go source, parsed once by Gather so that
+	// the requests of a review (built at once) do not parse the same file again.
+	decls map[string][]span
 }
 
 // Gather reads the material of a review. A read that fails is a note, never an error: context
@@ -171,5 +176,13 @@ func (m *Material) readSources(ctx context.Context, head Tree, changed []Changed
 			continue
 		}
 		m.Sources[c.Path] = data
+		if strings.HasSuffix(c.Path, ".go") {
+			if d, ok := goDecls(data); ok {
+				if m.decls == nil {
+					m.decls = map[string][]span{}
+				}
+				m.decls[c.Path] = d
+			}
+		}
 	}
 }

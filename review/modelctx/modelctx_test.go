@@ -249,7 +249,7 @@ func TestHeuristicBlocks(t *testing.T) {
 			at = i + 1
 		}
 	}
-	got := enclosing("box.py", []byte(py), []int{at})
+	got := enclosing("box.py", []byte(py), []int{at}, nil)
 	if len(got) != 1 || !strings.HasPrefix(strings.TrimSpace(lines[got[0].start-1]), "def open") || got[0].end != at+1 {
 		t.Errorf("python method: %+v", got)
 	}
@@ -260,11 +260,11 @@ func TestHeuristicBlocks(t *testing.T) {
 			at = i + 1
 		}
 	}
-	got = enclosing("cart.js", []byte(js), []int{at})
+	got = enclosing("cart.js", []byte(js), []int{at}, nil)
 	if len(got) != 1 || !strings.HasPrefix(lines[got[0].start-1], "export function total") || lines[got[0].end-1] != "}" {
 		t.Errorf("javascript function: %+v", got)
 	}
-	if got := enclosing("notes.txt", []byte(js), []int{at}); got != nil {
+	if got := enclosing("notes.txt", []byte(js), []int{at}, nil); got != nil {
 		t.Errorf("no heuristic for unknown languages: %+v", got)
 	}
 }
