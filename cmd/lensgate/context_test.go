@@ -151,15 +151,15 @@ func TestReviewGivesModelTheBaseRulesAndEnclosingCode(t *testing.T) {
 			t.Errorf("%s: manifest sha256 %s, the base file's is %s", in.Path, in.SHA256, want)
 		}
 	}
-	// The changed AGENTS.md is small, so its new version is given whole, as data inside the
-	// fence; the Go file is widened to its enclosing function.
-	if len(doc.Context.Code) != 2 || doc.Context.Code[0].Path != "services/api/AGENTS.md" || doc.Context.Code[0].Kind != "file" {
+	// The diff shows every line of the changed AGENTS.md, so no code range repeats it; the Go
+	// file is widened to its enclosing function.
+	if len(doc.Context.Code) != 1 {
 		t.Fatalf("code %+v", doc.Context.Code)
 	}
 	if at := strings.Index(user, "PR-EDITED-RULE"); at < fence || at > end {
 		t.Error("the edited instruction file reaches the model only as fenced data")
 	}
-	c := doc.Context.Code[1]
+	c := doc.Context.Code[0]
 	var start, stop int
 	fmt.Sscanf(c.Lines, "%d-%d", &start, &stop)
 	lines := strings.SplitAfter(bigGoFile("return user != \"guest\""), "\n")
