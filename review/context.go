@@ -8,6 +8,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/modelctx"
+	"github.com/lensgate/lensgate/review/pathglob"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
 
@@ -37,7 +38,18 @@ func (r *reviewRun) gatherContext(ctx context.Context) {
 	}
 	req := modelctx.Request{Owner: r.subj.Owner, Repo: r.subj.Repo, Title: r.subj.Title, Body: r.subj.Body,
 		Settings: ContextSettings(r.cfg.Context)}
+	var full, byName []string
+	for _, g := range r.cfg.Models.ExcludePaths {
+		full = append(full, g)
+		if !containsSlash(g) {
+			byName = append(byName, g)
+		}
+	}
+	set, base := pathglob.Compile(full), pathglob.Compile(byName)
 	for _, f := range r.subj.Files {
+		if excluded(set, base, f.Path) {
+			continue // never read for a model
+		}
 		req.Changed = append(req.Changed, modelctx.ChangedFile{Path: f.Path, Removed: f.Status == FileRemoved, Binary: f.Binary, Size: f.SizeBytes})
 	}
 	r.material = modelctx.Gather(ctx, *src, req)
