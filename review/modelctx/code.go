@@ -215,6 +215,8 @@ var defRE = regexp.MustCompile(`^(?:(?:export|default|public|private|protected|i
 //     when that line closes the block ("}", "end", ")" or "]") it is part of it.
 //
 // It relies on code being indented as its nesting, which formatters of these languages keep.
+// It is hand-written because the maintained parsers for these languages (tree-sitter's Go
+// bindings and grammars) need cgo, and lensgate's binary is built without it.
 func blockAround(lines []string, l int) (span, bool) {
 	if l < 1 || l > len(lines) {
 		return span{}, false
