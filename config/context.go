@@ -16,8 +16,10 @@ const (
 	// DefaultContextMaxTokens is the default budget, in estimated tokens, of the linked
 	// issues and enclosing code of one model request.
 	DefaultContextMaxTokens = 6000
-	// MaxContextMaxTokens bounds context.max_tokens.
-	MaxContextMaxTokens = 100000
+	// MaxContextMaxTokens bounds context.max_tokens: with the instruction files' 48 KiB and a
+	// diff of review.max_diff_lines, a request stays well within the openai runtime's prompt
+	// budget (400,000 bytes).
+	MaxContextMaxTokens = 32000
 	// maxInstructionPaths bounds a context.instructions list.
 	maxInstructionPaths = 64
 )
