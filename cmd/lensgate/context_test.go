@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/internal/digest"
 )
 
@@ -97,7 +100,12 @@ func TestReviewGivesModelTheBaseRulesAndEnclosingCode(t *testing.T) {
 		"      preset: openai\n      instruction: Find logic errors.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, js, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--config", cfg, "--format", "json")
+	keyFile := filepath.Join(t.TempDir(), "key")
+	pub, err := disclosure.GenerateKey(keyFile, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, js, stderr := runReviewCLI(t, "--repo", dir, "--base", "HEAD~1", "--config", cfg, "--format", "json", "--sign-key", keyFile)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, js)
 	}
@@ -135,8 +143,24 @@ func TestReviewGivesModelTheBaseRulesAndEnclosingCode(t *testing.T) {
 		ChangedInstructions []string `json:"changedInstructions"`
 		Comment             string   `json:"comment"`
 	}
+	var signed struct {
+		Receipt json.RawMessage `json:"receipt"`
+	}
 	if err := json.Unmarshal([]byte(js), &doc); err != nil {
 		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(js), &signed); err != nil {
+		t.Fatal(err)
+	}
+	rep := disclosure.Verify(signed.Receipt, disclosure.Options{PublicKey: pub})
+	if rep.CryptoOK == nil || !*rep.CryptoOK || rep.StructureOK == nil || !*rep.StructureOK {
+		t.Fatalf("receipt does not verify: %+v", rep)
+	}
+	var env struct{ Payload string }
+	_ = json.Unmarshal(signed.Receipt, &env)
+	payload, _ := base64.StdEncoding.DecodeString(env.Payload)
+	if !strings.Contains(string(payload), `"evidenceRef":{"sha256":"`+doc.ContextDigest+`"}`) {
+		t.Errorf("the receipt's review run does not bind the context manifest %s: %s", doc.ContextDigest, payload)
 	}
 	if len(doc.Context.Instructions) != 2 || doc.ContextDigest == "" || len(doc.Context.Issues) != 0 {
 		t.Fatalf("manifest %+v digest %q", doc.Context, doc.ContextDigest)
