@@ -5,17 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/internal/digest"
+	"github.com/lensgate/lensgate/internal/modelfake"
 )
 
 // bigGoFile is a Go file too large to be given whole, with the function the change edits in
@@ -30,51 +27,18 @@ func bigGoFile(body string) string {
 	return b.String()
 }
 
-// chatRecorder is an OpenAI-compatible endpoint that records each request's messages and answers
-// every lens ok.
-type chatRecorder struct {
-	mu       sync.Mutex
-	system   []string
-	user     []string
-	lensName string
-}
-
-func (c *chatRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" {
-		http.NotFound(w, r)
-		return
-	}
-	var req struct {
-		Messages []struct{ Role, Content string } `json:"messages"`
-	}
-	b, _ := io.ReadAll(r.Body)
-	if err := json.Unmarshal(b, &req); err != nil || len(req.Messages) != 2 {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	c.mu.Lock()
-	c.system = append(c.system, req.Messages[0].Content)
-	c.user = append(c.user, req.Messages[1].Content)
-	c.mu.Unlock()
-	answer := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` +
-		`{"lens":"` + c.lensName + `","verdict":"ok","summary":"Nothing found.","findings":[]}]}`
-	w.Header().Set("Content-Type", "application/json")
-	// Like most servers without a prefix cache: usage without prompt_tokens_details.
-	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-		"message": map[string]any{"role": "assistant", "content": answer}}},
-		"usage": map[string]any{"prompt_tokens": len(b) / 4, "completion_tokens": 20, "prompt_tokens_details": nil}})
-}
-
 // TestReviewGivesModelTheBaseRulesAndEnclosingCode: `lensgate review` against an
 // OpenAI-compatible endpoint sends the base revision's AGENTS.md rules for the changed paths
 // (not the copy the change edits), only the path-scoped instructions whose applyTo matches,
 // and the enclosing Go function of the hunk as fenced data; the JSON decision's context
 // manifest has the digests of exactly those files and lines.
 func TestReviewGivesModelTheBaseRulesAndEnclosingCode(t *testing.T) {
-	rec := &chatRecorder{lensName: "correctness"}
-	srv := httptest.NewServer(rec)
+	// Like most servers without a prefix cache: usage without prompt_tokens_details.
+	srv := modelfake.New("test-token", func(r modelfake.Request) modelfake.Reply {
+		return modelfake.Reply{Content: modelfake.ReviewAnswer(r.Lenses(), nil), PromptTokens: len(r.System+r.User) / 4, CompletionTokens: 20}
+	})
 	defer srv.Close()
-	t.Setenv("ASDD_MODEL_URL", srv.URL+"/v1")
+	t.Setenv("ASDD_MODEL_URL", srv.URL)
 	t.Setenv("ASDD_RUNTIME_TOKEN", "test-token")
 	t.Setenv("ASDD_MODEL", "m")
 
@@ -109,10 +73,11 @@ func TestReviewGivesModelTheBaseRulesAndEnclosingCode(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, js)
 	}
-	if len(rec.system) != 1 {
-		t.Fatalf("%d model calls, want 1", len(rec.system))
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model calls, want 1", len(reqs))
 	}
-	sys, user := rec.system[0], rec.user[0]
+	sys, user := reqs[0].System, reqs[0].User
 	for _, want := range []string{"BASE-API-RULE", "SERVICES-RULE", "### services/api/AGENTS.md, section Code Review Rules (applies to files under services/api/)"} {
 		if !strings.Contains(sys, want) {
 			t.Errorf("the system message lacks %q:\n%s", want, sys)
@@ -129,7 +94,8 @@ func TestReviewGivesModelTheBaseRulesAndEnclosingCode(t *testing.T) {
 	fence := strings.Index(user, "<<<LENSGATE_UNTRUSTED_DATA_")
 	fnAt := strings.Index(user, "func Handle(user string) bool {")
 	end := strings.LastIndex(user, "LENSGATE_UNTRUSTED_DATA_")
-	if fence != 0 || fnAt < 0 || fnAt > end || !strings.Contains(user, "(function Handle)") || strings.Contains(user, "func Helper30") {
+	if fence != 0 || fnAt < 0 || fnAt > end || !strings.Contains(user, "(function Handle)") || strings.Contains(user, "func Helper30") ||
+		!strings.Contains(reqs[0].Code(), "func Handle(user string) bool {") || strings.Contains(reqs[0].Diff(), "## Code around") {
 		t.Errorf("the user message fences the enclosing function and nothing more of the file:\n%s", user)
 	}
 

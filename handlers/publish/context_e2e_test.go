@@ -1,15 +1,9 @@
 package publish
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,44 +11,12 @@ import (
 
 	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
 	"github.com/lensgate/lensgate/review/runtime/openai"
 )
-
-// contextModel is an OpenAI-compatible endpoint that records the messages of each request and
-// answers every lens named in the system message ok, reporting usage without
-// prompt_tokens_details, as most servers do.
-type contextModel struct {
-	mu           sync.Mutex
-	system, user []string
-}
-
-func (m *contextModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(r.Body)
-	var req struct {
-		Messages []struct{ Content string } `json:"messages"`
-	}
-	if err := json.Unmarshal(buf.Bytes(), &req); err != nil || len(req.Messages) != 2 {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	m.mu.Lock()
-	m.system = append(m.system, req.Messages[0].Content)
-	m.user = append(m.user, req.Messages[1].Content)
-	m.mu.Unlock()
-	var lenses []string
-	for _, l := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.Messages[0].Content, -1) {
-		lenses = append(lenses, `{"lens":"`+l[1]+`","verdict":"ok","summary":"Nothing found.","findings":[]}`)
-	}
-	answer := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` + strings.Join(lenses, ",") + `]}`
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-		"message": map[string]any{"role": "assistant", "content": answer}}},
-		"usage": map[string]any{"prompt_tokens": buf.Len() / 4, "completion_tokens": 30}})
-}
 
 // handlerGo is a Go file too large to be given whole, with the function the change edits last.
 func handlerGo(body string) string {
@@ -75,10 +37,12 @@ func handlerGo(body string) string {
 // signed receipt's review runs bind its digest, and the comment says the pull request changes an
 // instruction file.
 func TestModelContextThroughTheApp(t *testing.T) {
-	model := &contextModel{}
-	srv := httptest.NewServer(model)
+	// Like most servers without a prefix cache: usage without prompt_tokens_details.
+	srv := modelfake.New("model-token", func(r modelfake.Request) modelfake.Reply {
+		return modelfake.Reply{Content: modelfake.ReviewAnswer(r.Lenses(), nil), PromptTokens: len(r.System+r.User) / 4, CompletionTokens: 30}
+	})
 	defer srv.Close()
-	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "model-token", Backoff: time.Millisecond})
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: "model-token", Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +77,11 @@ func TestModelContextThroughTheApp(t *testing.T) {
 	st.wait("opened")
 	d := st.decisions.last()
 
-	model.mu.Lock()
-	defer model.mu.Unlock()
-	if len(model.system) != 1 {
-		t.Fatalf("%d model requests, want 1", len(model.system))
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests, want 1", len(reqs))
 	}
-	sys, user := model.system[0], model.user[0]
+	sys, user := reqs[0].System, reqs[0].User
 	for _, want := range []string{"BASE-ROOT-RULE", "MARKDOWN-RULE"} {
 		if !strings.Contains(sys, want) {
 			t.Errorf("the system message lacks %q:\n%s", want, sys)

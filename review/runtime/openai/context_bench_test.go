@@ -3,16 +3,13 @@ package openai
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/modelctx"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -215,33 +212,6 @@ func (fx *ctxFixture) request(push int, withContext bool) *runtime.Request {
 	return req
 }
 
-// promptRecorder answers every lens ok and keeps each request's prompt text (the system and
-// user messages, which is what a server's prefix cache sees), in the order they arrived.
-type promptRecorder struct {
-	mu      sync.Mutex
-	prompts []string
-}
-
-func (p *promptRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(r.Body)
-	var req struct {
-		Messages []struct{ Content string } `json:"messages"`
-	}
-	_ = json.Unmarshal(buf.Bytes(), &req)
-	p.mu.Lock()
-	p.prompts = append(p.prompts, req.Messages[0].Content+req.Messages[1].Content)
-	p.mu.Unlock()
-	var ls []string
-	for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.Messages[0].Content, -1) {
-		ls = append(ls, fmt.Sprintf(`{"lens":%q,"verdict":"ok","summary":"ok","findings":[]}`, m[1]))
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-		"message": map[string]any{"role": "assistant", "content": `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"ok","lenses":[` +
-			strings.Join(ls, ",") + `]}`}}}, "usage": map[string]any{"prompt_tokens": buf.Len() / 4, "completion_tokens": 10}})
-}
-
 func commonPrefix(a, b string) int {
 	n := min(len(a), len(b))
 	for i := 0; i < n; i++ {
@@ -253,10 +223,12 @@ func commonPrefix(a, b string) int {
 }
 
 // ctxFigures reviews push 1 and push 2 (the main and the independent pass of each, one call at
-// a time so "previous" is well defined) and returns each prompt, in order.
+// a time so "previous" is well defined) and returns each prompt (the system and the user
+// message, which is what a server's prefix cache sees), in order.
 func ctxFigures(t testing.TB, withContext bool) []string {
-	rec := &promptRecorder{}
-	srv := httptest.NewServer(rec)
+	srv := modelfake.New("t", func(r modelfake.Request) modelfake.Reply {
+		return modelfake.Reply{Content: modelfake.ReviewAnswer(r.Lenses(), nil), PromptTokens: len(r.System+r.User) / 4, CompletionTokens: 10}
+	})
 	defer srv.Close()
 	r, err := New(Options{BaseURL: srv.URL, Token: "t", Backoff: time.Millisecond})
 	if err != nil {
@@ -270,7 +242,11 @@ func ctxFigures(t testing.TB, withContext bool) []string {
 			t.Fatal(err)
 		}
 	}
-	return rec.prompts
+	var prompts []string
+	for _, q := range srv.Requests() {
+		prompts = append(prompts, q.System+q.User)
+	}
+	return prompts
 }
 
 // oneSlot lets one model call run at a time.
@@ -356,25 +332,20 @@ func BenchmarkBuildPrompt(b *testing.B) {
 	})
 }
 
-// cachingServer behaves like a server with a prefix cache: the prompt tokens it reports as
+// prefixCache answers like a server with a prefix cache: the prompt tokens it reports as
 // cached are the longest prefix the prompt shares with an earlier one, in whole blocks of 16
-// tokens (vLLM's automatic prefix caching with its default block size; 4 bytes a token here). How it reports them is its kind:
-// "details" sends usage.prompt_tokens_details.cached_tokens, "null" sends
-// prompt_tokens_details: null, "absent" sends neither, as servers without a cache do.
-type cachingServer struct {
-	kind string
-	promptRecorder
+// tokens (vLLM's automatic prefix caching with its default block size; 4 bytes a token here).
+// How it reports them is its kind: "details" sends usage.prompt_tokens_details.cached_tokens,
+// "null" sends prompt_tokens_details: null, "absent" sends neither, as servers without a cache.
+type prefixCache struct {
+	kind     string
+	mu       sync.Mutex
+	prompts  []string
 	reported []int
 }
 
-func (c *cachingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(r.Body)
-	var req struct {
-		Messages []struct{ Content string } `json:"messages"`
-	}
-	_ = json.Unmarshal(buf.Bytes(), &req)
-	prompt := req.Messages[0].Content + req.Messages[1].Content
+func (c *prefixCache) answer(r modelfake.Request) modelfake.Reply {
+	prompt := r.System + r.User
 	c.mu.Lock()
 	best := 0
 	for _, p := range c.prompts {
@@ -384,29 +355,22 @@ func (c *cachingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cached := best / 4 / 16 * 16
 	c.reported = append(c.reported, cached)
 	c.mu.Unlock()
-	var ls []string
-	for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.Messages[0].Content, -1) {
-		ls = append(ls, fmt.Sprintf(`{"lens":%q,"verdict":"ok","summary":"ok","findings":[]}`, m[1]))
-	}
-	usage := map[string]any{"prompt_tokens": len(prompt) / 4, "completion_tokens": 10}
+	rep := modelfake.Reply{Content: modelfake.ReviewAnswer(r.Lenses(), nil), PromptTokens: len(prompt) / 4, CompletionTokens: 10}
 	switch c.kind {
 	case "details":
-		usage["prompt_tokens_details"] = map[string]any{"cached_tokens": cached, "audio_tokens": 0}
+		rep.CachedTokens = &cached
 	case "null":
-		usage["prompt_tokens_details"] = nil
+		rep.NullDetails = true
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-		"message": map[string]any{"role": "assistant", "content": `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"ok","lenses":[` +
-			strings.Join(ls, ",") + `]}`}}}, "usage": usage})
+	return rep
 }
 
 // TestCachedPromptTokensAreRecorded: each call records the cached prompt tokens its server
 // reported, and none when the server sends prompt_tokens_details as null or not at all.
 func TestCachedPromptTokensAreRecorded(t *testing.T) {
 	for _, kind := range []string{"details", "null", "absent"} {
-		srv := &cachingServer{kind: kind}
-		hs := httptest.NewServer(srv)
+		srv := &prefixCache{kind: kind}
+		hs := modelfake.New("t", srv.answer)
 		r, err := New(Options{BaseURL: hs.URL, Token: "t", Backoff: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
