@@ -71,6 +71,8 @@ type Repo struct {
 	// (fixtures.go).
 	FixturePaths  []string
 	VendoredPaths []string
+	// Context configures what model lenses read besides the diff (lensgate's own keys).
+	Context Context
 
 	// Policy is the named-lens review policy from agent_review, or DefaultPolicy() when the
 	// section is absent.
@@ -262,6 +264,7 @@ func DefaultRepo() *Repo {
 		FixturePaths:         DefaultFixturePaths(),
 		VendoredPaths:        DefaultVendoredPaths(),
 		Delegate:             Delegate{Timeout: DefaultDelegateTimeout, Approval: DelegateApprovalExternal},
+		Context:              DefaultContext(),
 		Policy:               DefaultPolicy(),
 		PolicyDefaulted:      true,
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/diff"
+	"github.com/lensgate/lensgate/review/modelctx"
 	"github.com/lensgate/lensgate/review/policy"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
@@ -66,6 +67,8 @@ type partCall struct {
 	res  *runtime.Result
 	err  error
 	call observation.Call
+	// context is what the request was given besides the diff (nil: nothing).
+	context *modelctx.Context
 }
 
 // reviewRun is one review of one subject: plan decides the lenses' runtimes, groups and parts
@@ -106,7 +109,10 @@ type reviewRun struct {
 	slots    *reviewSlots
 
 	calls       []ModelCall
-	reviewedBy  map[string]bool // runtimes that completed their part of the review
+	material    *modelctx.Material // what model requests' context is built from (nil: none)
+	manifest    modelctx.Manifest  // the context the model requests were given
+	withContext map[string]bool    // lenses whose requests were given context, by name
+	reviewedBy  map[string]bool    // runtimes that completed their part of the review
 	sentToModel bool
 	modelRan    bool
 }
@@ -117,7 +123,7 @@ func (p *Pipeline) planReview(subj *Subject, cfg *config.Repo, plan policy.Plan)
 	r := &reviewRun{
 		p: p, subj: subj, cfg: cfg, plan: plan,
 		log:      p.opts.Logger.With().Str("component", "review").Str("head", digest.Short(subj.HeadSHA)).Logger(),
-		observed: &Observed{Started: p.opts.Now()}, incremental: map[string]bool{}, reviewedBy: map[string]bool{},
+		observed: &Observed{Started: p.opts.Now()}, incremental: map[string]bool{}, reviewedBy: map[string]bool{}, withContext: map[string]bool{},
 	}
 	r.diffBytes = subj.reviewedDiff()
 	r.files = diff.Parse(r.diffBytes)
@@ -330,6 +336,7 @@ func (r *reviewRun) close() {
 // model), and their answers are folded in plan and part order once all are in, so the
 // Decision is the same whichever answered first.
 func (r *reviewRun) run(ctx context.Context) {
+	r.gatherContext(ctx)
 	var wg sync.WaitGroup
 	inFlight := semaphore.NewWeighted(int64(r.p.opts.MaxConcurrentCalls))
 	for _, g := range r.groups {
@@ -452,6 +459,8 @@ func (r *reviewRun) callPart(ctx context.Context, g *lensGroup, pc *partCall) {
 		pv := newModelView(r.secretRules, r.subj, r.rtSubj, g.partDiff, pc.files, r.changed, r.cfg.Models.ExcludePaths)
 		req.Subject, req.Files, req.Diff, req.Changed = pv.subject, pv.files, pv.diff, pv.changed
 		req.Budget, req.Slots = r.spend, r.slots
+		req.Context = r.partContext(pv.files)
+		pc.context = req.Context
 		given = pv.files
 		if _, paced := rt.(runtime.Paced); !paced {
 			release, err := r.slots.Acquire(ctx)
@@ -485,6 +494,12 @@ func (r *reviewRun) foldGroup(g *lensGroup) {
 		return
 	}
 	for _, pc := range g.parts {
+		if pc.sent && !pc.context.Empty() {
+			r.manifest.Add(pc.context)
+			for _, i := range g.lenses {
+				r.withContext[r.lenses[i].item.Name] = true
+			}
+		}
 		if pc.sent {
 			r.observed.Calls = append(r.observed.Calls, pc.call)
 			if !r.p.free[rtName] {
@@ -648,6 +663,7 @@ func (r *reviewRun) assemble() (*Decision, error) {
 	if r.sentToModel {
 		dec.ModelInput = r.view.input
 	}
+	r.recordContext(dec)
 	dec.Recommendation = RecommendComment
 	if gate.State == OutcomeFailed {
 		dec.Recommendation = RecommendRequestChanges

@@ -6,6 +6,7 @@ package review
 import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/internal/digest"
+	"github.com/lensgate/lensgate/review/modelctx"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
@@ -93,6 +94,10 @@ type Subject struct {
 	// Delegation is what the App observed for lenses delegated to another review bot (its
 	// requests and the bots' answers); nil outside the App.
 	Delegation *runtime.Delegation
+
+	// ContextSources says where model lenses' context is read (the base branch's instruction
+	// files, the head's code, linked issues); nil gives them the diff alone.
+	ContextSources *modelctx.Sources
 }
 
 // Commit is one commit of a pull request.

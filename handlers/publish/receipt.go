@@ -51,7 +51,8 @@ func predicate(pub subjectInfo, d *review.Decision, now time.Time, prior string,
 		if d.State != nil && d.State.Lenses[r.Lens] != "" {
 			by += "@" + d.State.Lenses[r.Lens]
 		}
-		p.ReviewRuns = append(p.ReviewRuns, disclosure.AssuredItem{AssertedBy: by})
+		// A lens given context beyond the diff points at the context manifest by its digest.
+		p.ReviewRuns = append(p.ReviewRuns, disclosure.AssuredItem{AssertedBy: by, EvidenceSHA256: r.ContextDigest})
 	}
 	var last time.Time
 	for _, r := range d.Runs {

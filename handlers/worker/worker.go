@@ -209,6 +209,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	}
 	subj := pull.BindPull(snap)
 	subj.InstallationID = job.InstallationID
+	subj.ContextSources = w.Configs.ContextSources(w.Fetch, client, subj.Owner, subj.Repo, subj.BaseSHA, subj.HeadSHA)
 	// A review queued because a delegated lens settled reuses what the paid lenses concluded
 	// at this very head, instead of billing them again.
 	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && (job.Reason.IsDelegate() || job.Reason.ReevaluatesApproval()) && job.HeadSHA == subj.HeadSHA

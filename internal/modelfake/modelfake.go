@@ -31,6 +31,11 @@ type Reply struct {
 	Content          string
 	PromptTokens     int
 	CompletionTokens int
+	// CachedTokens, when set, is reported as usage.prompt_tokens_details.cached_tokens, as
+	// servers with a prefix cache do; NullDetails sends prompt_tokens_details: null instead.
+	// Neither sends no prompt_tokens_details, as most servers.
+	CachedTokens *int
+	NullDetails  bool
 }
 
 // Server is the fake endpoint. URL is the API base to configure (…/v1).
@@ -118,13 +123,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
 	rep := s.answer(req)
+	usage := map[string]any{"prompt_tokens": rep.PromptTokens, "completion_tokens": rep.CompletionTokens,
+		"total_tokens": rep.PromptTokens + rep.CompletionTokens}
+	switch {
+	case rep.CachedTokens != nil:
+		usage["prompt_tokens_details"] = map[string]any{"cached_tokens": *rep.CachedTokens, "audio_tokens": 0}
+	case rep.NullDetails:
+		usage["prompt_tokens_details"] = nil
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-fake", "object": "chat.completion", "model": req.Model,
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 			"message": map[string]any{"role": "assistant", "content": rep.Content}}},
-		"usage": map[string]any{"prompt_tokens": rep.PromptTokens, "completion_tokens": rep.CompletionTokens,
-			"total_tokens": rep.PromptTokens + rep.CompletionTokens},
+		"usage": usage,
 	})
 }
 
@@ -159,9 +171,24 @@ func (r Request) Lenses() []string {
 func (r Request) IsJudge() bool { return r.SchemaName == "lensgate_judge" }
 
 // Diff is the diff a review request carries: the part of the fenced user message after its
-// "## Diff" heading.
+// "## Diff" heading, up to the next heading (the code around the changes) or the fence.
 func (r Request) Diff() string {
 	_, rest, ok := strings.Cut(r.User, "\n## Diff\n")
+	if !ok {
+		return ""
+	}
+	if i := strings.LastIndex(rest, "\nLENSGATE_UNTRUSTED_DATA_"); i >= 0 {
+		rest = rest[:i+1]
+	}
+	if i := strings.Index(rest, "\n## "); i >= 0 { // no diff line starts with '#'
+		rest = rest[:i+1]
+	}
+	return rest
+}
+
+// Code is the code around the changes a review request carries ("" when none).
+func (r Request) Code() string {
+	_, rest, ok := strings.Cut(r.User, "\n## Code around the changes")
 	if !ok {
 		return ""
 	}
