@@ -75,6 +75,9 @@ type Decision struct {
 	Tokens Tokens `json:"tokens"`
 	// ModelInput says what was kept from the models: redacted secrets and withheld files.
 	ModelInput ModelInput `json:"modelInput"`
+	// Verification is what was withdrawn on verification or suppressed by earlier feedback:
+	// never published on the pull request, shown on the details page and in the receipt.
+	Verification Verification `json:"verification"`
 }
 
 // TokenCount is a number of model tokens. Estimated is true when some part of it is lensgate's

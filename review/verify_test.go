@@ -1,0 +1,197 @@
+package review
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/review/runtime"
+)
+
+// verifyingModel is a fake model runtime: its review answer is fixed per lens, and, as a
+// runtime.Verifier, it refutes the candidates whose title contains "refute".
+type verifyingModel struct {
+	fakeRuntime
+	asked [][]runtime.Candidate
+	fail  error
+}
+
+func (m *verifyingModel) Verify(_ context.Context, req *runtime.Request, cands []runtime.Candidate) ([]runtime.Confirmation, runtime.Call, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.asked = append(m.asked, cands)
+	call := runtime.Call{Model: "m", Attempts: 1, Usage: runtime.Tokens{PromptTokens: 100, CompletionTokens: 10}}
+	if m.fail != nil {
+		return nil, call, m.fail
+	}
+	if req.Budget == nil || !strings.Contains(string(req.Diff), "+more docs") {
+		return nil, call, errors.New("the verifying call lacks the review's budget or the candidates' diff")
+	}
+	var out []runtime.Confirmation
+	for _, c := range cands {
+		out = append(out, runtime.Confirmation{ID: c.ID, Confirmed: !strings.Contains(c.Title, "refute"), Reason: "checked against the diff"})
+	}
+	return out, call, nil
+}
+
+func modelAnswer(findings map[string][]runtime.Finding) func(req *runtime.Request) (*runtime.Result, error) {
+	return func(req *runtime.Request) (*runtime.Result, error) {
+		res := &runtime.Result{Model: "m"}
+		for _, l := range req.Lenses {
+			res.Lenses = append(res.Lenses, runtime.LensReport{Lens: l.Name, Verdict: runtime.VerdictConcerns, Summary: "looked", Findings: findings[l.Name]})
+		}
+		return res, nil
+	}
+}
+
+func verifyConfig(mode string) *config.Repo {
+	cfg := config.DefaultRepo()
+	cfg.Policy = policyWith(config.Lens{Name: "bugs", Preset: "model", Required: true}, config.Lens{Name: "style", Preset: "model"})
+	cfg.Review.Quality.Verify = mode
+	return cfg
+}
+
+// The fake model hallucinates a line, a file and a quote, and two lenses report the same
+// thing: deterministic verification withdraws exactly those, with the check and reason, and the
+// rest are published.
+func TestDeterministicVerificationWithdrawsWhatTheDiffDoesNotShow(t *testing.T) {
+	m := &verifyingModel{fakeRuntime: fakeRuntime{name: "model", fn: modelAnswer(map[string][]runtime.Finding{
+		"bugs": {
+			{Severity: "high", Path: "README.md", Line: 40, Title: "off-by-one in the loop", Message: "hallucinated line"},
+			{Severity: "medium", Path: "main.go", Line: 1, Title: "unused import", Message: "file not in the change"},
+			{Severity: "medium", Path: "README.md", Line: 2, Title: "leaks a secret", Message: "it calls `fmt.Println(secret)` here"},
+			{Severity: "medium", Path: "README.md", Line: 2, Title: "vague wording", Message: "the line `more docs` says nothing"},
+		},
+		"style": {
+			{Severity: "low", Path: "README.md", Line: 2, Title: "vague wording", Message: "the line `more docs` says nothing at all"},
+		},
+	})}}
+	d, err := newTestPipeline(m).Review(context.Background(), prSubject(), verifyConfig(config.VerifyDeterministic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := d.Verification
+	got := map[Check]int{}
+	for _, w := range v.Withdrawn {
+		got[w.Check]++
+		if w.Reason == "" || w.Finding.ID == "" {
+			t.Errorf("withdrawal without reason or finding: %+v", w)
+		}
+	}
+	if v.Checked != 5 || got[CheckLocation] != 2 || got[CheckQuote] != 1 || got[CheckDuplicate] != 1 || len(v.Withdrawn) != 4 {
+		t.Fatalf("checked %d, withdrawn %+v", v.Checked, v.Withdrawn)
+	}
+	if len(d.Findings) != 1 || d.Findings[0].Title != "vague wording" || d.Findings[0].Lens != "bugs" {
+		t.Fatalf("published findings %+v", d.Findings)
+	}
+	// The hallucinated high finding does not fail the required lens.
+	if l := lensByName(d, "bugs"); l.Outcome != OutcomePassed {
+		t.Fatalf("lens bugs %s", l.Outcome)
+	}
+	for _, c := range d.Inline {
+		if c.Line != 2 {
+			t.Fatalf("inline comment on a withdrawn line: %+v", c)
+		}
+	}
+	if len(m.asked) != 0 {
+		t.Fatal("deterministic mode made a verifying call")
+	}
+	off, err := newTestPipeline(m).Review(context.Background(), prSubject(), verifyConfig(config.VerifyOff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(off.Verification.Withdrawn) != 0 || len(off.Findings) != 5 {
+		t.Fatalf("verify off: %d findings, withdrawn %+v", len(off.Findings), off.Verification.Withdrawn)
+	}
+}
+
+// In model mode one verifying call judges what passed the deterministic checks; what it refutes
+// is withdrawn and its tokens are the review's. A failed call withdraws nothing and says why.
+func TestModelVerification(t *testing.T) {
+	findings := map[string][]runtime.Finding{"bugs": {
+		{Severity: "medium", Path: "README.md", Line: 2, Title: "refute me", Message: "a wrong claim"},
+		{Severity: "medium", Path: "README.md", Line: 2, Title: "real problem", Message: "a true claim"},
+		{Severity: "medium", Path: "README.md", Line: 99, Title: "never asked", Message: "hallucinated line"},
+	}}
+	m := &verifyingModel{fakeRuntime: fakeRuntime{name: "model", fn: modelAnswer(findings)}}
+	d, err := newTestPipeline(m).Review(context.Background(), prSubject(), verifyConfig(config.VerifyModel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.asked) != 1 || len(m.asked[0]) != 2 {
+		t.Fatalf("verifying calls %+v", m.asked)
+	}
+	v := d.Verification
+	if v.ModelChecked != 2 || v.ModelCause != "" || len(v.Withdrawn) != 2 || len(d.Findings) != 1 || d.Findings[0].Title != "real problem" {
+		t.Fatalf("verification %+v, findings %+v", v, d.Findings)
+	}
+	calls := 0
+	for _, c := range d.Tokens.Calls {
+		if c.Usage.PromptTokens == 100 {
+			calls++
+		}
+	}
+	if calls != 1 || d.Tokens.Total < 110 {
+		t.Fatalf("the verifying call is not in the review's tokens: %+v", d.Tokens)
+	}
+
+	m = &verifyingModel{fakeRuntime: fakeRuntime{name: "model", fn: modelAnswer(findings)}, fail: errors.New("server down")}
+	d, err = newTestPipeline(m).Review(context.Background(), prSubject(), verifyConfig(config.VerifyModel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.Verification.ModelCause, "server down") || len(d.Findings) != 2 || len(d.Verification.Withdrawn) != 1 {
+		t.Fatalf("failed verifying call: %+v, findings %d", d.Verification, len(d.Findings))
+	}
+}
+
+// Feedback on one pull request suppresses the same finding on another of the same repository,
+// but never a blocking one, and never the finding the feedback is about on its own pull request.
+func TestEarlierFeedbackSuppresses(t *testing.T) {
+	findings := map[string][]runtime.Finding{"bugs": {
+		{Severity: "medium", Path: "README.md", Line: 2, Title: "vague wording", Message: "the docs say nothing"},
+		{Severity: "high", Path: "README.md", Line: 2, Title: "broken link", Message: "the link is dead"},
+		{Severity: "low", Path: "README.md", Line: 2, Rule: "spelling", Title: "typo", Message: "a typo"},
+	}}
+	m := &verifyingModel{fakeRuntime: fakeRuntime{name: "model", fn: modelAnswer(findings)}}
+	store := NewMemoryFeedback(nil)
+	p := NewPipeline(Options{Runtimes: runtime.NewRegistry(m), Feedback: store})
+	first, err := p.Review(context.Background(), prSubject(), verifyConfig(config.VerifyDeterministic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fbs []Feedback
+	for _, f := range first.Findings {
+		fbs = append(fbs, FeedbackOn("o/r", 7, f, FeedbackDismissed, "not useful here", "bob", time.Now()))
+	}
+	if err := store.RecordFeedback(context.Background(), fbs); err != nil {
+		t.Fatal(err)
+	}
+	again, err := p.Review(context.Background(), prSubject(), verifyConfig(config.VerifyDeterministic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Verification.Suppressed) != 0 {
+		t.Fatalf("feedback suppressed findings on its own pull request: %+v", again.Verification.Suppressed)
+	}
+	next := prSubject()
+	next.Number = 8
+	d, err := p.Review(context.Background(), next, verifyConfig(config.VerifyDeterministic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Verification.Suppressed) != 2 || len(d.Findings) != 1 || d.Findings[0].Title != "broken link" {
+		t.Fatalf("suppressed %+v, findings %+v", d.Verification.Suppressed, d.Findings)
+	}
+	for _, s := range d.Verification.Suppressed {
+		if !strings.Contains(s.Reason, "#7") {
+			t.Fatalf("reason %q does not name the pull request", s.Reason)
+		}
+	}
+	if n, err := store.ClearFeedback(context.Background(), "o/r"); err != nil || n != 3 {
+		t.Fatalf("cleared %d, %v", n, err)
+	}
+}
