@@ -112,11 +112,11 @@ type MemoryFeedback struct {
 }
 
 type qualityKey struct {
-	repo      string
-	number    int
-	finding   string
-	kind      QualityKind
-	lens string
+	repo    string
+	number  int
+	finding string
+	kind    QualityKind
+	lens    string
 }
 
 // maxMemoryEvents bounds the quality events kept in memory.
