@@ -2,6 +2,7 @@ package publish
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -71,4 +72,22 @@ func verificationSources(v review.Verification) []string {
 		out = append(out, fmt.Sprintf("%d finding(s) suppressed by earlier feedback on the repository", n))
 	}
 	return out
+}
+
+// bySeverity orders inline comments most severe first, keeping the pipeline's order among
+// equals, so review.max_inline_comments keeps what matters most.
+func bySeverity(in []review.InlineComment) []review.InlineComment {
+	out := slices.Clone(in)
+	slices.SortStableFunc(out, func(a, b review.InlineComment) int { return b.Severity.Rank() - a.Severity.Rank() })
+	return out
+}
+
+// heldSection lists, collapsed, the comments review.min_inline_severity and
+// review.max_inline_comments kept out of the review.
+func heldSection(plan inlinePlan) string {
+	if len(plan.held) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("<details><summary>%d more finding(s) not placed inline (below the inline severity floor or over the inline comment cap)</summary>\n\n", len(plan.held)) +
+		strings.Join(plan.held, "") + "\n</details>\n\n"
 }

@@ -157,6 +157,7 @@ type subjectInfo struct {
 	triageLabels       []string
 	maxActions         int
 	findingLens        map[string]string // "path:line" -> lens
+	quality            config.ReviewQuality
 }
 
 // run is one Begin or Publish call: its PDP, client and what it had to give up on.
@@ -209,6 +210,7 @@ func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *publicat
 		if rc.MaxActionsPerRun > 0 {
 			info.maxActions = rc.MaxActionsPerRun
 		}
+		info.quality = rc.Review.Quality
 	}
 	if d := pub.Decision; d != nil {
 		for _, l := range d.Lenses {
