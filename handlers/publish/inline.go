@@ -30,12 +30,12 @@ type planned struct {
 
 // inlinePlan is what one run places inline and what it moves to the summaries.
 type inlinePlan struct {
-	post    []planned
-	moved   []string // rendered list items
+	post  []planned
+	moved []string // rendered list items
 	// held are the comments kept out of the review by review.min_inline_severity and
 	// review.max_inline_comments (rendered list items): the advisory comment lists them collapsed.
 	held    []string
-	skipped int      // already posted by an earlier run
+	skipped int // already posted by an earlier run
 	lenses  []string
 	// placed holds the path:line of every comment that sits inline: posted by this run or
 	// by an earlier one.
