@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -183,5 +184,112 @@ func TestFeedbackSuppressesOnTheNextPullRequest(t *testing.T) {
 	if c[review.QualityPosted] != 2 || c[review.QualityDismissed] != 1 || c[review.QualityThumbsDown] != 1 || c[review.QualityThumbsUp] != 1 ||
 		c[review.QualitySuppressed] != 2 {
 		t.Fatalf("quality counts %+v", c)
+	}
+}
+
+// TestVerificationAndCapsThroughTheApp: the fake model answers 30 findings on the two added
+// lines of the change (10 warnings, 20 notes), plus a finding on a line the diff does not show,
+// one on a file outside the change, one quoting code that is not there and one another lens of
+// the policy reports too. The four are withdrawn: absent from the pull request, listed on the
+// details record with why, counted in the receipt. Of the rest, the default cap places the 10
+// warnings inline, most severe first; the notes never go inline; nothing is posted again on a
+// re-run of the head.
+func TestVerificationAndCapsThroughTheApp(t *testing.T) {
+	model := &scriptedModel{}
+	var fs []runtime.Finding
+	for i := 0; i < 30; i++ {
+		sev, line := "info", 2+i%2
+		if i < 10 {
+			sev = "medium"
+		}
+		fs = append(fs, runtime.Finding{Severity: sev, Path: "README.md", Line: line, Title: fmt.Sprintf("remark %d", i), Message: fmt.Sprintf("point %d", i)})
+	}
+	fs = append(fs,
+		runtime.Finding{Severity: "high", Path: "README.md", Line: 40, Title: "off by one", Message: "a line the change does not have"},
+		runtime.Finding{Severity: "high", Path: "main.go", Line: 1, Title: "leak", Message: "a file the change does not touch"},
+		runtime.Finding{Severity: "high", Path: "README.md", Line: 2, Title: "secret printed", Message: "it calls `fmt.Println(token)` here"},
+	)
+	model.set(fs...)
+	store := review.NewMemoryFeedback(nil)
+	st := qualityStack(t, model, store)
+	// A second lens whose model repeats the first lens's findings: the repeats are duplicates.
+	st.gh.SetFile(e2eRepo, "master", ".asdd.yml", qualityConfig+"    style:\n      preset: fake\n      instruction: Style.\n")
+	st.send("pull_request", "d-opened", readPayload(t, "pull_request.opened.payload.json"))
+	st.wait("opened")
+	d := st.decisions.last()
+	checks := map[review.Check]int{}
+	for _, w := range d.Verification.Withdrawn {
+		checks[w.Check]++
+	}
+	// bugs: 2 location + 1 quote; style: the same 3, and its 30 others duplicate bugs's.
+	if checks[review.CheckLocation] != 4 || checks[review.CheckQuote] != 2 || checks[review.CheckDuplicate] != 30 || len(d.Findings) != 30 {
+		t.Fatalf("withdrawn by check %v, %d findings published", checks, len(d.Findings))
+	}
+	inline := inlineOf(st.gh, e2ePR)
+	if len(inline) != 10 {
+		t.Fatalf("%d inline comments, want the default cap of 10", len(inline))
+	}
+	for _, c := range inline {
+		if !strings.Contains(c.Body, "**medium**") {
+			t.Fatalf("a note or a withdrawn finding was placed inline: %q", c.Body)
+		}
+	}
+	sticky := stickyBody(t, st.gh)
+	for _, w := range []string{"off by one", "leak", "secret printed"} {
+		if strings.Contains(sticky, w) {
+			t.Fatalf("withdrawn finding %q shows in the advisory comment", w)
+		}
+	}
+	if !strings.Contains(sticky, "<details><summary>") || strings.Contains(sticky, "over review.max_inline_comments") {
+		t.Fatalf("advisory comment: the notes are not listed collapsed, or a warning was capped:\n%s", sticky)
+	}
+	gate := gateOf(st.gh, e2eHead1)
+	rec, err := details.ParseRecord(gate.Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The record is bounded: it may list fewer than it counts, the most telling first.
+	listed := map[string]bool{}
+	for _, h := range rec.Held {
+		if h.Kind != details.HeldWithdrawn || h.Reason == "" || h.Check == "" {
+			t.Fatalf("held entry %+v", h)
+		}
+		listed[h.Title] = true
+	}
+	if rec.HeldTotal != 36 || !listed["off by one"] || !listed["leak"] || !listed["secret printed"] {
+		t.Fatalf("details record lists %d of %d held: %+v", len(rec.Held), rec.HeldTotal, rec.Held)
+	}
+	// The receipt counts them in its coverage and lists them as dismissed by verification.
+	pred := predicateOf(t, extractEnvelope(sticky))
+	sources, _ := json.Marshal(pred["coverage"].(map[string]any)["sources"])
+	if !strings.Contains(string(sources), "verification deterministic: 66 model finding(s) checked, 36 withdrawn (duplicate 30, location 4, quote 2)") {
+		t.Fatalf("receipt coverage sources %s", sources)
+	}
+	dismissed := 0
+	for _, f := range pred["declaration"].(map[string]any)["findings"].([]any) {
+		if fm := f.(map[string]any); fm["disposition"] == "dismissed" && strings.HasPrefix(fmt.Sprint(fm["reason"]), "withdrawn on verification") {
+			dismissed++
+		}
+	}
+	if dismissed != 36 {
+		t.Fatalf("the receipt lists %d withdrawn findings, want 36", dismissed)
+	}
+	counts, err := store.Quality(context.Background(), e2eRepo, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[review.QualityKind]int{}
+	for _, c := range counts {
+		got[c.Lens] = c.Counts
+	}
+	if got["bugs"][review.QualityPosted] != 10 || got["bugs"][review.QualityWithdrawn] != 3 || got["style"][review.QualityWithdrawn] != 33 {
+		t.Fatalf("quality counts %+v", got)
+	}
+
+	// A re-run of the same head posts nothing again.
+	st.send("pull_request", "d-reopened", edit(t, readPayload(t, "pull_request.opened.payload.json"), func(m map[string]any) { m["action"] = "reopened" }))
+	st.wait("reopened")
+	if n := len(st.gh.ReviewComments(e2eRepo, e2ePR)); n != 10 {
+		t.Fatalf("%d inline comments after a re-run of the head", n)
 	}
 }
