@@ -89,8 +89,8 @@ func QualityEvents(repo string, number int, d *Decision, at time.Time) []Quality
 	return out
 }
 
-// sortCounts orders counts by repository, then lens.
-func sortCounts(out []QualityCounts) {
+// SortQuality orders counts by repository, then lens.
+func SortQuality(out []QualityCounts) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Repo != out[j].Repo {
 			return out[i].Repo < out[j].Repo
@@ -231,6 +231,6 @@ func (m *MemoryFeedback) Quality(_ context.Context, repo string, since time.Time
 	for k, c := range by {
 		out = append(out, QualityCounts{Repo: k.repo, Lens: k.lens, Counts: c})
 	}
-	sortCounts(out)
+	SortQuality(out)
 	return out, nil
 }
