@@ -240,7 +240,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 	}
 	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log, Version: version, Tokens: tokens,
 		MaxConcurrentCalls: cfg.Runtime.MaxConcurrentCalls, Feedback: feedback,
-		CallLimits:         review.NewCallLimits(cfg.Runtime.MaxConcurrentCallsTotal, cfg.Runtime.MaxConcurrentCallsPerInstallation)})
+		CallLimits: review.NewCallLimits(cfg.Runtime.MaxConcurrentCallsTotal, cfg.Runtime.MaxConcurrentCallsPerInstallation)})
 	server, err := handlers.New(handlers.Options{
 		OrgConfigAbsence: absent,
 		Config:           cfg,
