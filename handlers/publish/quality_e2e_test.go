@@ -293,3 +293,42 @@ func TestVerificationAndCapsThroughTheApp(t *testing.T) {
 		t.Fatalf("%d inline comments after a re-run of the head", n)
 	}
 }
+
+// TestResolvedThreadIsNeverPostedAgain: a person resolves the thread of an inline comment while
+// the finding stays in the code. The next push reports it again: it is not posted again, the
+// resolution is recorded as feedback (resolved without a fix) and counted.
+func TestResolvedThreadIsNeverPostedAgain(t *testing.T) {
+	model := &scriptedModel{}
+	model.set(runtime.Finding{Severity: "medium", Path: "README.md", Line: 2, Title: "Command built from input", Message: "`exec(userInput)` runs input."})
+	store := review.NewMemoryFeedback(nil)
+	st := qualityStack(t, model, store)
+	st.send("pull_request", "d-opened", readPayload(t, "pull_request.opened.payload.json"))
+	st.wait("opened")
+	posted := inlineOf(st.gh, e2ePR)
+	if len(posted) != 1 {
+		t.Fatalf("%d inline comments", len(posted))
+	}
+	var id int64
+	for _, c := range posted {
+		id = c.ID
+	}
+	if !st.gh.ResolveThread(e2eRepo, e2ePR, id) {
+		t.Fatal("no thread to resolve")
+	}
+	st.gh.Push(e2eRepo, e2ePR, e2eHead2, []byte(e2eDiff1), nil)
+	st.synchronize(e2eHead2, "push-2")
+	if n := len(st.gh.ReviewComments(e2eRepo, e2ePR)); n != 1 {
+		t.Fatalf("%d inline comments after the push, want the one resolved", n)
+	}
+	if d := st.decisions.last(); len(d.Findings) != 1 || !d.Findings[0].Open() {
+		t.Fatalf("the finding is not open any more: %+v", d.Findings)
+	}
+	fbs, err := store.ListFeedback(context.Background(), e2eRepo, 10)
+	if err != nil || len(fbs) != 1 || fbs[0].Kind != review.FeedbackResolved {
+		t.Fatalf("feedback %+v %v", fbs, err)
+	}
+	counts, err := store.Quality(context.Background(), e2eRepo, time.Now().Add(-time.Hour))
+	if err != nil || len(counts) != 1 || counts[0].Counts[review.QualityResolved] != 1 || counts[0].Counts[review.QualityPosted] != 1 {
+		t.Fatalf("quality %+v %v", counts, err)
+	}
+}
