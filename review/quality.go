@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -138,6 +139,9 @@ func (m *MemoryFeedback) RecordFeedback(_ context.Context, fbs []Feedback) error
 	defer m.mu.Unlock()
 	cutoff := m.now().Add(-FeedbackKept)
 	for _, fb := range fbs {
+		if !fb.Kind.Valid() || fb.Repo == "" || fb.FindingID == "" {
+			return fmt.Errorf("feedback %q on %q of %s is malformed", fb.Kind, fb.FindingID, fb.Repo)
+		}
 		list := m.feedback[fb.Repo]
 		dup := false
 		for _, have := range list {
@@ -172,7 +176,7 @@ func (m *MemoryFeedback) ListFeedback(_ context.Context, repo string, limit int)
 	list := m.feedback[repo]
 	var out []Feedback
 	for i := len(list) - 1; i >= 0 && len(out) < limit; i-- {
-		if !list[i].At.Before(cutoff) {
+		if !list[i].At.Before(cutoff) && list[i].Kind.Suppresses() {
 			out = append(out, list[i])
 		}
 	}
@@ -193,7 +197,10 @@ func (m *MemoryFeedback) RecordQuality(_ context.Context, evs []QualityEvent) er
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range evs {
-		k := qualityKey{repo: e.Repo, number: e.Number, finding: e.FindingID, kind: e.Kind, lens: e.Lens}
+		if !e.Kind.Valid() || e.Repo == "" || e.FindingID == "" {
+			return fmt.Errorf("quality event %q on %q of %s is malformed", e.Kind, e.FindingID, e.Repo)
+		}
+		k := qualityKey{repo: e.Repo, number: e.Number, finding: e.FindingID, kind: e.Kind}
 		if m.seen[k] {
 			continue
 		}
@@ -204,7 +211,7 @@ func (m *MemoryFeedback) RecordQuality(_ context.Context, evs []QualityEvent) er
 	drop := 0
 	for drop < len(m.events) && (m.events[drop].At.Before(cutoff) || len(m.events)-drop > maxMemoryEvents) {
 		e := m.events[drop]
-		delete(m.seen, qualityKey{repo: e.Repo, number: e.Number, finding: e.FindingID, kind: e.Kind, lens: e.Lens})
+		delete(m.seen, qualityKey{repo: e.Repo, number: e.Number, finding: e.FindingID, kind: e.Kind})
 		drop++
 	}
 	m.events = m.events[drop:]
