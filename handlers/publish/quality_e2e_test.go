@@ -332,3 +332,34 @@ func TestResolvedThreadIsNeverPostedAgain(t *testing.T) {
 		t.Fatalf("quality %+v %v", counts, err)
 	}
 }
+
+// TestFixedFindingCountsAsAddressed: a posted finding that is gone after a push changing its
+// file counts as fixed, and the repository's addressed rate for the lens is fixed / posted.
+func TestFixedFindingCountsAsAddressed(t *testing.T) {
+	model := &scriptedModel{}
+	model.set(
+		runtime.Finding{Severity: "medium", Path: "README.md", Line: 2, Title: "Command built from input", Message: "`exec(userInput)` runs input."},
+		runtime.Finding{Severity: "medium", Path: "README.md", Line: 3, Title: "Unfinished work", Message: "The TODO `document flags` is left in."},
+	)
+	store := review.NewMemoryFeedback(nil)
+	st := qualityStack(t, model, store)
+	st.send("pull_request", "d-opened", readPayload(t, "pull_request.opened.payload.json"))
+	st.wait("opened")
+	if n := len(inlineOf(st.gh, e2ePR)); n != 2 {
+		t.Fatalf("%d inline comments", n)
+	}
+	// The push rewrites the exec line; the model no longer reports it.
+	fixedDiff := strings.Replace(e2eDiff1, "+Run it with exec(userInput).", "+Run it with run(quoted(userInput)).", 1)
+	model.set(runtime.Finding{Severity: "medium", Path: "README.md", Line: 3, Title: "Unfinished work", Message: "The TODO `document flags` is left in."})
+	st.gh.Push(e2eRepo, e2ePR, e2eHead2, []byte(fixedDiff), nil)
+	st.synchronize(e2eHead2, "push-2")
+	counts, err := store.Quality(context.Background(), e2eRepo, time.Now().Add(-time.Hour))
+	if err != nil || len(counts) != 1 {
+		t.Fatalf("quality %+v %v", counts, err)
+	}
+	c := counts[0]
+	rate, ok := c.AddressedRate()
+	if c.Counts[review.QualityPosted] != 2 || c.Counts[review.QualityFixed] != 1 || !ok || rate != 0.5 {
+		t.Fatalf("counts %+v, addressed %v", c.Counts, rate)
+	}
+}
