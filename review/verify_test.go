@@ -3,6 +3,7 @@ package review
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -193,5 +194,45 @@ func TestEarlierFeedbackSuppresses(t *testing.T) {
 	}
 	if n, err := store.ClearFeedback(context.Background(), "o/r"); err != nil || n != 3 {
 		t.Fatalf("cleared %d, %v", n, err)
+	}
+}
+
+// BenchmarkDeterministicVerification: a review whose model lens reports 200 findings (a quarter
+// on lines the diff does not show, a quarter quoting code) over a 40-file, 4,000-line change.
+func BenchmarkDeterministicVerification(b *testing.B) {
+	var diffText strings.Builder
+	for f := 0; f < 40; f++ {
+		fmt.Fprintf(&diffText, "diff --git a/f%d.go b/f%d.go\n--- a/f%d.go\n+++ b/f%d.go\n@@ -1,1 +1,100 @@\n x\n", f, f, f, f)
+		for l := 0; l < 99; l++ {
+			fmt.Fprintf(&diffText, "+\tvalue%d := compute(%d, input)\n", l, l)
+		}
+	}
+	var fs []runtime.Finding
+	for i := 0; i < 200; i++ {
+		line := 2 + i%98
+		if i%4 == 0 {
+			line = 500
+		}
+		msg := fmt.Sprintf("finding %d about the loop", i)
+		if i%4 == 1 {
+			msg = fmt.Sprintf("it calls `compute(%d, input)` here", line-2)
+		}
+		fs = append(fs, runtime.Finding{Severity: "medium", Path: fmt.Sprintf("f%d.go", i%40), Line: line, Title: fmt.Sprintf("problem %d", i), Message: msg})
+	}
+	m := &verifyingModel{fakeRuntime: fakeRuntime{name: "model", fn: modelAnswer(map[string][]runtime.Finding{"bugs": fs})}}
+	p := newTestPipeline(m)
+	subj := prSubject()
+	subj.Diff, subj.Files = []byte(diffText.String()), nil
+	// The whole review with verification off is the baseline the deterministic checks add to.
+	for _, mode := range []string{config.VerifyOff, config.VerifyDeterministic} {
+		b.Run(mode, func(b *testing.B) {
+			cfg := verifyConfig(mode)
+			cfg.Review.MaxDiffLines = 0
+			for i := 0; i < b.N; i++ {
+				if _, err := p.Review(context.Background(), subj, cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
