@@ -347,11 +347,14 @@ func (r *reviewRun) callVerifier(ctx context.Context, name string, ver runtime.V
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	confs, call, err := safeVerify(cctx, ver, req, cands)
-	if call.Attempts > 0 || call.Usage.Total() > 0 {
-		call.Lenses = lenses
-		r.calls = append(r.calls, ModelCall{Runtime: name, Call: call})
-		r.sentToModel = true
+	// Every verifying call is the review's, sent or stopped by a cap (its cause says which), so
+	// the review's token figures and call metrics count it.
+	call.Lenses = lenses
+	if err != nil && call.Cause == "" {
+		call.Cause = err.Error()
 	}
+	r.calls = append(r.calls, ModelCall{Runtime: name, Call: call})
+	r.sentToModel = r.sentToModel || call.Attempts > 0
 	if err != nil {
 		return nil, err
 	}
