@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers/details"
+	"github.com/lensgate/lensgate/review"
 )
 
 // TestRepositoryQualityPage: /details/{owner}/{repo} shows the quality figures of the
@@ -82,5 +84,54 @@ func TestRepositoryQualityPage(t *testing.T) {
 	}
 	if strings.Contains(string(metrics), `lensgate_review_quality_addressed_ratio{lens="style"`) {
 		t.Error("an addressed rate is exported for a lens that posted nothing")
+	}
+}
+
+// withdrawingReviewer is plantedReviewer whose review also withdrew a finding on verification
+// and suppressed one by earlier feedback.
+type withdrawingReviewer struct{ plantedReviewer }
+
+func (w withdrawingReviewer) Review(ctx context.Context, s *review.Subject, cfg *config.Repo) (*review.Decision, error) {
+	d, err := w.plantedReviewer.Review(ctx, s, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.Verification = review.Verification{Mode: config.VerifyDeterministic, Checked: 2,
+		Withdrawn: []review.Withdrawal{{Finding: review.Finding{ID: "LG-aaaaaaaaaaaa", Lens: "security", Severity: review.SeverityHigh,
+			Path: "main.go", Line: 90, Title: "Hallucinated overflow"}, Check: review.CheckLocation, Reason: "line 90 of main.go is not on the new side of the diff"}},
+		Suppressed: []review.Suppression{{Finding: review.Finding{ID: "LG-bbbbbbbbbbbb", Lens: "security", Severity: review.SeverityLow,
+			Title: "Style <b>nit</b>"}, Reason: "the same finding was dismissed on #1"}},
+	}
+	return d, nil
+}
+
+// TestHeldFindingsOnThePage: a finding withdrawn on verification and one suppressed by earlier
+// feedback are listed on the pull request's page with why (escaped), and on no comment of the
+// pull request.
+func TestHeldFindingsOnThePage(t *testing.T) {
+	o := stackOptions{reviewer: withdrawingReviewer{}}
+	st := newStack(t, o)
+	st.review(o)
+	c := st.client()
+	st.login(c, reader)
+	code, body, _ := get(t, c, st.pageURL(""))
+	if code != http.StatusOK {
+		t.Fatalf("page: %d", code)
+	}
+	for _, want := range []string{`id="held"`, "Hallucinated overflow", "withdrawn on verification (location)",
+		"line 90 of main.go is not on the new side of the diff", "suppressed by earlier feedback", "Style &lt;b&gt;nit&lt;/b&gt;"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, cm := range st.gh.Comments(fixtureRepo, fixturePR) {
+		if strings.Contains(cm.Body, "Hallucinated overflow") || strings.Contains(cm.Body, "Style") {
+			t.Fatalf("a held finding is in a comment of the pull request:\n%s", cm.Body)
+		}
+	}
+	for _, rc := range st.gh.ReviewComments(fixtureRepo, fixturePR) {
+		if strings.Contains(rc.Body, "Hallucinated") {
+			t.Fatal("a held finding was placed inline")
+		}
 	}
 }
