@@ -605,7 +605,7 @@ func (r *reviewRun) assemble(ctx context.Context) (*Decision, error) {
 	}
 	verification := r.verify(ctx, results)
 	r.suppress(ctx, results, &verification)
-	carry(subj, r.sc, results, r.incremental, pendingLens)
+	carry(subj, r.sc, results, r.incremental, pendingLens, verification.held())
 	for i := range results {
 		reoutcome(&results[i], requestChanges[i])
 		runs[i].Outcome = results[i].Outcome

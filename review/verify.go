@@ -53,6 +53,18 @@ type Verification struct {
 	Suppressed []Suppression `json:"suppressed"`
 }
 
+// held is the set of ids of the findings withdrawn or suppressed in this review.
+func (v Verification) held() map[string]bool {
+	out := map[string]bool{}
+	for _, w := range v.Withdrawn {
+		out[w.Finding.ID] = true
+	}
+	for _, s := range v.Suppressed {
+		out[s.Finding.ID] = true
+	}
+	return out
+}
+
 // Bounds of verification.
 const (
 	// minQuoteBytes is the shortest code span taken as a quote: shorter ones are names, not code.

@@ -236,3 +236,35 @@ func BenchmarkDeterministicVerification(b *testing.B) {
 		})
 	}
 }
+
+// A finding open after one push and reported again after the next, but withdrawn this time (its
+// line is not in the diff), is neither fixed nor published: a withdrawal is not a fix.
+func TestWithdrawnIsNotFixed(t *testing.T) {
+	line := 1
+	rt := &fakeRuntime{name: "model"}
+	rt.fn = func(req *runtime.Request) (*runtime.Result, error) {
+		res := &runtime.Result{Model: "m"}
+		for _, l := range req.Lenses {
+			res.Lenses = append(res.Lenses, runtime.LensReport{Lens: l.Name, Verdict: runtime.VerdictConcerns, Summary: "looked",
+				Findings: []runtime.Finding{{Severity: "medium", Path: "a.go", Line: line, Title: "unchecked input", Message: "input is used as is"}}})
+		}
+		return res, nil
+	}
+	p, cfg := modelPipeline(t, rt)
+	ctx := context.Background()
+	a1 := addedFile("a.go", "use(input)")
+	d1, err := p.Review(ctx, pushSubject(sha('1'), a1, nil, nil), cfg)
+	if err != nil || len(d1.Findings) != 1 || !d1.Findings[0].Open() {
+		t.Fatalf("first review: %+v %v", d1.Findings, err)
+	}
+	line = 99
+	a2 := addedFile("a.go", "use(input)", "more()")
+	inc := &Increment{From: sha('1'), Diff: []byte(a2), Files: []File{{Path: "a.go", Status: FileModified}}}
+	d2, err := p.Review(ctx, pushSubject(sha('2'), a2, d1.State, inc), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d2.Verification.Withdrawn) != 1 || len(d2.Findings) != 0 {
+		t.Fatalf("withdrawn %+v, findings %+v (a withdrawn finding must not read as fixed)", d2.Verification.Withdrawn, d2.Findings)
+	}
+}
