@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"text/tabwriter"
@@ -217,6 +218,28 @@ func (c *statsCmd) Run(e *env) error {
 		fmt.Fprintf(e.stdout, "no finding recorded in the last %d days\n", c.Days)
 	}
 	return nil
+}
+
+// printWithdrawn lists, in lensgate review's text report, the findings verification withdrew:
+// a local review shows what it did not report and why.
+func printWithdrawn(w io.Writer, d *review.Decision) {
+	v := d.Verification
+	if len(v.Withdrawn) == 0 && v.ModelCause == "" {
+		return
+	}
+	fmt.Fprintf(w, "\nWithdrawn on verification (%d of %d checked, review.verify: %s):\n", len(v.Withdrawn), v.Checked, v.Mode)
+	for _, x := range v.Withdrawn {
+		f := x.Finding
+		loc := review.DisplayPath(f.Path)
+		if f.Line > 0 {
+			loc = fmt.Sprintf("%s:%d", loc, f.Line)
+		}
+		fmt.Fprintf(w, "  %-8s %-12s %s  %s  [%s]\n           %s: %s\n", f.Severity, review.PlainText(f.Lens), loc, review.PlainText(f.Title), f.ID,
+			x.Check, review.PlainText(x.Reason))
+	}
+	if v.ModelCause != "" {
+		fmt.Fprintf(w, "  the verifying model call was incomplete: %s\n", review.PlainText(v.ModelCause))
+	}
 }
 
 func dash(s string) string {

@@ -86,3 +86,23 @@ func TestFeedbackAndStatsCommands(t *testing.T) {
 		t.Fatalf("the memory queue: exit %d, %s", code, errb.String())
 	}
 }
+
+// lensgate review's text report lists what verification withdrew, with why.
+func TestReviewTextListsWithdrawn(t *testing.T) {
+	d := &review.Decision{Verification: review.Verification{Mode: "deterministic", Checked: 3, Withdrawn: []review.Withdrawal{{
+		Finding: review.Finding{ID: "LG-0123456789ab", Lens: "bugs", Severity: review.SeverityHigh, Path: "a.go", Line: 40, Title: "off by one"},
+		Check:   review.CheckLocation, Reason: "line 40 of a.go is not on the new side of the diff"}}}}
+	var out bytes.Buffer
+	printWithdrawn(&out, d)
+	for _, want := range []string{"Withdrawn on verification (1 of 3 checked, review.verify: deterministic)", "a.go:40", "off by one",
+		"location: line 40 of a.go is not on the new side of the diff"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	printWithdrawn(&out, &review.Decision{})
+	if out.Len() != 0 {
+		t.Fatalf("nothing withdrawn, yet: %q", out.String())
+	}
+}
