@@ -38,6 +38,9 @@ func (s *Server) listReviewCommentReactions(w http.ResponseWriter, r *http.Reque
 			found = found || c.ID == id
 		}
 	}
+	for _, r := range st.replies {
+		found = found || r.c.ID == id // a reply in a thread is a review comment too
+	}
 	if !found {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
