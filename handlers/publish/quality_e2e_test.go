@@ -133,8 +133,10 @@ func TestFeedbackSuppressesOnTheNextPullRequest(t *testing.T) {
 	st.gh.AddReaction(e2eRepo, fmt.Sprintf("review_comment/%d", posted[todoID].ID), "bob", "-1", time.Now())
 	st.gh.AddReaction(e2eRepo, fmt.Sprintf("review_comment/%d", posted[todoID].ID), "carol", "+1", time.Now())
 	// The reactions are read when the pull request is reviewed again.
+	st.gh.ResetCalls()
 	st.gh.Push(e2eRepo, e2ePR, e2eHead2, []byte(e2eDiff1), nil)
 	st.synchronize(e2eHead2, "push-2")
+	t.Logf("review of a push with 2 inline comments of the App: %d GitHub calls\n%s", st.gh.TotalCalls(), st.gh.CallSummary())
 
 	fbs, err := store.ListFeedback(context.Background(), e2eRepo, 10)
 	if err != nil {
