@@ -620,11 +620,11 @@ var asddSchema = []*field{
 	fixturePathsField, vendoredPathsField,
 	mapField("conventions", func(r *Repo, v map[string]any) { r.Conventions = v }),
 	listField("agents", true, nil, func(r *Repo, v []string) { r.Agents = v }),
-	sectionField("review",
+	sectionField("review", append([]*field{
 		intField("max_diff_lines", false, 0, maxInt, func(r *Repo, v int) { r.Review.MaxDiffLines = v }),
 		intField("timeout_seconds", false, 1, 3600, func(r *Repo, v int) { r.Review.TimeoutSeconds = v }),
 		intField("max_chunks", false, 1, MaxChunks, func(r *Repo, v int) { r.Review.MaxChunks = v }),
-	),
+	}, reviewQualityFields()...)...),
 	strField("spec_tool", false, []string{"builtin", "openspec"}, func(r *Repo, v string) { r.SpecTool = v }),
 	listField("spec_paths", false, checkSpecGlob, func(r *Repo, v []string) { r.SpecPaths = v }),
 	boolField("require_spec", false, func(r *Repo, v bool) { r.RequireSpec = v }),

@@ -36,7 +36,7 @@ func TestParseRepoASDDExamples(t *testing.T) {
 		if r.Runtime != "generic" || r.MergePosture != "advisory" || r.MaxActionsPerRun != 5 {
 			t.Errorf("top level: %+v", r)
 		}
-		if r.Review != (Review{MaxDiffLines: 2000, TimeoutSeconds: 45, MaxChunks: 8}) || !r.RequireSpec || r.MaxOpenPRsPerAuthor != 0 {
+		if r.Review != (Review{MaxDiffLines: 2000, TimeoutSeconds: 45, MaxChunks: 8, Quality: defaultReviewQuality()}) || !r.RequireSpec || r.MaxOpenPRsPerAuthor != 0 {
 			t.Errorf("review/spec: %+v %v", r.Review, r.RequireSpec)
 		}
 		if !slices.Equal(r.ProtectedPaths, DefaultProtectedPaths()) || !slices.Equal(r.Lanes, DefaultLanes()) || !slices.Equal(r.TriageLabels, DefaultTriageLabels()) {

@@ -125,6 +125,8 @@ type Review struct {
 	// MaxChunks bounds the model calls per lens for a change larger than MaxDiffLines: the
 	// change is split into at most this many parts (default 8).
 	MaxChunks int
+	// Quality keeps comments few and true: verification, the inline floor and cap.
+	Quality ReviewQuality
 }
 
 // Delegate configures lenses whose preset asks another review bot (lensgate's own keys).
@@ -245,7 +247,7 @@ func DefaultRepo() *Repo {
 		ProtectedPaths:   DefaultProtectedPaths(),
 		IgnorePaths:      []string{},
 		Agents:           []string{},
-		Review:           Review{MaxDiffLines: DefaultMaxDiffLines, TimeoutSeconds: DefaultTimeoutSeconds, MaxChunks: DefaultMaxChunks},
+		Review:           Review{MaxDiffLines: DefaultMaxDiffLines, TimeoutSeconds: DefaultTimeoutSeconds, MaxChunks: DefaultMaxChunks, Quality: defaultReviewQuality()},
 		SpecTool:         DefaultSpecTool,
 		SpecPaths:        DefaultSpecPaths(DefaultSpecTool),
 		Lanes:            DefaultLanes(),

@@ -36,7 +36,7 @@ func (s *Server) newDetails(hooks *webhook.Receiver, opts Options) (*details.Han
 		ClientID: cfg.GitHub.OAuth.ClientID, ClientSecret: cfg.GitHub.OAuth.ClientSecret,
 		SessionKey: key, PublicURL: cfg.PublicURL, PublicRepos: cfg.Details.PublicRepos, ViewsPerMinute: cfg.Details.ViewsPerMinute,
 		Keys: opts.SigningKeys, WitnessKeys: opts.WitnessKeys, KeysPath: RouteKeys, AuditFile: audit, CheckName: opts.CheckName,
-		Logger: opts.Logger,
+		Logger: opts.Logger, Quality: opts.Quality,
 		Rerun: func(ctx context.Context, r details.Rerun) error {
 			var b [8]byte
 			_, _ = rand.Read(b[:])

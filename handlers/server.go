@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/queue"
@@ -86,6 +87,9 @@ type Options struct {
 	// Role splits a deployment: RoleAll (default) takes webhooks and runs reviews, RoleWeb only
 	// takes webhooks (a durable queue carries the jobs to workers), RoleWorker only runs reviews.
 	Role string
+	// Quality, when set, reads the review quality figures for /metrics and the repository
+	// details page.
+	Quality details.QualitySource
 }
 
 // Roles of a replica.
@@ -211,6 +215,9 @@ func registries(opts Options) (*prometheus.Registry, metrics.Registry) {
 	}
 	gm := metrics.NewRegistry()
 	reg.MustRegister(goMetricsCollector{reg: gm})
+	if opts.Quality != nil {
+		reg.MustRegister(newQualityCollector(opts.Quality, opts.Now))
+	}
 	return reg, gm
 }
 

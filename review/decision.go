@@ -83,6 +83,9 @@ type Decision struct {
 	// ChangedInstructions are the repository instruction files the change edits: the review
 	// applied their base versions.
 	ChangedInstructions []string `json:"changedInstructions,omitempty"`
+	// Verification is what was withdrawn on verification or suppressed by earlier feedback:
+	// never published on the pull request, shown on the details page and in the receipt.
+	Verification Verification `json:"verification"`
 }
 
 // TokenCount is a number of model tokens. Estimated is true when some part of it is lensgate's

@@ -77,6 +77,9 @@ type Options struct {
 	// CallLimits, when set, bounds the model calls of every review of the process together,
 	// in all and per installation.
 	CallLimits *CallLimits
+	// Feedback, when set, is the repositories' earlier feedback on findings: a finding like
+	// one people rejected is suppressed (see FeedbackStore).
+	Feedback FeedbackStore
 }
 
 // Pipeline reviews subjects. It holds no per-review state and is safe for concurrent use.
@@ -168,7 +171,7 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 	r.prepare()
 	defer r.close()
 	r.run(ctx)
-	dec, err := r.assemble()
+	dec, err := r.assemble(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package review
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -114,12 +115,16 @@ func inlineComments(findings []Finding, files []diff.File) []InlineComment {
 	}
 	visible := map[string]map[int]bool{}
 	var out []InlineComment
+	// Most severe first, so the bound keeps what matters most.
+	findings = slices.Clone(findings)
+	slices.SortStableFunc(findings, func(a, b Finding) int { return b.Severity.Rank() - a.Severity.Rank() })
 	for _, f := range findings {
 		if len(out) >= MaxInline {
 			break
 		}
-		// Notes stay in the advisory comment: inline space is for what needs attention.
-		if f.Severity.Rank() < SeverityMedium.Rank() {
+		// Notes stay in the advisory comment: inline space is for what needs attention. The
+		// publisher applies the repository's review.min_inline_severity on top.
+		if f.Severity.Rank() < SeverityLow.Rank() {
 			continue
 		}
 		idx, ok := byPath[f.Path]

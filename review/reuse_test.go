@@ -123,6 +123,8 @@ func TestSettledReviewReusesPaidLensWithPaths(t *testing.T) {
 			config.Lens{Name: "docs", Preset: "model", Required: true, Paths: []string{"*.md"}},
 			config.Lens{Name: "deep", Preset: "model", Required: true},
 			config.Lens{Name: "quick", Preset: "builtin"})
+		// Both model lenses report the same finding: verification would withdraw one.
+		cfg.Review.Quality.Verify = config.VerifyOff
 		return cfg
 	}
 	p := NewPipeline(Options{Runtimes: runtime.NewRegistry(model, builtin.New(builtin.Options{})), Logger: zerolog.Nop()})

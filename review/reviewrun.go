@@ -604,7 +604,7 @@ func (r *reviewRun) lensResult(i int) (LensResult, bool) {
 }
 
 // assemble closes every lens, carries the earlier findings forward and builds the Decision.
-func (r *reviewRun) assemble() (*Decision, error) {
+func (r *reviewRun) assemble(ctx context.Context) (*Decision, error) {
 	subj := r.subj
 	results := make([]LensResult, len(r.lenses))
 	requestChanges := make([]bool, len(r.lenses))
@@ -622,7 +622,9 @@ func (r *reviewRun) assemble() (*Decision, error) {
 		}
 		runs = append(runs, run)
 	}
-	carry(subj, r.sc, results, r.incremental, pendingLens)
+	verification := r.verify(ctx, results)
+	r.suppress(ctx, results, &verification)
+	carry(subj, r.sc, results, r.incremental, pendingLens, verification.held())
 	for i := range results {
 		reoutcome(&results[i], requestChanges[i])
 		runs[i].Outcome = results[i].Outcome
@@ -644,7 +646,7 @@ func (r *reviewRun) assemble() (*Decision, error) {
 	dec := &Decision{
 		Gate: gate, PlanDigest: r.plan.Digest(), Lenses: results, Intake: r.intake,
 		Runs: runs, Observed: r.observed, Session: r.session, Tokens: tokens, ModelInput: ModelInput{WithheldFiles: []string{}},
-		Subject: subj.Context(),
+		Subject: subj.Context(), Verification: verification,
 	}
 	dec.Findings = []Finding{}
 	var open []Finding

@@ -155,8 +155,10 @@ func mergeReports(reps []*runtime.LensReport) *runtime.LensReport {
 // carry applies what the earlier review knew to this one's findings, lens by lens: findings
 // on files untouched since the earlier head are carried forward (for lenses reviewed
 // incrementally), findings gone on a file the push changed become fixed at this head, and
-// dismissals stick to their fingerprint.
-func carry(subj *Subject, sc scope, results []LensResult, incremental map[string]bool, pending map[string]bool) {
+// dismissals stick to their fingerprint. A finding reported again but held back this time
+// (held: withdrawn on verification or suppressed by earlier feedback) is not fixed: it leaves
+// the record unpublished.
+func carry(subj *Subject, sc scope, results []LensResult, incremental map[string]bool, pending map[string]bool, held map[string]bool) {
 	prior := subj.Prior
 	dismissed := map[string]Dismissal{}
 	if prior != nil {
@@ -182,6 +184,9 @@ func carry(subj *Subject, sc scope, results []LensResult, incremental map[string
 					continue
 				}
 				switch {
+				case held[pf.ID] && pf.Open():
+					// Reported again but withdrawn or suppressed this time: not fixed, not published.
+					continue
 				case !pf.Open():
 					// A closed finding stays in the record of this pull request.
 				case pending[lr.Name]:

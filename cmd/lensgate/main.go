@@ -42,6 +42,8 @@ type cli struct {
 	Keygen     keygenCmd     `cmd:"" help:"Create an Ed25519 signing key for receipts."`
 	Doctor     doctorCmd     `cmd:"" help:"Validate an .asdd.yml and explain every problem."`
 	Setup      setupCmd      `cmd:"" help:"Create the GitHub App from app.yml and write its server config."`
+	Feedback   feedbackCmd   `cmd:"" help:"List or clear a repository's feedback on findings (what suppresses later findings like them)."`
+	Stats      statsCmd      `cmd:"" help:"Print the review quality figures per repository and lens."`
 }
 
 // env is what every subcommand's Run receives: where to write, and the process context.

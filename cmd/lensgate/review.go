@@ -376,6 +376,7 @@ func writeText(w io.Writer, d *review.Decision) {
 			}
 		}
 	}
+	printWithdrawn(w, d)
 	status, pending := d.ReportedCoverage()
 	fmt.Fprintf(w, "\nCoverage: %s (%d of %d file(s) reviewed", status, d.Coverage.FilesReviewed, d.Coverage.FilesTotal)
 	if pending > 0 {

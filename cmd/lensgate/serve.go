@@ -208,9 +208,13 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		}
 		return fail(err)
 	}
+	feedback, err := feedbackStore(q)
+	if err != nil {
+		return failQ(err)
+	}
 	var pub publication.Publisher = publication.LogPublisher{}
 	if !cfg.DryRun {
-		p, closeSink, err := newPublisher(ctx, cfg, q, rk, wk, log)
+		p, closeSink, err := newPublisher(ctx, cfg, q, rk, wk, feedback, log)
 		if closeSink != nil {
 			closers = append(closers, closeSink)
 		}
@@ -235,8 +239,8 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		absent = a
 	}
 	pipeline := review.NewPipeline(review.Options{Runtimes: reg, Logger: log, Version: version, Tokens: tokens,
-		MaxConcurrentCalls: cfg.Runtime.MaxConcurrentCalls,
-		CallLimits:         review.NewCallLimits(cfg.Runtime.MaxConcurrentCallsTotal, cfg.Runtime.MaxConcurrentCallsPerInstallation)})
+		MaxConcurrentCalls: cfg.Runtime.MaxConcurrentCalls, Feedback: feedback,
+		CallLimits: review.NewCallLimits(cfg.Runtime.MaxConcurrentCallsTotal, cfg.Runtime.MaxConcurrentCallsPerInstallation)})
 	server, err := handlers.New(handlers.Options{
 		OrgConfigAbsence: absent,
 		Config:           cfg,
@@ -252,6 +256,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		Version:          version,
 		Role:             role,
 		Delegation:       worker.Delegation{Runtime: dl},
+		Quality:          qualitySource(feedback),
 	})
 	if err != nil {
 		return fail(err)
@@ -379,7 +384,8 @@ func openQueue(ctx context.Context, cfg *config.Server, role string, promReg pro
 
 // newPublisher opens the audit ledger and makes the publisher. closeSink, when not nil,
 // closes the ledger; it is returned even with an error once the ledger is open.
-func newPublisher(ctx context.Context, cfg *config.Server, q queue.Queue, rk receiptKeys, wk witnessKeys, log zerolog.Logger) (p *publish.Publisher, closeSink func(), err error) {
+func newPublisher(ctx context.Context, cfg *config.Server, q queue.Queue, rk receiptKeys, wk witnessKeys, feedback review.FeedbackStore,
+	log zerolog.Logger) (p *publish.Publisher, closeSink func(), err error) {
 	sink, err := pdp.OpenFileSink(cfg.AuditFile)
 	if err != nil {
 		return nil, nil, err
@@ -398,7 +404,7 @@ func newPublisher(ctx context.Context, cfg *config.Server, q queue.Queue, rk rec
 		return nil, closeSink, err
 	}
 	po := publish.Options{Signer: rk.signer, Witness: wk.signer, Runner: wk.runnerKey, RunnerVersion: version, Audit: sink, DetailsURL: cfg.PublicURL,
-		GraphQLURL: cfg.GitHub.V4APIURL, ContentSpacing: spacing, Checks: checks}
+		GraphQLURL: cfg.GitHub.V4APIURL, ContentSpacing: spacing, Checks: checks, Feedback: feedback}
 	if q != nil && spacing > 0 {
 		// Every replica on the queue's database takes the same write slots.
 		if po.WriteSlots, err = durable.NewWriteSlots(ctx, q); err != nil {

@@ -84,6 +84,8 @@ type Options struct {
 	CheckName string
 	// Rerun queues a review; nil hides the re-run form.
 	Rerun func(ctx context.Context, r Rerun) error
+	// Quality, when set, serves the repository page's quality figures (RepoPath).
+	Quality QualitySource
 	// ViewsPerMinute bounds the page views, envelope downloads and re-runs of one client
 	// (DefaultViewsPerMinute when zero; bursts of 20).
 	ViewsPerMinute int
@@ -99,6 +101,7 @@ type Handler struct {
 	sign      signer
 	publicURL string
 	page      *template.Template
+	repoPage  *template.Template
 	missing   *template.Template
 	assets    http.Handler
 	auth      http.Handler
@@ -137,6 +140,9 @@ func New(o Options) (*Handler, error) {
 	if h.page, err = template.New("page.html.tmpl").Funcs(funcs).ParseFS(templateFS, "templates/page.html.tmpl"); err != nil {
 		return nil, fmt.Errorf("details: %w", err)
 	}
+	if h.repoPage, err = template.New("repo.html.tmpl").Funcs(funcs).ParseFS(templateFS, "templates/repo.html.tmpl"); err != nil {
+		return nil, fmt.Errorf("details: %w", err)
+	}
 	if h.missing, err = template.New("notfound.html.tmpl").Funcs(funcs).ParseFS(templateFS, "templates/notfound.html.tmpl"); err != nil {
 		return nil, fmt.Errorf("details: %w", err)
 	}
@@ -161,6 +167,7 @@ func New(o Options) (*Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Route+"assets/{file}", h.serveAsset)
+	mux.HandleFunc("GET "+Route+"{owner}/{repo}", h.serveRepo)
 	mux.HandleFunc("GET "+Route+"{owner}/{repo}/{number}", h.servePage)
 	mux.HandleFunc("GET "+Route+"{owner}/{repo}/{number}/{head}", h.servePage)
 	mux.HandleFunc("GET "+Route+"{owner}/{repo}/{number}/{head}/receipt.json", h.serveEnvelope)

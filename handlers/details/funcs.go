@@ -1,6 +1,7 @@
 package details
 
 import (
+	"fmt"
 	"html/template"
 	"strings"
 	"time"
@@ -48,7 +49,13 @@ var funcs = template.FuncMap{
 	"obsVerdict": func(v string) string { return observationVerdicts[v] },
 	"axisInfo":   func(name string) string { return axisInfo[name] },
 	"short":      digest.Short,
-	"join":       strings.Join,
+	"rate": func(q QualityRow) string {
+		if r, ok := q.AddressedRate(); ok {
+			return fmt.Sprintf("%.0f %%", r*100)
+		}
+		return "—"
+	},
+	"join": strings.Join,
 	"when": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"

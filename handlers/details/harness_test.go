@@ -130,6 +130,8 @@ type stackOptions struct {
 	ledgerBytes int
 	// viewsPerMinute is details.views_per_minute.
 	viewsPerMinute int
+	// quality serves the repository page's quality figures.
+	quality details.QualitySource
 }
 
 func newStack(t testing.TB, o stackOptions) *stack {
@@ -191,6 +193,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		SigningKeys:    []ed25519.PublicKey{st.key.Public().(ed25519.PublicKey)},
 		WitnessKeys:    witnessKeys,
 		InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Version: "test",
+		Quality: o.quality,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ const (
 	maxRecordFinding = 200
 	maxRecordGaps    = 100
 	maxRecordProblem = 50
+	maxRecordHeld    = 100
 )
 
 // Record is what the page shows of one reviewed head beyond the signed receipt: the lenses as
@@ -52,6 +53,30 @@ type Record struct {
 	Tokens *Tokens `json:"tokens,omitempty"`
 	// Context is what the model calls were given besides the diff (nil when nothing).
 	Context *Context `json:"context,omitempty"`
+	// Held are findings that were not published: withdrawn on verification or suppressed by
+	// earlier feedback on the repository. HeldTotal counts them all; Held may list fewer.
+	Held      []Held `json:"held,omitempty"`
+	HeldTotal int    `json:"heldTotal,omitempty"`
+}
+
+// Why a finding was held back.
+const (
+	HeldWithdrawn  = "withdrawn"
+	HeldSuppressed = "suppressed"
+)
+
+// Held is one finding that was not published, and why.
+type Held struct {
+	ID       string `json:"id"`
+	Lens     string `json:"lens"`
+	Severity string `json:"severity"`
+	Path     string `json:"path,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Title    string `json:"title"`
+	// Kind is HeldWithdrawn or HeldSuppressed; Check names the verification that failed.
+	Kind   string `json:"kind"`
+	Check  string `json:"check,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // Tokens counts model tokens; Estimated is set when some of it is an estimate because the
@@ -158,6 +183,12 @@ func EncodeRecord(r Record) (string, error) {
 		f := &r.Findings[i]
 		f.Title, f.Body, f.Path, f.ID = cut(f.Title, 300), cut(f.Body, 600), cut(f.Path, 400), cut(f.ID, 128)
 	}
+	r.HeldTotal = max(r.HeldTotal, len(r.Held))
+	r.Held = r.Held[:min(len(r.Held), maxRecordHeld)]
+	for i := range r.Held {
+		h := &r.Held[i]
+		h.Title, h.Reason, h.Path, h.ID, h.Lens = cut(h.Title, 300), cut(h.Reason, 300), cut(h.Path, 400), cut(h.ID, 128), cut(h.Lens, 64)
+	}
 	r.Coverage.Gaps = r.Coverage.Gaps[:min(len(r.Coverage.Gaps), maxRecordGaps)]
 	for i := range r.Coverage.Gaps {
 		g := &r.Coverage.Gaps[i]
@@ -182,6 +213,8 @@ func EncodeRecord(r Record) (string, error) {
 		switch {
 		case r.Context != nil && len(r.Context.Code) > 0:
 			r.Context.Code = r.Context.Code[:len(r.Context.Code)/2]
+		case len(r.Held) > len(r.Findings) && len(r.Held) >= len(r.Coverage.Gaps):
+			r.Held = r.Held[:len(r.Held)/2]
 		case len(r.Findings) > 0 && len(r.Findings) >= len(r.Coverage.Gaps):
 			r.Findings = r.Findings[:len(r.Findings)/2]
 		case len(r.Coverage.Gaps) > 0:

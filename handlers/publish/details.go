@@ -82,6 +82,7 @@ func (r *run) setRecord(pub *publication.Publication, placed map[string]bool) {
 		rec.Findings = append(rec.Findings, details.Finding{ID: f.ID, Lens: f.Lens, Severity: string(f.Severity),
 			Path: f.Path, Line: f.Line, Title: f.Title, Body: f.Body, Disposition: "open", Placement: placement})
 	}
+	rec.Held = heldFindings(d.Verification)
 	for _, g := range d.Coverage.Gaps {
 		rec.Coverage.Gaps = append(rec.Coverage.Gaps, details.Gap{Path: g.Path, Reason: g.Reason})
 	}
@@ -151,4 +152,21 @@ func recordTokens(t *review.TokenCount) *details.Tokens {
 		return nil
 	}
 	return &details.Tokens{Prompt: t.Prompt, Completion: t.Completion, Total: t.Total, Estimated: t.Estimated}
+}
+
+// heldFindings lists what was withdrawn on verification or suppressed by earlier feedback, for
+// the details page: it is never published on the pull request itself.
+func heldFindings(v review.Verification) []details.Held {
+	var out []details.Held
+	for _, w := range v.Withdrawn {
+		f := w.Finding
+		out = append(out, details.Held{ID: f.ID, Lens: f.Lens, Severity: string(f.Severity), Path: f.Path, Line: f.Line,
+			Title: f.Title, Kind: details.HeldWithdrawn, Check: string(w.Check), Reason: w.Reason})
+	}
+	for _, s := range v.Suppressed {
+		f := s.Finding
+		out = append(out, details.Held{ID: f.ID, Lens: f.Lens, Severity: string(f.Severity), Path: f.Path, Line: f.Line,
+			Title: f.Title, Kind: details.HeldSuppressed, Reason: s.Reason})
+	}
+	return out
 }

@@ -30,9 +30,12 @@ type planned struct {
 
 // inlinePlan is what one run places inline and what it moves to the summaries.
 type inlinePlan struct {
-	post    []planned
-	moved   []string // rendered list items
-	skipped int      // already posted by an earlier run
+	post  []planned
+	moved []string // rendered list items
+	// held are the comments kept out of the review by review.min_inline_severity and
+	// review.max_inline_comments (rendered list items): the advisory comment lists them collapsed.
+	held    []string
+	skipped int // already posted by an earlier run
 	lenses  []string
 	// placed holds the path:line of every comment that sits inline: posted by this run or
 	// by an earlier one.
@@ -146,7 +149,8 @@ func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decis
 	lines := linesFromSubject(s)
 	thisRun := map[string]bool{}
 	lensSet := map[string]bool{}
-	for _, c := range d.Inline {
+	floor, limit := r.info.quality.MinInlineRank(), r.info.quality.InlineCap()
+	for _, c := range bySeverity(d.Inline) {
 		if c.Side == "" {
 			c.Side = "RIGHT"
 		}
@@ -175,8 +179,14 @@ func (r *run) planInline(ctx context.Context, s *review.Subject, d *review.Decis
 			}
 		}
 		switch {
+		case c.Severity.Rank() >= 0 && c.Severity.Rank() < floor:
+			// A comment without a severity (a reviewer that gives none) is not held by the floor.
+			plan.held = append(plan.held, movedLine(c, "below review.min_inline_severity"))
 		case !lines.has(c.Path, c.Line, c.Side):
 			plan.moved = append(plan.moved, movedLine(c, "line not in the diff"))
+		case onHead+len(plan.post) >= limit && limit < maxInlinePerRun:
+			// Like the hard cap below, it holds per head: a re-run posts no more.
+			plan.held = append(plan.held, movedLine(c, fmt.Sprintf("over review.max_inline_comments (%d)", limit)))
 		case onHead+len(plan.post) >= maxInlinePerRun:
 			// The cap holds per head, not per run: a re-run of the same head does not post the
 			// next 30 of the overflow.

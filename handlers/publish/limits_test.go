@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/review"
 )
@@ -26,6 +27,9 @@ func TestLimits(t *testing.T) {
 	}
 	d.Lenses[1].Findings = d.Findings
 	pub := e.publication("d1", d, s)
+	// The repository allows the most inline comments review.max_inline_comments can: the hard cap.
+	pub.Repo = config.DefaultRepo()
+	pub.Repo.Review.Quality.MaxInlineComments = config.MaxInlineComments
 	ctx := context.Background()
 	if err := e.beginAndPublish(ctx, pub); err != nil {
 		t.Fatal(err)
@@ -65,7 +69,9 @@ func TestLimits(t *testing.T) {
 	for i := range d2.Inline {
 		d2.Inline[i].Fingerprint += "@2"
 	}
-	if err := e.p.Publish(ctx, e.cl, e.publication("d2", &d2, s2)); err != nil {
+	pub2 := e.publication("d2", &d2, s2)
+	pub2.Repo = pub.Repo
+	if err := e.p.Publish(ctx, e.cl, pub2); err != nil {
 		t.Fatal(err)
 	}
 	if rc := e.gh.ReviewComments(repoFull, 1); len(rc) != 2*maxInlinePerRun {

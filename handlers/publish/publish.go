@@ -83,6 +83,9 @@ type Options struct {
 	// GraphQLURL is GitHub's GraphQL endpoint (GitHub's V4 API URL); empty means "graphql"
 	// next to the REST base URL, as on github.com.
 	GraphQLURL string
+	// Feedback, when set, records the repositories' feedback on lensgate's findings and the
+	// events of the quality figures (see learn).
+	Feedback review.FeedbackStore
 }
 
 // Publisher implements publication.Publisher.
@@ -105,7 +108,8 @@ type Publisher struct {
 	pace   *pacer
 	slots  WriteSlots
 	// records outlive the job: the gate check run of every head written.
-	records queue.CheckRecords
+	records  queue.CheckRecords
+	feedback review.FeedbackStore
 }
 
 var _ publication.Publisher = (*Publisher)(nil)
@@ -121,7 +125,7 @@ func New(o Options) (*Publisher, error) {
 	p := &Publisher{
 		signer: o.Signer, witness: o.Witness, runnerKey: o.Runner, runnerVersion: o.RunnerVersion, audit: o.Audit, checkName: o.CheckName, detailsURL: o.DetailsURL,
 		allowRequestChanges: o.AllowRequestChanges, retry: o.Retry, callTimeout: o.CallTimeout, now: o.Now,
-		checks: map[string]*github.CheckRun{}, graphQL: o.GraphQLURL, records: o.Checks,
+		checks: map[string]*github.CheckRun{}, graphQL: o.GraphQLURL, records: o.Checks, feedback: o.Feedback,
 	}
 	if p.records == nil {
 		p.records = queue.NewMemoryChecks(0)
@@ -157,6 +161,7 @@ type subjectInfo struct {
 	triageLabels       []string
 	maxActions         int
 	findingLens        map[string]string // "path:line" -> lens
+	quality            config.ReviewQuality
 }
 
 // run is one Begin or Publish call: its PDP, client and what it had to give up on.
@@ -209,6 +214,7 @@ func (p *Publisher) newRun(ctx context.Context, gh *github.Client, pub *publicat
 		if rc.MaxActionsPerRun > 0 {
 			info.maxActions = rc.MaxActionsPerRun
 		}
+		info.quality = rc.Review.Quality
 	}
 	if d := pub.Decision; d != nil {
 		for _, l := range d.Lenses {
@@ -488,6 +494,7 @@ func (r *run) publishPull(ctx context.Context, pub *publication.Publication) {
 		r.upsertSticky(ctx, pub, sticky, rc, plan)
 	}
 	r.answerCommands(ctx, pub.Answers)
+	r.learn(ctx, d, plan)
 	if !r.unchanged {
 		r.reactions(ctx, d) // reacting again to the same outcome would only repeat a write
 	}

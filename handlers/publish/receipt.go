@@ -82,6 +82,7 @@ func predicate(pub subjectInfo, d *review.Decision, now time.Time, prior string,
 		rf.ID, rf.Severity = id, sev
 		p.Findings = append(p.Findings, rf)
 	}
+	p.Findings = append(p.Findings, heldReceiptFindings(d.Verification, seen)...)
 	p.Coverage = coverage(pub, d)
 	if reHex64.MatchString(d.PlanDigest) {
 		p.PlanDigest = d.PlanDigest
@@ -129,6 +130,7 @@ func coverage(pub subjectInfo, d *review.Decision) disclosure.Coverage {
 	case review.ScopeFull:
 		sources = append(sources, "model lenses: the whole pull request")
 	}
+	sources = append(sources, verificationSources(d.Verification)...)
 	c := disclosure.Coverage{
 		Window:           "head " + pub.headSHA + " against base " + pub.baseSHA,
 		Sources:          sources,

@@ -170,6 +170,7 @@ func (r *run) upsertSticky(ctx context.Context, pub *publication.Publication, ex
 	if len(plan.moved) > 0 {
 		b.WriteString("#### Not placed inline\n\n" + strings.Join(plan.moved, "") + "\n")
 	}
+	b.WriteString(heldSection(plan))
 	// Every finding, briefly: those placed inline are marked, so this comment alone tells the
 	// current state even when older inline comments sit on outdated lines.
 	var listed []string

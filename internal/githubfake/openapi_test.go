@@ -3,12 +3,14 @@ package githubfake
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -120,5 +122,63 @@ func TestTeamMembershipMatchesGitHubsSchema(t *testing.T) {
 		if err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
 			t.Errorf("%v: %v, want 404", path, err)
 		}
+	}
+}
+
+// The reactions on a review comment: GitHub's reaction objects (checked against its schema),
+// filtered by content, paginated; an unknown content is a 422 and an unknown comment a 404.
+func TestReviewCommentReactionsMatchGitHubsSchema(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	rv, _, err := f.gh.PullRequests.CreateReview(ctx, "acme", "widgets", f.pr.Number, &github.PullRequestReviewRequest{
+		CommitID: github.String(f.pr.HeadSHA), Event: github.String("COMMENT"),
+		Comments: []*github.DraftReviewComment{{Path: github.String("main.go"), Line: github.Int(2), Side: github.String("RIGHT"), Body: github.String("x")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _, err := f.gh.PullRequests.ListReviewComments(ctx, "acme", "widgets", f.pr.Number, rv.GetID(), nil)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("review comments: %d %v", len(cs), err)
+	}
+	id := cs[0].GetID()
+	subject := "review_comment/" + strconv.FormatInt(id, 10)
+	f.s.AddReaction("acme/widgets", subject, "bob", "-1", time.Now())
+	f.s.AddReaction("acme/widgets", subject, "carol", "+1", time.Now())
+	f.s.AddReaction("acme/widgets", subject, "dave", "-1", time.Now())
+	path := "repos/acme/widgets/pulls/comments/" + strconv.FormatInt(id, 10) + "/reactions"
+	raw := rawAnswer(t, f.gh, http.MethodGet, path, nil)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := compileOpenAPI(t, "reaction.schema.json")
+	items, _ := v.([]any)
+	if len(items) != 3 {
+		t.Fatalf("%d reactions", len(items))
+	}
+	for i, item := range items {
+		if err := schema.Validate(item); err != nil {
+			t.Errorf("reaction %d does not match GitHub's schema: %v", i, err)
+		}
+	}
+	var down []*github.Reaction
+	if err := json.Unmarshal(rawAnswer(t, f.gh, http.MethodGet, path+"?content=-1", nil), &down); err != nil || len(down) != 2 || down[0].GetUser().GetLogin() != "bob" {
+		t.Fatalf("-1 reactions: %+v %v", down, err)
+	}
+	page, resp, err := f.gh.Reactions.ListPullRequestCommentReactions(ctx, "acme", "widgets", id, &github.ListOptions{PerPage: 2})
+	if err != nil || len(page) != 2 || resp.NextPage != 2 {
+		t.Fatalf("first page: %d, next %d, %v", len(page), resp.NextPage, err)
+	}
+	req, err := f.gh.NewRequest(http.MethodGet, path+"?content=thumbsdown", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err = f.gh.Do(ctx, req, nil); err == nil || status(resp) != http.StatusUnprocessableEntity {
+		t.Fatalf("unknown content: %d %v", status(resp), err)
+	}
+	_, resp, err = f.gh.Reactions.ListPullRequestCommentReactions(ctx, "acme", "widgets", id+1000, nil)
+	if err == nil || status(resp) != http.StatusNotFound {
+		t.Fatalf("unknown comment: %d %v", status(resp), err)
 	}
 }

@@ -51,6 +51,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	s.handle(mux, "GET /repos/{owner}/{repo}/issues/{number}/reactions", authInstallation, s.listIssueReactions)
 	s.handle(mux, "POST /repos/{owner}/{repo}/issues/comments/{id}/reactions", authInstallation, s.reactComment)
 	s.handle(mux, "POST /repos/{owner}/{repo}/pulls/comments/{id}/reactions", authInstallation, s.reactReviewComment)
+	s.handle(mux, "GET /repos/{owner}/{repo}/pulls/comments/{id}/reactions", authInstallation, s.listReviewCommentReactions)
 
 	s.handle(mux, "POST /repos/{owner}/{repo}/check-runs", authInstallation, s.createCheckRun)
 	s.handle(mux, "PATCH /repos/{owner}/{repo}/check-runs/{id}", authInstallation, s.updateCheckRun)
@@ -633,8 +634,7 @@ func (s *Server) listIssueReactions(w http.ResponseWriter, r *http.Request) {
 	out := []reactionJSON{}
 	for _, x := range st.reactions {
 		if x.Subject == "issue/"+strconv.Itoa(n) {
-			out = append(out, reactionJSON{Reaction: &github.Reaction{ID: github.Int64(x.ID), Content: github.String(x.Content), User: s.userJSON(x.User)},
-				CreatedAt: timestamp(x.CreatedAt)})
+			out = append(out, s.reactionJSON(x))
 		}
 	}
 	writePage(w, r, out)

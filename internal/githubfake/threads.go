@@ -140,6 +140,19 @@ func (s *Server) ThreadResolved(fullName string, number int, id int64) bool {
 	return c != nil && c.Resolved
 }
 
+// ResolveThread resolves the review thread of the inline comment id, as a person does in
+// GitHub's interface. It reports whether the comment exists.
+func (s *Server) ResolveThread(fullName string, number int, id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.findReviewComment(s.mustRepo(fullName), number, id)
+	if c == nil {
+		return false
+	}
+	c.Resolved = true
+	return true
+}
+
 // Replies returns the replies to the inline comment id, oldest first.
 func (s *Server) Replies(fullName string, number int, id int64) []ReviewComment {
 	s.mu.Lock()

@@ -55,6 +55,8 @@ var _ queue.CheckRecords = (*CheckRecords)(nil)
 type sideStore struct {
 	exec     func(ctx context.Context, query string, args ...any) error
 	queryOne func(ctx context.Context, query string, args []any, dest ...any) error
+	// queryRows calls each with a scan function for every row of a query, in a transaction.
+	queryRows func(ctx context.Context, query string, args []any, each func(scan func(...any) error) error) error
 }
 
 // NewCheckRecords returns the gate check records kept in the database of q, a queue returned
@@ -91,6 +93,9 @@ func newSideStore[TTx any](db database[TTx]) sideStore {
 			})
 		},
 		queryOne: db.queryOne,
+		queryRows: func(ctx context.Context, query string, args []any, each func(scan func(...any) error) error) error {
+			return withTx(ctx, db, func(tx TTx) error { return db.queryRows(ctx, tx, query, args, each) })
+		},
 	}
 }
 

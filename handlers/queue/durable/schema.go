@@ -40,6 +40,9 @@ var migrations = []migration{
 		// replica's clock): an event received earlier for another head is older news.
 		{"lensgate_subject", "head_received_ns", "BIGINT NOT NULL DEFAULT 0"},
 	}},
+	{version: 3, name: "lensgate_feedback and lensgate_quality_event", statements: func(string) []string {
+		return feedbackTables
+	}},
 }
 
 // queueTables are the tables the queue keeps beside River's: accepted delivery ids
@@ -132,6 +135,38 @@ var tokenTables = []string{
 		PRIMARY KEY (installation_id, day)
 	)`,
 	`CREATE INDEX IF NOT EXISTS lensgate_token_day_day ON lensgate_token_day (day)`,
+}
+
+// feedbackTables are each repository's feedback on findings (what suppresses later findings
+// like them) and the events the quality figures count, one row per repository, pull request,
+// finding and kind (and person, for feedback). Both are pruned by age; feedback is also bounded
+// per repository.
+var feedbackTables = []string{
+	`CREATE TABLE IF NOT EXISTS lensgate_feedback (
+		repo TEXT NOT NULL,
+		number BIGINT NOT NULL,
+		finding_id TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		by_login TEXT NOT NULL,
+		lens TEXT NOT NULL,
+		rule TEXT NOT NULL,
+		path TEXT NOT NULL,
+		text TEXT NOT NULL,
+		reason TEXT NOT NULL,
+		at_ms BIGINT NOT NULL,
+		PRIMARY KEY (repo, number, finding_id, kind, by_login)
+	)`,
+	`CREATE INDEX IF NOT EXISTS lensgate_feedback_repo_at ON lensgate_feedback (repo, at_ms)`,
+	`CREATE TABLE IF NOT EXISTS lensgate_quality_event (
+		repo TEXT NOT NULL,
+		number BIGINT NOT NULL,
+		finding_id TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		lens TEXT NOT NULL,
+		at_ms BIGINT NOT NULL,
+		PRIMARY KEY (repo, number, finding_id, kind)
+	)`,
+	`CREATE INDEX IF NOT EXISTS lensgate_quality_event_at ON lensgate_quality_event (at_ms)`,
 }
 
 func concat(lists ...[]string) []string {
