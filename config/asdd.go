@@ -672,6 +672,7 @@ var asddSchema = []*field{
 	sectionField("dismissals",
 		boolField("by_author", false, func(r *Repo, v bool) { r.Dismissals.ByAuthor = v }),
 	),
+	walkthroughField(), askField(),
 	{name: "agent_review", kind: fPolicy},
 }
 

@@ -60,6 +60,9 @@ type Repo struct {
 	Delegate Delegate
 	// Dismissals configures who may dismiss findings (lensgate's own keys).
 	Dismissals Dismissals
+	// Walkthrough and Ask configure the walkthrough and the ask command (lensgate's own keys).
+	Walkthrough Walkthrough
+	Ask         Ask
 
 	// Policy is the named-lens review policy from agent_review, or DefaultPolicy() when the
 	// section is absent.
@@ -249,6 +252,8 @@ func DefaultRepo() *Repo {
 		Audit:                Audit{Sink: "none"},
 		ReviewOverrideOwners: []string{},
 		Delegate:             Delegate{Timeout: DefaultDelegateTimeout, Approval: DelegateApprovalExternal},
+		Walkthrough:          Walkthrough{Enabled: true},
+		Ask:                  Ask{Enabled: true, PerUserPerHour: DefaultAskPerUserPerHour},
 		Policy:               DefaultPolicy(),
 		PolicyDefaulted:      true,
 	}
