@@ -75,6 +75,10 @@ type Decision struct {
 	Tokens Tokens `json:"tokens"`
 	// ModelInput says what was kept from the models: redacted secrets and withheld files.
 	ModelInput ModelInput `json:"modelInput"`
+	// Walkthrough is the account of the change shown above the review (nil when turned off);
+	// Answers are the replies to the questions of Subject.Questions. Neither affects the gate.
+	Walkthrough *Walkthrough     `json:"walkthrough,omitempty"`
+	Answers     []QuestionAnswer `json:"answers,omitempty"`
 }
 
 // TokenCount is a number of model tokens. Estimated is true when some part of it is lensgate's

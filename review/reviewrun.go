@@ -107,6 +107,7 @@ type reviewRun struct {
 	reviewedBy  map[string]bool // runtimes that completed their part of the review
 	sentToModel bool
 	modelRan    bool
+	prose       *proseRun // the walkthrough and the answers
 }
 
 // planReview reads the change and decides, for every lens, its runtime, its group and the parts
@@ -327,6 +328,7 @@ func (r *reviewRun) close() {
 // Decision is the same whichever answered first.
 func (r *reviewRun) run(ctx context.Context) {
 	var wg sync.WaitGroup
+	r.startProse(ctx, &wg)
 	inFlight := semaphore.NewWeighted(int64(r.p.opts.MaxConcurrentCalls))
 	for _, g := range r.groups {
 		if !r.planGroup(g) {
@@ -610,6 +612,7 @@ func (r *reviewRun) assemble() (*Decision, error) {
 	}
 
 	r.observed.Finished = r.p.opts.Now()
+	r.calls = append(r.calls, r.proseCalls()...)
 	tokens := tallyTokens(r.calls, results)
 
 	gate, err := evaluateGate(r.plan, results)
@@ -640,6 +643,7 @@ func (r *reviewRun) assemble() (*Decision, error) {
 		}
 	}
 	r.decideCoverage(dec, results, requestChanges)
+	r.finishProse(dec, results)
 	if r.sentToModel {
 		dec.ModelInput = r.view.input
 	}

@@ -81,6 +81,8 @@ type Subject struct {
 	Settled bool
 	// Dismissals are the accepted dismissals of findings, from people with write access.
 	Dismissals []Dismissal
+	// Questions are the reviewers' questions this review answers (see Decision.Answers).
+	Questions []Question
 
 	// Local marks a subject built from a local git repository rather than a forge. It has no
 	// labels, body checkbox or open pull requests, so intake skips the checks that need them.
