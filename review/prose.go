@@ -164,8 +164,10 @@ func (r *reviewRun) writeSummary(ctx context.Context, name string, w runtime.Wri
 	if r.subj.Prior != nil {
 		prior = r.subj.Prior.Walkthrough
 	}
-	if prior != nil && prior.Head == r.subj.HeadSHA && prior.Text != "" {
-		r.prose.summary = prior
+	if prior != nil && prior.Head == r.subj.HeadSHA {
+		// Written at this head already (or failed at it): a run of the same head, for a
+		// command or a settled delegate, does not pay for it again.
+		r.prose.summary, r.prose.note = prior, prior.Failed
 		return
 	}
 	if !r.intake.Passed {
@@ -183,9 +185,7 @@ func (r *reviewRun) writeSummary(ctx context.Context, name string, w runtime.Wri
 	defer r.prose.mu.Unlock()
 	if err != nil {
 		r.prose.note = "the walkthrough call failed: " + boundText(err.Error(), 300)
-		if prior != nil && prior.Text != "" {
-			r.prose.summary = prior // the earlier account, named with its head
-		}
+		r.prose.summary = &WalkthroughMemo{Head: r.subj.HeadSHA, Failed: r.prose.note}
 		return
 	}
 	r.prose.summary = &WalkthroughMemo{Head: r.subj.HeadSHA, Text: boundText(out.Text, MaxWalkthroughSummaryBytes), Model: out.Model}
@@ -254,7 +254,9 @@ func (r *reviewRun) finishProse(dec *Decision, results []LensResult) {
 	}
 	w := r.buildWalkthrough(results, dec.Findings)
 	if s := r.prose.summary; s != nil {
-		w.Summary, w.SummaryModel, w.SummaryHead = s.Text, s.Model, s.Head
+		if s.Text != "" {
+			w.Summary, w.SummaryModel, w.SummaryHead = s.Text, s.Model, s.Head
+		}
 		if dec.State != nil {
 			dec.State.Walkthrough = s
 		}

@@ -89,8 +89,10 @@ type WalkthroughSince struct {
 // WalkthroughMemo is the model's walkthrough as the review state keeps it.
 type WalkthroughMemo struct {
 	Head  string `json:"head"`
-	Text  string `json:"text"`
+	Text  string `json:"text,omitempty"`
 	Model string `json:"model,omitempty"`
+	// Failed says why no text could be written at Head: the same head is not asked again.
+	Failed string `json:"failed,omitempty"`
 }
 
 // changeStat is one changed file's size.
@@ -211,7 +213,7 @@ func (r *reviewRun) lensFiles(results []LensResult) map[string][]string {
 }
 
 // areasOf groups the changed files by directory, two levels deep, or by top directory when
-// that gives too many areas; the largest areas are listed first.
+// that gives too many areas (and more than one); the largest areas are listed first.
 func areasOf(stats []changeStat, looked map[string][]string) ([]WalkthroughArea, int) {
 	depth := maxAreaDepth
 	group := func(d int) map[string]*WalkthroughArea {
@@ -236,7 +238,10 @@ func areasOf(stats []changeStat, looked map[string][]string) ([]WalkthroughArea,
 	}
 	m := group(depth)
 	if len(m) > maxWalkthroughAreas {
-		m = group(1)
+		// Too many directories: their top directories, unless everything is under one.
+		if top := group(1); len(top) > 1 {
+			m = top
+		}
 	}
 	areas := make([]WalkthroughArea, 0, len(m))
 	for _, a := range m {
