@@ -54,12 +54,16 @@ type QuestionAnswer struct {
 	User      string `json:"user"`
 	Text      string `json:"text"`
 	Model     string `json:"model,omitempty"`
+	// Question is the question as asked (untrusted); Tokens what answering it cost.
+	Question string      `json:"question"`
+	Tokens   *TokenCount `json:"tokens,omitempty"`
 }
 
 // proseRun is what the prose calls of a review produced.
 type proseRun struct {
 	mu      sync.Mutex
 	summary *WalkthroughMemo
+	tokens  *TokenCount // what this run's walkthrough call cost (nil: none made)
 	note    string
 	answers []QuestionAnswer
 	calls   []ModelCall
@@ -189,6 +193,8 @@ func (r *reviewRun) writeSummary(ctx context.Context, name string, w runtime.Wri
 		return
 	}
 	r.prose.summary = &WalkthroughMemo{Head: r.subj.HeadSHA, Text: boundText(out.Text, MaxWalkthroughSummaryBytes), Model: out.Model}
+	r.prose.tokens = &TokenCount{}
+	r.prose.tokens.add(out.Call.Usage)
 }
 
 // answer answers one question with the diff, its thread and the lenses' context.
@@ -210,8 +216,12 @@ func (r *reviewRun) answer(ctx context.Context, name string, w runtime.Writer, b
 		req.Thread = append(req.Thread, red.Text(boundText(t, MaxQuestionBytes)))
 	}
 	req.Path, req.Line, req.MaxBytes = red.Text(q.Path), q.Line, MaxAnswerBytes
-	a := QuestionAnswer{CommentID: q.CommentID, InReplyTo: q.InReplyTo, User: q.User}
+	a := QuestionAnswer{CommentID: q.CommentID, InReplyTo: q.InReplyTo, User: q.User, Question: boundText(q.Text, MaxQuestionBytes)}
 	out, err := r.callWriter(ctx, name, w, req)
+	if out != nil {
+		a.Tokens = &TokenCount{}
+		a.Tokens.add(out.Call.Usage)
+	}
 	if err != nil {
 		a.Text = "lensgate could not answer this question: " + boundText(err.Error(), 300)
 	} else {
@@ -261,7 +271,7 @@ func (r *reviewRun) finishProse(dec *Decision, results []LensResult) {
 			dec.State.Walkthrough = s
 		}
 	}
-	w.SummaryNote = r.prose.note
+	w.SummaryNote, w.SummaryTokens = r.prose.note, r.prose.tokens
 	if w.Summary != "" && w.SummaryHead != r.subj.HeadSHA && w.SummaryNote == "" {
 		w.SummaryNote = "written at " + digest.Short(w.SummaryHead)
 	}

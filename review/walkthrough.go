@@ -45,6 +45,8 @@ type Walkthrough struct {
 	// SummaryNote says why there is no model summary when a model runtime was there to write
 	// one (a token cap, a failed call).
 	SummaryNote string `json:"summaryNote,omitempty"`
+	// SummaryTokens is what this review's walkthrough call cost (nil when none was made).
+	SummaryTokens *TokenCount `json:"summaryTokens,omitempty"`
 
 	Files   int               `json:"files"`
 	Added   int               `json:"added"`

@@ -50,6 +50,8 @@ type Record struct {
 	Intake        []Intake `json:"intake,omitempty"`
 	// Tokens is the review's whole model spend (nil when no model was called).
 	Tokens *Tokens `json:"tokens,omitempty"`
+	// Prose is what a model wrote beside the review: the walkthrough and answers.
+	Prose []Prose `json:"prose,omitempty"`
 }
 
 // Tokens counts model tokens; Estimated is set when some of it is an estimate because the
@@ -162,6 +164,7 @@ func EncodeRecord(r Record) (string, error) {
 		g.Path, g.Reason = cut(g.Path, 300), cut(g.Reason, 200)
 	}
 	r.Policy.Problems = cutList(r.Policy.Problems)
+	r.Prose = boundProse(r.Prose)
 	if p := r.Policy.Proposed; p != nil {
 		p.Problems, p.Error = cutList(p.Problems), cut(p.Error, 300)
 	}

@@ -106,6 +106,7 @@ func (r *run) setRecord(pub *publication.Publication, placed map[string]bool) {
 	if d.Tokens.Total > 0 || len(d.Tokens.Calls) > 0 {
 		rec.Tokens = recordTokens(&d.Tokens.TokenCount)
 	}
+	rec.Prose = recordProse(d)
 	line, err := details.EncodeRecord(rec)
 	if err != nil {
 		r.notes = append(r.notes, "details record not written: "+oneLine(err.Error(), 300))

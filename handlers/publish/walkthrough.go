@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/handlers/publication"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/review"
+	"github.com/lensgate/lensgate/review/runtime"
 )
 
 // walkthroughOpenBytes is the longest walkthrough shown open; a longer one is collapsed.
@@ -135,4 +137,17 @@ func answerBody(a publication.Answer) string {
 	}
 	return "Answer to " + code(a.Asker, 80) + "'s question, written by the model " + code(a.Model, 80) +
 		" (model output: it is not a review outcome and changes no lens and no gate):\n\n" + quoted(a.Text, review.MaxAnswerBytes+500) + end
+}
+
+// recordProse is what the details record says of the walkthrough and the answers.
+func recordProse(d *review.Decision) []details.Prose {
+	var out []details.Prose
+	if w := d.Walkthrough; w != nil && (w.Summary != "" || w.SummaryTokens != nil) {
+		out = append(out, details.Prose{Kind: runtime.ProseWalkthrough, Model: w.SummaryModel, Text: w.Summary, Tokens: recordTokens(w.SummaryTokens)})
+	}
+	for _, a := range d.Answers {
+		out = append(out, details.Prose{Kind: runtime.ProseAnswer, Asker: a.User, Question: a.Question, Model: a.Model, Text: a.Text,
+			Tokens: recordTokens(a.Tokens)})
+	}
+	return out
 }
