@@ -315,7 +315,7 @@ func risksOf(stats []changeStat, findings []Finding, protected []string, testsTo
 		if runtime.IsWorkflowPath(st.path) {
 			add(st.path, "CI workflow", 40)
 		}
-		if n := st.added + st.removed; n >= 100 && builtin.IsCodePath(st.path) {
+		if n := st.added + st.removed; n >= 100 && builtin.IsCodePath(st.path) && !builtin.IsTestPath(st.path) {
 			add(st.path, strconv.Itoa(n)+" lines changed", min(n/20, 30))
 			if !testsTouched {
 				add(st.path, "no test changed", 5)
