@@ -331,3 +331,35 @@ func TestAskWithoutAModel(t *testing.T) {
 		t.Fatalf("builtin walkthrough:\n%s", c.Body)
 	}
 }
+
+// TestAskIsRateLimitedPerUser: beyond ask.per_user_per_hour a question is answered with the
+// limit and makes no model call; another person's question is still answered.
+func TestAskIsRateLimitedPerUser(t *testing.T) {
+	m := &proseModel{summary: "-", answer: "Answered."}
+	st := modelStack(t, m, e2eDiff1)
+	st.gh.SetFile(e2eRepo, "master", ".asdd.yml", "runtime: openai\nmodels:\n  reviewer: m\nask:\n  per_user_per_hour: 1\n")
+	st.send("pull_request", "d-opened", readPayload(t, "pull_request.opened.payload.json"))
+	st.wait("opened")
+	st.gh.SetPermission(e2eRepo, "reader", "read")
+	st.gh.SetPermission(e2eRepo, "other", "read")
+	first := st.conversationCommand("d-1", "reader", "User", "/lensgate ask one?")
+	second := st.conversationCommand("d-2", "reader", "User", "/lensgate ask two?")
+	third := st.conversationCommand("d-3", "other", "User", "/lensgate ask three?")
+	a1, a2, a3 := answersTo(st.gh, first.ID), answersTo(st.gh, second.ID), answersTo(st.gh, third.ID)
+	if len(a1) != 1 || !strings.Contains(a1[0].Body, "> Answered.") || len(a3) != 1 || !strings.Contains(a3[0].Body, "> Answered.") {
+		t.Fatalf("answers %+v %+v", a1, a3)
+	}
+	if len(a2) != 1 || !strings.Contains(a2[0].Body, "at most 1 questions per person per hour") {
+		t.Fatalf("the question over the limit: %+v", a2)
+	}
+	_, prose := m.requests()
+	asked := 0
+	for _, p := range prose {
+		if strings.Contains(p, "## Question") {
+			asked++
+		}
+	}
+	if asked != 2 {
+		t.Fatalf("%d question calls, want 2", asked)
+	}
+}
