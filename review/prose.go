@@ -70,18 +70,31 @@ type proseRun struct {
 }
 
 // writer is the runtime that writes the walkthrough and answers: the runtime of the first
-// model lens of the plan that can write prose ("" and nil when none can).
-func (r *reviewRun) writer() (string, runtime.Writer) {
+// model lens of the plan that can write prose ("" and nil when none can). paid names the
+// first model runtime of the plan when none of them can write prose ("" when there is none).
+func (r *reviewRun) writer() (name string, w runtime.Writer, paid string) {
 	for _, l := range r.lenses {
 		if l.cause != "" || r.p.free[l.runtime] {
 			continue
 		}
 		rt, _ := r.p.opts.Runtimes.Get(l.runtime)
 		if w, ok := rt.(runtime.Writer); ok {
-			return l.runtime, w
+			return l.runtime, w, ""
+		}
+		if paid == "" {
+			paid = l.runtime
 		}
 	}
-	return "", nil
+	return "", nil, paid
+}
+
+// noWriterAnswer says why a question gets no model's answer.
+func noWriterAnswer(paid string) string {
+	if paid == "" {
+		return NoModelAnswer
+	}
+	return "The model runtime " + paid + " of this repository's review cannot write answers (it is not an OpenAI-compatible " +
+		"runtime in lensgate's own process), so lensgate cannot answer questions here."
 }
 
 // lensHeadroom is the tokens the lens calls of this review may take: the prose calls leave it
@@ -114,10 +127,14 @@ func (r *reviewRun) startProse(ctx context.Context, wg *sync.WaitGroup) {
 	if !wantSummary && len(r.subj.Questions) == 0 {
 		return
 	}
-	name, w := r.writer()
+	name, w, paid := r.writer()
 	if w == nil {
 		for _, q := range r.subj.Questions {
-			r.prose.answers = append(r.prose.answers, QuestionAnswer{CommentID: q.CommentID, InReplyTo: q.InReplyTo, User: q.User, Text: NoModelAnswer})
+			r.prose.answers = append(r.prose.answers, QuestionAnswer{CommentID: q.CommentID, InReplyTo: q.InReplyTo, User: q.User,
+				Question: boundText(q.Text, MaxQuestionBytes), Text: noWriterAnswer(paid)})
+		}
+		if paid != "" && wantSummary {
+			r.prose.note = "the model runtime " + paid + " cannot write a walkthrough"
 		}
 		return
 	}

@@ -209,3 +209,19 @@ func TestQuestionsAreAnsweredBesideTheReview(t *testing.T) {
 		t.Fatalf("answers without a model %+v", noModel.Answers)
 	}
 }
+
+// TestModelRuntimeThatCannotWrite: a model runtime without runtime.Writer (an adapter, a runner
+// in another process) gets no prose call; the answer and the walkthrough say why.
+func TestModelRuntimeThatCannotWrite(t *testing.T) {
+	w := newWritingRuntime()
+	plain := &w.fakeRuntime // the same lens answers, no Write method
+	subj := prSubject()
+	subj.Questions = []Question{{CommentID: 3, User: "bob", Text: "why?"}}
+	d, err := newTestPipeline(plain, builtin.New(builtin.Options{})).Review(context.Background(), subj, modelCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Answers) != 1 || !strings.Contains(d.Answers[0].Text, "model runtime model") || !strings.Contains(d.Walkthrough.SummaryNote, "cannot write") {
+		t.Fatalf("answers %+v, walkthrough %+v", d.Answers, d.Walkthrough)
+	}
+}
