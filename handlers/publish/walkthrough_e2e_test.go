@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/internal/githubfake"
 	"github.com/lensgate/lensgate/review"
@@ -214,6 +216,27 @@ func TestAskFromAReaderIsAnsweredOnce(t *testing.T) {
 	}
 	if d := st.decisions.last(); d.Tokens.Calls[len(d.Tokens.Calls)-1].Lenses[0] != runtime.ProseAnswer {
 		t.Fatalf("the answer's call is not among the review's model calls: %+v", d.Tokens.Calls)
+	}
+	// The reply passed the policy decision point and is in its hash-chained ledger.
+	raw, err := os.ReadFile(st.ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pdp.Verify(bytes.NewReader(raw)); err != nil {
+		t.Fatal(err)
+	}
+	audited := 0
+	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var r pdp.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Action == "publish."+string(pdp.KindCommentReply) && r.Outcome.Verdict == "allow" {
+			audited++
+		}
+	}
+	if audited != 1 {
+		t.Fatalf("%d audited conversation replies, want 1", audited)
 	}
 
 	// GitHub delivers the same event again: the replay guard answers it, nothing runs.
