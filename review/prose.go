@@ -353,3 +353,31 @@ func (r *reviewRun) proseCalls() []ModelCall {
 	})
 	return calls
 }
+
+// proseShare names the tokens of the prose calls among a review's calls, which no lens's share
+// holds ("" when there were none).
+func proseShare(calls []ModelCall) string {
+	var walk, ask TokenCount
+	for _, c := range calls {
+		if len(c.Lenses) != 1 {
+			continue
+		}
+		switch c.Lenses[0] {
+		case runtime.ProseWalkthrough:
+			walk.add(c.Usage)
+		case runtime.ProseAnswer:
+			ask.add(c.Usage)
+		}
+	}
+	var parts []string
+	if walk.Total > 0 {
+		parts = append(parts, "walkthrough "+thousands(walk.Total))
+	}
+	if ask.Total > 0 {
+		parts = append(parts, "answers "+thousands(ask.Total))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; beside the lenses: " + strings.Join(parts, ", ")
+}

@@ -130,6 +130,9 @@ func TestModelWalkthroughIsKeptAndUpdated(t *testing.T) {
 	if lensByName(d, "deep").Tokens.Total != 110 {
 		t.Fatalf("the walkthrough's tokens were counted to a lens: %+v", lensByName(d, "deep").Tokens)
 	}
+	if line := TokensLine(d); !strings.Contains(line, "per lens: deep 110; beside the lenses: walkthrough 60.") {
+		t.Fatalf("tokens line %q", line)
+	}
 	// The same head again (a command, a settled delegate): nothing new is written.
 	same := prSubject()
 	same.Prior = d.State
