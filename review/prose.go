@@ -165,17 +165,21 @@ func (r *reviewRun) proseRequest(kind string, all []byte, files []diff.File, bud
 	}
 	v := newModelView(r.subj, r.rtSubj, all, kept, r.changed, r.cfg.Models.ExcludePaths)
 	req := &runtime.ProseRequest{Kind: kind, Subject: v.subject, Diff: v.diff, Changed: v.changed, Settings: r.settings,
-		Budget: budget, Slots: r.slots, Context: r.lensContext()}
+		Budget: budget, Slots: r.slots, Context: r.lensContext(v.files)}
 	for _, l := range r.lenses {
 		req.Lenses = append(req.Lenses, runtime.Lens{Name: l.item.Name, Preset: l.item.Preset, Instruction: l.item.Instruction})
 	}
 	return req
 }
 
-// lensContext is the context beyond the diff that the model lenses get. Today they get the
-// subject and the diff only, which every prose request carries already; context sources added
-// for the lenses are added here too, so that prose is written from what the lenses saw.
-func (r *reviewRun) lensContext() []runtime.ContextPart { return nil }
+// lensContext is the context beyond the diff that a model lens's request for these files gets.
+// Today the lenses get the subject and the diff only, which every prose request carries
+// already, so there is nothing to add; context sources added for the lens requests are built
+// for prose requests here, from the same files, so that prose is written from what the lenses
+// saw.
+func (r *reviewRun) lensContext(files []diff.File) []runtime.ContextPart {
+	return nil
+}
 
 // writeSummary writes the model's walkthrough: kept when it was written at this head, updated
 // from the changes since when it was written at the head this review is incremental from,
