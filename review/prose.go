@@ -238,6 +238,16 @@ func (r *reviewRun) answer(ctx context.Context, name string, w runtime.Writer, b
 	}
 	req.Path, req.Line, req.MaxBytes = red.Text(q.Path), q.Line, MaxAnswerBytes
 	a := QuestionAnswer{CommentID: q.CommentID, InReplyTo: q.InReplyTo, User: q.User, Question: boundText(q.Text, MaxQuestionBytes)}
+	if !r.intake.Passed {
+		// The intake is the spend gate: a change it holds back goes to no model, questions
+		// included.
+		a.Text = "lensgate sends this pull request to no model until its intake checks pass (" + intakeProblems(r.intake) +
+			"); ask again once they do."
+		r.prose.mu.Lock()
+		r.prose.answers = append(r.prose.answers, a)
+		r.prose.mu.Unlock()
+		return
+	}
 	out, err := r.callWriter(ctx, name, w, req)
 	if out != nil {
 		a.Tokens = &TokenCount{}

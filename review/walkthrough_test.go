@@ -228,3 +228,21 @@ func TestModelRuntimeThatCannotWrite(t *testing.T) {
 		t.Fatalf("answers %+v, walkthrough %+v", d.Answers, d.Walkthrough)
 	}
 }
+
+// TestQuestionsWaitForTheIntake: a pull request the intake holds back goes to no model, and a
+// question on it is answered with the intake's problems, without a call.
+func TestQuestionsWaitForTheIntake(t *testing.T) {
+	w := newWritingRuntime()
+	subj := prSubject()
+	subj.Labels = nil // an adopted configuration's intake asks for a lane label
+	subj.Questions = []Question{{CommentID: 3, User: "bob", Text: "why?"}}
+	cfg := modelCfg()
+	cfg.Source = ".asdd.yml"
+	d, err := newTestPipeline(w, builtin.New(builtin.Options{})).Review(context.Background(), subj, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Answers) != 1 || !strings.Contains(d.Answers[0].Text, "intake checks pass") || len(w.requests(runtime.ProseAnswer)) != 0 {
+		t.Fatalf("answers %+v, %d calls", d.Answers, len(w.requests(runtime.ProseAnswer)))
+	}
+}
