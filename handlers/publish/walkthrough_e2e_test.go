@@ -2,6 +2,7 @@ package publish
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -165,13 +166,14 @@ func TestWalkthroughAppearsOnceAndIsUpdatedInPlace(t *testing.T) {
 }
 
 // TestWalkthroughFitsTheCommentLimit: a pull request of thousands of files in hundreds of
-// directories keeps the advisory comment within GitHub's 65,536 characters, the walkthrough
-// at its top and the receipt at its end.
+// directories, each with a committed secret (a finding each), keeps the advisory comment within
+// GitHub's 65,536 characters, the walkthrough at its top and the receipt at its end.
 func TestWalkthroughFitsTheCommentLimit(t *testing.T) {
 	var b strings.Builder
 	for i := 0; i < 2500; i++ {
 		p := fmt.Sprintf("services/svc%03d/internal/handler_%04d_with_a_rather_long_descriptive_name.go", i%400, i)
-		fmt.Fprintf(&b, "diff --git a/%s b/%s\nnew file mode 100644\n--- /dev/null\n+++ b/%s\n@@ -0,0 +1,2 @@\n+package svc\n+// TODO: %d\n", p, p, p, i)
+		secret := fmt.Sprintf("%x", sha256.Sum256([]byte(p)))[:36]
+		fmt.Fprintf(&b, "diff --git a/%s b/%s\nnew file mode 100644\n--- /dev/null\n+++ b/%s\n@@ -0,0 +1,2 @@\n+package svc\n+const token = \"ghp_%s\"\n", p, p, p, secret)
 	}
 	st := newStack(t, review.NewPipeline(review.Options{Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{})), Logger: zerolog.Nop()}), b.String())
 	st.send("pull_request", "d-opened", readPayload(t, "pull_request.opened.payload.json"))
@@ -182,6 +184,10 @@ func TestWalkthroughFitsTheCommentLimit(t *testing.T) {
 	}
 	if !strings.Contains(c.Body, "<details><summary><b>Walkthrough") {
 		t.Fatal("a long walkthrough is not collapsed")
+	}
+	walk := c.Body[:strings.Index(c.Body, "</details>")]
+	if !strings.Contains(walk, "**Read first**") || !strings.Contains(walk, "finding of security") || !strings.Contains(walk, "… 375 more area(s)") {
+		t.Fatalf("walkthrough of the large pull request:\n%s", walk)
 	}
 	t.Logf("advisory comment: %d of %d characters", len(c.Body), maxCommentBody)
 }
