@@ -76,21 +76,30 @@ func issueAsk(ic *github.IssueComment, command string) (Asked, bool) {
 		Created: ic.GetCreatedAt().Time}, true
 }
 
-// reviewAsk is the question of a review-thread comment, when it asks one.
+// reviewAsk is the question of a review-thread comment, when it asks one. A question that
+// starts a thread is answered in that thread, about its own lines.
 func reviewAsk(rc *github.PullRequestComment, command string) (Asked, bool) {
 	q, ok := ParseAsk(rc.GetBody(), command)
 	if !ok {
 		return Asked{}, false
 	}
-	return Asked{CommentID: rc.GetID(), InReplyTo: rc.GetInReplyTo(), User: rc.GetUser().GetLogin(), Bot: IsBot(rc.GetUser()),
-		Question: q, Created: rc.GetCreatedAt().Time}, true
+	a := Asked{CommentID: rc.GetID(), InReplyTo: rc.GetInReplyTo(), User: rc.GetUser().GetLogin(), Bot: IsBot(rc.GetUser()),
+		Question: q, Created: rc.GetCreatedAt().Time, Path: rc.GetPath(), Line: rc.GetLine()}
+	if a.Line == 0 {
+		a.Line = rc.GetOriginalLine()
+	}
+	if a.InReplyTo == 0 {
+		a.InReplyTo = a.CommentID
+	}
+	return a, true
 }
 
 // maxThreadComments bounds the earlier comments of a thread a question is asked with.
 const maxThreadComments = 20
 
-// fillThreads gives each question asked in a review thread the thread's lines and its
-// earlier comments (everyone's, the App's included: all of it is data for the answer).
+// fillThreads gives each question asked in a review thread the thread's lines (when its own
+// comment did not carry them) and its earlier comments (everyone's, the App's included: all of
+// it is data for the answer).
 func fillThreads(qs []Asked, all []*github.PullRequestComment) {
 	for i := range qs {
 		q := &qs[i]
@@ -105,7 +114,7 @@ func fillThreads(qs []Asked, all []*github.PullRequestComment) {
 			if root != q.InReplyTo || c.GetID() >= q.CommentID {
 				continue
 			}
-			if c.GetID() == q.InReplyTo {
+			if c.GetID() == q.InReplyTo && q.Path == "" {
 				q.Path, q.Line = c.GetPath(), c.GetLine()
 				if q.Line == 0 {
 					q.Line = c.GetOriginalLine()

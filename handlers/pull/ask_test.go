@@ -63,3 +63,19 @@ func TestFillThreads(t *testing.T) {
 		t.Fatalf("conversation question %+v", q)
 	}
 }
+
+// TestQuestionStartingAThread: a question that starts a review thread is answered in it, about
+// its own lines; a reply keeps its thread's.
+func TestQuestionStartingAThread(t *testing.T) {
+	root := &github.PullRequestComment{ID: github.Int64(5), Body: github.String("/lensgate ask is this safe?"),
+		User: &github.User{Login: github.String("ann")}, Path: github.String("b.go"), Line: github.Int(3)}
+	q, ok := reviewAsk(root, "/lensgate ask")
+	if !ok || q.InReplyTo != 5 || q.Path != "b.go" || q.Line != 3 || q.Question != "is this safe?" {
+		t.Fatalf("question %+v", q)
+	}
+	reply := &github.PullRequestComment{ID: github.Int64(6), InReplyTo: github.Int64(5), Body: github.String("/lensgate ask and here?"),
+		User: &github.User{Login: github.String("bob")}, Path: github.String("b.go"), OriginalLine: github.Int(4)}
+	if q, ok := reviewAsk(reply, "/lensgate ask"); !ok || q.InReplyTo != 5 || q.Line != 4 {
+		t.Fatalf("reply question %+v", q)
+	}
+}
