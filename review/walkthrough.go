@@ -1,6 +1,7 @@
 package review
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"slices"
@@ -337,4 +338,47 @@ func risksOf(stats []changeStat, findings []Finding, protected []string, testsTo
 		out = append(out, all[i].WalkthroughRisk)
 	}
 	return out
+}
+
+// renderWalkthrough is the walkthrough in the Markdown of RenderComment (lensgate review
+// --format markdown). Untrusted text is escaped like every other text of that rendering; the
+// model's summary is quoted line by line and named as model output.
+func renderWalkthrough(w *Walkthrough) string {
+	if w == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Walkthrough: %d file(s) in %d area(s), +%d −%d\n\n", w.Files, len(w.Areas)+w.MoreAreas, w.Added, w.Removed)
+	if w.Title != "" {
+		b.WriteString("**What and why** (from the description): " + mdText(w.Title))
+		if w.Purpose != "" {
+			b.WriteString(" — " + mdText(w.Purpose))
+		}
+		b.WriteString("\n\n")
+	}
+	if w.Summary != "" {
+		fmt.Fprintf(&b, "**Summary** by the model `%s` (model output, not a review outcome):\n\n", mdCode(w.SummaryModel))
+		for _, line := range strings.Split(w.Summary, "\n") {
+			b.WriteString("> " + mdText(line) + "\n")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("| area | files | + | − | lenses that looked |\n|---|---:|---:|---:|---|\n")
+	for _, a := range w.Areas {
+		fmt.Fprintf(&b, "| `%s` | %d | +%d | −%d | %s |\n", mdCode(DisplayPath(a.Name)), a.Files, a.Added, a.Removed, mdCell(strings.Join(a.Lenses, ", ")))
+	}
+	if w.MoreAreas > 0 {
+		fmt.Fprintf(&b, "| … %d more area(s) | | | | |\n", w.MoreAreas)
+	}
+	b.WriteString("\n")
+	for i, r := range w.Risks {
+		if i == 0 {
+			b.WriteString("**Read first**\n\n")
+		}
+		fmt.Fprintf(&b, "- `%s`: %s\n", mdCode(DisplayPath(r.Path)), mdText(r.Why))
+	}
+	if len(w.Risks) > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
 }

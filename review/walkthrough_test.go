@@ -100,6 +100,9 @@ func TestBuiltinWalkthroughIsDeterministic(t *testing.T) {
 	if len(d.Tokens.Calls) != 0 || len(d.Answers) != 0 {
 		t.Fatalf("a builtin review made model calls: %+v", d.Tokens)
 	}
+	if !strings.Contains(d.Comment, "### Walkthrough: 2 file(s) in 2 area(s), +2 −0") || !strings.Contains(d.Comment, "**Read first**\n\n- `.github/workflows/ci.yml`: ") {
+		t.Fatalf("markdown rendering:\n%s", d.Comment)
+	}
 	again, _ := p.Review(context.Background(), subj, cfg)
 	if again.Walkthrough.Risks[0] != w.Risks[0] || again.Walkthrough.Areas[0].Name != w.Areas[0].Name {
 		t.Fatal("the walkthrough is not the same for the same change")
@@ -123,6 +126,9 @@ func TestModelWalkthroughIsKeptAndUpdated(t *testing.T) {
 	}
 	if d.Walkthrough == nil || d.Walkthrough.Summary != "This change adds docs." || d.State.Walkthrough == nil {
 		t.Fatalf("walkthrough %+v", d.Walkthrough)
+	}
+	if !strings.Contains(d.Comment, "(model output, not a review outcome):\n\n> This change adds docs.\n") {
+		t.Fatalf("markdown rendering:\n%s", d.Comment)
 	}
 	if len(d.Tokens.Calls) != 2 || d.Tokens.Calls[1].Lenses[0] != runtime.ProseWalkthrough || d.Tokens.Total != 170 {
 		t.Fatalf("calls %+v total %d", d.Tokens.Calls, d.Tokens.Total)
