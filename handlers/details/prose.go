@@ -1,9 +1,10 @@
 package details
 
-// Bounds of the prose a record carries.
+// Bounds of the prose a record carries: small beside the findings, which share the record's
+// 16 KiB (the advisory comment and the reply hold the whole text).
 const (
-	maxRecordProse      = 6
-	maxRecordProseBytes = 1500
+	maxRecordProse      = 4
+	maxRecordProseBytes = 800
 )
 
 // Prose is a text a model wrote beside the review of a head: the walkthrough or the answer to a

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/handlers/details"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -50,5 +51,25 @@ func TestWalkthroughAndAnswersOnThePage(t *testing.T) {
 	findings := body[strings.Index(body, `id="findings-h"`):strings.Index(body, `id="lenses-h"`)]
 	if strings.Contains(findings, "Because of the flag") || strings.Contains(findings, "Adds a line") {
 		t.Fatal("prose listed among the findings")
+	}
+}
+
+// TestRecordProseIsBounded: prose is cut to its bounds and gives way, last, before a record
+// would not be written at all.
+func TestRecordProseIsBounded(t *testing.T) {
+	var r details.Record
+	for i := 0; i < 10; i++ {
+		r.Prose = append(r.Prose, details.Prose{Kind: "ask", Question: strings.Repeat("q", 5000), Text: strings.Repeat("a", 50_000)})
+	}
+	line, err := details.EncodeRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := details.ParseRecord(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Prose) != 4 || len(got.Prose[0].Text) > 900 || len(got.Prose[0].Question) > 400 || len(line) > details.MaxRecordBytes {
+		t.Fatalf("%d prose entries, text %d bytes, line %d bytes", len(got.Prose), len(got.Prose[0].Text), len(line))
 	}
 }

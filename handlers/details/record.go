@@ -183,6 +183,8 @@ func EncodeRecord(r Record) (string, error) {
 			r.Findings = r.Findings[:len(r.Findings)/2]
 		case len(r.Coverage.Gaps) > 0:
 			r.Coverage.Gaps = r.Coverage.Gaps[:len(r.Coverage.Gaps)/2]
+		case len(r.Prose) > 0:
+			r.Prose = r.Prose[:len(r.Prose)-1]
 		default:
 			return "", errors.New("details record: too large even without findings and gaps")
 		}
