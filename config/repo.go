@@ -56,13 +56,14 @@ type Repo struct {
 	ReviewOverrideOwners []string
 	DevCouncil           map[string]any
 
+	// Walkthrough and Ask configure the walkthrough and the ask command (lensgate's own keys).
+	Walkthrough Walkthrough
+	Ask         Ask
+
 	// Delegate configures lenses answered by another review bot.
 	Delegate Delegate
 	// Dismissals configures who may dismiss findings (lensgate's own keys).
 	Dismissals Dismissals
-	// Walkthrough and Ask configure the walkthrough and the ask command (lensgate's own keys).
-	Walkthrough Walkthrough
-	Ask         Ask
 
 	// Policy is the named-lens review policy from agent_review, or DefaultPolicy() when the
 	// section is absent.
@@ -250,10 +251,10 @@ func DefaultRepo() *Repo {
 		ContributorReview:    ContributorReview{Enabled: true, Posture: "advisory"},
 		Insights:             Insights{Enabled: true, ActivityLog: ".asdd-work/audit.jsonl"},
 		Audit:                Audit{Sink: "none"},
-		ReviewOverrideOwners: []string{},
-		Delegate:             Delegate{Timeout: DefaultDelegateTimeout, Approval: DelegateApprovalExternal},
 		Walkthrough:          Walkthrough{Enabled: true},
 		Ask:                  Ask{Enabled: true, PerUserPerHour: DefaultAskPerUserPerHour},
+		ReviewOverrideOwners: []string{},
+		Delegate:             Delegate{Timeout: DefaultDelegateTimeout, Approval: DelegateApprovalExternal},
 		Policy:               DefaultPolicy(),
 		PolicyDefaulted:      true,
 	}

@@ -64,6 +64,10 @@ type Decision struct {
 	Coverage       Coverage        `json:"coverage"`
 	Subject        SubjectContext  `json:"subject"`
 	Runs           []Run           `json:"runs"`
+	// Walkthrough is the account of the change shown above the review (nil when turned off);
+	// Answers are the replies to the questions of Subject.Questions. Neither affects the gate.
+	Walkthrough *Walkthrough     `json:"walkthrough,omitempty"`
+	Answers     []QuestionAnswer `json:"answers,omitempty"`
 	// Observed is what the pipeline saw of each runtime call, for the review-run observation.
 	Observed *Observed `json:"-"`
 	// Session is the review's runtime session: a runner in another process keeps its run in it.
@@ -75,10 +79,6 @@ type Decision struct {
 	Tokens Tokens `json:"tokens"`
 	// ModelInput says what was kept from the models: redacted secrets and withheld files.
 	ModelInput ModelInput `json:"modelInput"`
-	// Walkthrough is the account of the change shown above the review (nil when turned off);
-	// Answers are the replies to the questions of Subject.Questions. Neither affects the gate.
-	Walkthrough *Walkthrough     `json:"walkthrough,omitempty"`
-	Answers     []QuestionAnswer `json:"answers,omitempty"`
 }
 
 // TokenCount is a number of model tokens. Estimated is true when some part of it is lensgate's

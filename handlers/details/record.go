@@ -48,10 +48,10 @@ type Record struct {
 	Coverage      Coverage `json:"coverage"`
 	Policy        Policy   `json:"policy"`
 	Intake        []Intake `json:"intake,omitempty"`
-	// Tokens is the review's whole model spend (nil when no model was called).
-	Tokens *Tokens `json:"tokens,omitempty"`
 	// Prose is what a model wrote beside the review: the walkthrough and answers.
 	Prose []Prose `json:"prose,omitempty"`
+	// Tokens is the review's whole model spend (nil when no model was called).
+	Tokens *Tokens `json:"tokens,omitempty"`
 }
 
 // Tokens counts model tokens; Estimated is set when some of it is an estimate because the
