@@ -11,6 +11,7 @@ require (
 	github.com/google/go-github/v62 v62.0.0
 	github.com/gowebpki/jcs v1.0.2
 	github.com/gregjones/httpcache v0.0.0-20190611155906-901d90724c79
+	github.com/hmarr/codeowners v1.2.1
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/owenrumney/go-sarif/v3 v3.3.1
 	github.com/palantir/go-githubapp v0.26.0

@@ -262,6 +262,8 @@ const (
 	fSection
 	fAnyMap
 	fPolicy
+	// fWordOrStrings is one word of the field's enum or a list of strings (context.go).
+	fWordOrStrings
 )
 
 func (k fieldKind) String() string {
@@ -278,6 +280,8 @@ func (k fieldKind) String() string {
 		return "a mapping"
 	case fAnyMap:
 		return "a mapping"
+	case fWordOrStrings:
+		return "a word or a list of strings"
 	}
 	return "?"
 }
@@ -383,6 +387,8 @@ func (d *decoder) section(r *Repo, n *node, prefix string, fields []*field, spec
 				continue
 			}
 			f.set(r, e.val.b)
+		case fWordOrStrings:
+			d.wordOrStrings(r, e, key, f)
 		case fStrings:
 			list, ok := d.stringList(e, key, f)
 			if ok {
@@ -609,7 +615,9 @@ var asddSchema = []*field{
 		listField("auto_merge_class", true, checkGlob, func(r *Repo, v []string) { r.MergeReviewer.AutoMergeClass = v }),
 	),
 	listField("protected_paths", false, checkGlob, func(r *Repo, v []string) { r.ProtectedPaths = v }),
+	protectedRequireField,
 	listField("ignore_paths", false, checkGlob, func(r *Repo, v []string) { r.IgnorePaths = v }),
+	fixturePathsField, vendoredPathsField,
 	mapField("conventions", func(r *Repo, v map[string]any) { r.Conventions = v }),
 	listField("agents", true, nil, func(r *Repo, v []string) { r.Agents = v }),
 	sectionField("review",
@@ -673,6 +681,7 @@ var asddSchema = []*field{
 	sectionField("dismissals",
 		boolField("by_author", false, func(r *Repo, v bool) { r.Dismissals.ByAuthor = v }),
 	),
+	contextField(),
 	{name: "agent_review", kind: fPolicy},
 }
 

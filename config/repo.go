@@ -64,6 +64,19 @@ type Repo struct {
 	Delegate Delegate
 	// Dismissals configures who may dismiss findings (lensgate's own keys).
 	Dismissals Dismissals
+	// ProtectedPathsRequire says what a change to a protected path needs (protected.go); ""
+	// reads as RequireNone.
+	ProtectedPathsRequire ApprovalRequirement
+	// Secrets are the repository's own gitleaks files from the base branch (gitleaks.go); not
+	// an .asdd.yml key.
+	Secrets Secrets
+	// FixturePaths are the test and fixture paths, VendoredPaths the vendored third-party code:
+	// the builtin runtime reports secrets and disabled protections there at low severity
+	// (fixtures.go).
+	FixturePaths  []string
+	VendoredPaths []string
+	// Context configures what model lenses read besides the diff (lensgate's own keys).
+	Context Context
 
 	// Policy is the named-lens review policy from agent_review, or DefaultPolicy() when the
 	// section is absent.
@@ -254,7 +267,10 @@ func DefaultRepo() *Repo {
 		Walkthrough:          Walkthrough{Enabled: true},
 		Ask:                  Ask{Enabled: true, PerUserPerHour: DefaultAskPerUserPerHour},
 		ReviewOverrideOwners: []string{},
+		FixturePaths:         DefaultFixturePaths(),
+		VendoredPaths:        DefaultVendoredPaths(),
 		Delegate:             Delegate{Timeout: DefaultDelegateTimeout, Approval: DelegateApprovalExternal},
+		Context:              DefaultContext(),
 		Policy:               DefaultPolicy(),
 		PolicyDefaulted:      true,
 	}

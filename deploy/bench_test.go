@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -57,27 +58,34 @@ func BenchmarkWebhookAck(b *testing.B) {
 			srv := s.start("all")
 			url := srv.base + "/api/github/hook"
 			type delivery struct {
-				pr   int
-				head string
+				pr       int
+				head, id string
+				payload  []byte // with pushMarks for what only the push decides
 			}
-			// deliveries builds and signs n deliveries before the clock starts.
+			// deliveries builds n deliveries before the clock starts; each is finished and
+			// signed right after its push (stamp).
 			deliveries := func(prefix string, n int) ([]delivery, []*http.Request) {
 				ds := make([]delivery, n)
-				reqs := make([]*http.Request, n)
 				for i := range ds {
 					pr := prs[i%len(prs)]
 					head := s.nextHead(pr)
-					req, err := githubfake.WebhookRequest(url, "pull_request", fmt.Sprintf("%s-%d", prefix, i), s.fe.gh.WebhookSecret(), s.payloadFor(pr, head))
-					if err != nil {
-						b.Fatal(err)
-					}
-					ds[i], reqs[i] = delivery{pr, head}, req
+					ds[i] = delivery{pr, head, fmt.Sprintf("%s-%d", prefix, i), s.payloadWith(pr, head, updatedMark, bodyMark)}
 				}
-				return ds, reqs
+				return ds, make([]*http.Request, n)
 			}
+			// stamp pushes delivery i's head and makes its request: GitHub's payload shows the pull
+			// request right after the push (its updated_at, and its body, which lensgate's own
+			// disclosure block changes between pushes), and the worker compares its reads with
+			// them. Latencies are measured from after it.
 			send := func(ds []delivery, reqs []*http.Request) githubfake.LoadResult {
 				return githubfake.SendOpenLoop(s.client, reqs, *ackRate, func(i int) {
-					s.fe.gh.Push(s.repo, ds[i].pr, ds[i].head, scaleDiff, nil)
+					d := ds[i]
+					s.fe.gh.Push(s.repo, d.pr, d.head, scaleDiff, nil)
+					req, err := githubfake.WebhookRequest(url, "pull_request", d.id, s.fe.gh.WebhookSecret(), stampPush(d.payload, s.fe.gh.PullRequest(s.repo, d.pr)))
+					if err != nil {
+						b.Error(err)
+					}
+					reqs[i] = req
 				})
 			}
 			for b.Loop() {
@@ -101,6 +109,21 @@ func BenchmarkWebhookAck(b *testing.B) {
 			srv.stop()
 		})
 	}
+}
+
+// updatedMark and bodyMark stand in a pre-built payload for the pull request's updated_at and
+// body, which are known only once the push is made.
+const (
+	updatedMark = "@@updated_at@@"
+	bodyMark    = "@@body@@"
+)
+
+// stampPush fills a pre-built payload's marks with the pull request's state after the push.
+func stampPush(payload []byte, pr githubfake.PullRequest) []byte {
+	updated, _ := json.Marshal(pr.UpdatedAt.UTC().Format(time.RFC3339))
+	body, _ := json.Marshal(pr.Body)
+	out := bytes.Replace(payload, []byte(`"`+updatedMark+`"`), updated, 1)
+	return bytes.Replace(out, []byte(`"`+bodyMark+`"`), body, 1)
 }
 
 // settleDisk writes out what earlier benchmarks left for the disk (PostgreSQL's dirty buffers,

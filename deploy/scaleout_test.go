@@ -133,8 +133,17 @@ func (s *scaleOut) delivery(pr int, id string) []byte {
 	return s.payloadFor(pr, head)
 }
 
-// payloadFor is the pull_request.synchronize payload of pr at head.
+// payloadFor is the pull_request.synchronize payload of pr at head, as GitHub's payload shows
+// it: the pull request's state right after the push (so push first).
 func (s *scaleOut) payloadFor(pr int, head string) []byte {
+	s.t.Helper()
+	stored := s.fe.gh.PullRequest(s.repo, pr)
+	return s.payloadWith(pr, head, stored.UpdatedAt.UTC().Format(time.RFC3339), stored.Body)
+}
+
+// payloadWith is the pull_request.synchronize payload of pr at head with the given updated_at
+// and body.
+func (s *scaleOut) payloadWith(pr int, head, updatedAt, prBody string) []byte {
 	s.t.Helper()
 	stored := s.fe.gh.PullRequest(s.repo, pr)
 	p := map[string]any{}
@@ -145,8 +154,7 @@ func (s *scaleOut) payloadFor(pr int, head string) []byte {
 	pull := p["pull_request"].(map[string]any)
 	pull["number"], pull["id"], pull["node_id"] = pr, stored.ID, stored.NodeID
 	pull["head"].(map[string]any)["sha"] = head
-	// As GitHub's payload shows it: the pull request's state right after the push.
-	pull["updated_at"], pull["body"] = stored.UpdatedAt.UTC().Format(time.RFC3339), stored.Body
+	pull["updated_at"], pull["body"] = updatedAt, prBody
 	body, err := json.Marshal(p)
 	if err != nil {
 		s.t.Fatal(err)

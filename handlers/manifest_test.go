@@ -29,7 +29,7 @@ func TestAppManifest(t *testing.T) {
 	if !slices.Equal(m.Events, webhook.SubscribedEvents()) {
 		t.Fatalf("default_events %v, handled %v", m.Events, webhook.SubscribedEvents())
 	}
-	want := map[string]string{"contents": "read", "metadata": "read", "pull_requests": "write", "issues": "write", "checks": "write"}
+	want := map[string]string{"contents": "read", "metadata": "read", "pull_requests": "write", "issues": "write", "checks": "write", "members": "read"}
 	if len(m.Permissions) != len(want) {
 		t.Fatalf("permissions %v, want exactly %v", m.Permissions, want)
 	}

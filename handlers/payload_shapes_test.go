@@ -242,10 +242,14 @@ func TestPullRequestReviewPayloadShapes(t *testing.T) {
 		body string
 		code int
 	}{
-		"not a delegated bot":     {valid, http.StatusOK},
-		"unix time, no user":      {strings.Replace(strings.Replace(valid, `"2026-01-02T03:04:05Z"`, `1767322800`, 1), `{"login":"someone","id":3}`, `null`, 1), http.StatusOK},
-		"escaped and spaced":      {strings.ReplaceAll(strings.Replace(valid, `"submitted"`, `"subm\u0069tted"`, 1), `":`, "\"\t: "), http.StatusOK},
-		"not submitted":           {strings.Replace(valid, `"submitted"`, `"edited"`, 1), http.StatusOK},
+		// A person's review may change code-owner approval: it is queued (the worker drops it
+		// when the repository requires none).
+		"a person's review":       {valid, http.StatusAccepted},
+		"unix time, no user":      {strings.Replace(strings.Replace(valid, `"2026-01-02T03:04:05Z"`, `1767322800`, 1), `{"login":"someone","id":3}`, `null`, 1), http.StatusAccepted},
+		"escaped and spaced":      {strings.ReplaceAll(strings.Replace(valid, `"submitted"`, `"subm\u0069tted"`, 1), `":`, "\"\t: "), http.StatusAccepted},
+		"edited":                  {strings.Replace(valid, `"submitted"`, `"edited"`, 1), http.StatusAccepted},
+		"a bot's review":          {strings.Replace(valid, `"login":"someone"`, `"login":"ci[bot]"`, 1), http.StatusOK},
+		"closed pull request":     {strings.Replace(valid, `"state":"open"`, `"state":"closed"`, 1), http.StatusOK},
 		"review id is a string":   {strings.Replace(valid, `"id":9`, `"id":"9"`, 1), http.StatusBadRequest},
 		"user id is a fraction":   {strings.Replace(valid, `"id":3`, `"id":3.5`, 1), http.StatusBadRequest},
 		"submitted_at is no time": {strings.Replace(valid, `"2026-01-02T03:04:05Z"`, `"yesterday"`, 1), http.StatusBadRequest},
@@ -254,12 +258,13 @@ func TestPullRequestReviewPayloadShapes(t *testing.T) {
 		"trailing comma":          {strings.Replace(valid, `"body":"ok",`, `"body":"ok",,`, 1), http.StatusBadRequest},
 	} {
 		code, msg := e.send("pull_request_review", "rv-"+name, []byte(tt.body))
-		why := "ignored: review is not from a bot a lens is delegated to"
-		if name == "not submitted" {
-			why = "ignored: only submitted reviews can answer a delegated lens"
+		why := map[string]string{"a bot's review": "ignored: a bot's review approves no protected path",
+			"closed pull request": "ignored: pull request is closed"}[name]
+		if tt.code == http.StatusAccepted {
+			why = "queued Codertocat/Hello-World#2"
 		}
-		if code != tt.code || tt.code == http.StatusOK && msg != why {
-			t.Errorf("%s: %d %q, want %d", name, code, msg, tt.code)
+		if code != tt.code || tt.code != http.StatusBadRequest && msg != why {
+			t.Errorf("%s: %d %q, want %d %q", name, code, msg, tt.code, why)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lensgate/lensgate/disclosure/severity"
+	"github.com/lensgate/lensgate/review/modelctx"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
@@ -79,6 +80,13 @@ type Decision struct {
 	Tokens Tokens `json:"tokens"`
 	// ModelInput says what was kept from the models: redacted secrets and withheld files.
 	ModelInput ModelInput `json:"modelInput"`
+	// Context is the context manifest: what the model requests were given besides the diff
+	// (nil when nothing); ContextDigest is its digest, which the receipt binds.
+	Context       *modelctx.Manifest `json:"context,omitempty"`
+	ContextDigest string             `json:"contextDigest,omitempty"`
+	// ChangedInstructions are the repository instruction files the change edits: the review
+	// applied their base versions.
+	ChangedInstructions []string `json:"changedInstructions,omitempty"`
 }
 
 // TokenCount is a number of model tokens. Estimated is true when some part of it is lensgate's
@@ -91,11 +99,15 @@ type TokenCount struct {
 	// Earlier marks tokens spent by an earlier review of the same head whose result this one
 	// reuses: reported, not spent again.
 	Earlier bool `json:"earlier,omitempty"`
+	// CachedPrompt is the part of Prompt the model servers said they read from their prefix
+	// cache (usage.prompt_tokens_details.cached_tokens; servers that do not say count 0).
+	CachedPrompt int `json:"cachedPrompt,omitempty"`
 }
 
 func (t *TokenCount) add(u runtime.Tokens) {
 	t.Prompt += u.PromptTokens
 	t.Completion += u.CompletionTokens
+	t.CachedPrompt += u.CachedPromptTokens
 	t.Total = t.Prompt + t.Completion
 	t.Estimated = t.Estimated || u.Estimated
 }
@@ -276,6 +288,9 @@ type Run struct {
 	Finished time.Time `json:"finished,omitzero"`
 	Outcome  Outcome   `json:"outcome"`
 	Cause    string    `json:"cause,omitempty"`
+	// ContextDigest is the digest of the review's context manifest when this lens's model
+	// requests were given context ("" otherwise).
+	ContextDigest string `json:"contextDigest,omitempty"`
 }
 
 // TriageDecision is the result of triaging an issue: labels limited to the configured triage

@@ -70,6 +70,7 @@ func LocalSubject(ctx context.Context, dir, base, head string) (*Subject, error)
 		return nil, err
 	}
 	s.Files = files
+	s.ContextSources = localContextSources(g, baseSHA, headSHA)
 	return &s, nil
 }
 

@@ -32,7 +32,7 @@ func excluded(set *pathglob.Set, base *pathglob.Set, p string) bool {
 	return p != "" && (set.Match(p) || base.Match(path.Base(p)))
 }
 
-func newModelView(subj *Subject, rtSubj runtime.Subject, all []byte, files []diff.File, changed []runtime.Changed, excludes []string) modelView {
+func newModelView(rules *builtin.SecretRules, subj *Subject, rtSubj runtime.Subject, all []byte, files []diff.File, changed []runtime.Changed, excludes []string) modelView {
 	var full, byName []string
 	for _, g := range excludes {
 		full = append(full, g)
@@ -57,7 +57,7 @@ func newModelView(subj *Subject, rtSubj runtime.Subject, all []byte, files []dif
 		kept = append(kept, *f)
 	}
 
-	red := builtin.NewRedactor()
+	red := builtin.NewRedactor(rules)
 	v := modelView{input: ModelInput{Sent: true, WithheldFiles: []string{}}}
 	v.diff = red.Diff(joinFiles(all, kept))
 	v.files = diff.Parse(v.diff)

@@ -20,6 +20,7 @@ import (
 	"github.com/lensgate/lensgate/review/pathglob"
 	"github.com/lensgate/lensgate/review/policy"
 	"github.com/lensgate/lensgate/review/runtime"
+	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
 
 // Defaults of Options.
@@ -158,6 +159,12 @@ func (p *Pipeline) Review(ctx context.Context, subj *Subject, cfg *config.Repo) 
 		return nil, unusable("invalid review policy: %v", err)
 	}
 	r := p.planReview(subj, cfg, plan)
+	if r.usesPaid {
+		// Nothing leaves for a model unredacted: without the rule set there is no review.
+		if r.secretRules, err = builtin.LoadSecretRules(); err != nil {
+			return nil, fmt.Errorf("review: redaction before model calls: %w", err)
+		}
+	}
 	r.prepare()
 	defer r.close()
 	r.run(ctx)

@@ -55,7 +55,9 @@ func Predicate(d *Decision, subj *Subject, now time.Time) *disclosure.Predicate 
 		if r.Model != "" {
 			by += "/" + r.Model
 		}
-		p.ReviewRuns = append(p.ReviewRuns, disclosure.AssuredItem{AssertedBy: by + ":" + r.Lens + ":" + string(r.Outcome)})
+		// A lens given context beyond the diff points at the context manifest by its digest.
+		p.ReviewRuns = append(p.ReviewRuns, disclosure.AssuredItem{AssertedBy: by + ":" + r.Lens + ":" + string(r.Outcome),
+			EvidenceSHA256: r.ContextDigest})
 	}
 	for _, f := range d.Findings {
 		title := f.Title

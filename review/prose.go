@@ -163,22 +163,13 @@ func (r *reviewRun) proseRequest(kind string, all []byte, files []diff.File, bud
 		size += len(f.Raw)
 		kept = append(kept, f)
 	}
-	v := newModelView(r.subj, r.rtSubj, all, kept, r.changed, r.cfg.Models.ExcludePaths)
+	v := newModelView(r.secretRules, r.subj, r.rtSubj, all, kept, r.changed, r.cfg.Models.ExcludePaths)
 	req := &runtime.ProseRequest{Kind: kind, Subject: v.subject, Diff: v.diff, Changed: v.changed, Settings: r.settings,
-		Budget: budget, Slots: r.slots, Context: r.lensContext(v.files)}
+		Budget: budget, Slots: r.slots, Context: r.partContext(v.files)}
 	for _, l := range r.lenses {
 		req.Lenses = append(req.Lenses, runtime.Lens{Name: l.item.Name, Preset: l.item.Preset, Instruction: l.item.Instruction})
 	}
 	return req
-}
-
-// lensContext is the context beyond the diff that a model lens's request for these files gets.
-// Today the lenses get the subject and the diff only, which every prose request carries
-// already, so there is nothing to add; context sources added for the lens requests are built
-// for prose requests here, from the same files, so that prose is written from what the lenses
-// saw.
-func (r *reviewRun) lensContext(files []diff.File) []runtime.ContextPart {
-	return nil
 }
 
 // writeSummary writes the model's walkthrough: kept when it was written at this head, updated
@@ -231,7 +222,7 @@ func (r *reviewRun) answer(ctx context.Context, name string, w runtime.Writer, b
 		}
 	}
 	req := r.proseRequest(runtime.ProseAnswer, all, files, budget)
-	red := builtin.NewRedactor()
+	red := builtin.NewRedactor(r.secretRules)
 	req.Question = red.Text(boundText(q.Text, MaxQuestionBytes))
 	for _, t := range q.Thread {
 		req.Thread = append(req.Thread, red.Text(boundText(t, MaxQuestionBytes)))

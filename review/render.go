@@ -231,6 +231,9 @@ func RenderComment(d *Decision) string {
 	if w := d.ModelInput.WithheldFiles; len(w) > 0 {
 		fmt.Fprintf(&b, "\n%d file(s) withheld from the model (models.exclude_paths); see the coverage gaps.\n", len(w))
 	}
+	for _, line := range ContextLines(d) {
+		b.WriteString("\n" + line + "\n")
+	}
 	fmt.Fprintf(&b, "\n<sub>Head `%s`, plan `%s`, diff sha256 `%s`.", digest.Short(d.Subject.HeadSHA),
 		digest.Short(d.PlanDigest), digest.Short(d.Subject.ReviewedDiffDigest))
 	if line := TokensLine(d); line != "" {

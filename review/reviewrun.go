@@ -16,8 +16,10 @@ import (
 	"github.com/lensgate/lensgate/disclosure/observation"
 	"github.com/lensgate/lensgate/internal/digest"
 	"github.com/lensgate/lensgate/review/diff"
+	"github.com/lensgate/lensgate/review/modelctx"
 	"github.com/lensgate/lensgate/review/policy"
 	"github.com/lensgate/lensgate/review/runtime"
+	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
 
 // groupKey says which lenses share requests: those of one runtime and one scope.
@@ -65,6 +67,8 @@ type partCall struct {
 	res  *runtime.Result
 	err  error
 	call observation.Call
+	// context is what the request was given besides the diff (nil: nothing).
+	context *modelctx.Context
 }
 
 // reviewRun is one review of one subject: plan decides the lenses' runtimes, groups and parts
@@ -86,6 +90,7 @@ type reviewRun struct {
 	lenses        []lensPlan
 	groups        []*lensGroup
 	usesPaid      bool
+	secretRules   *builtin.SecretRules // what the model view redacts; loaded when a paid lens runs
 	cfgDigest     string
 	reused        map[string]LensRecord // per paid lens name, when the earlier results of this head stand
 	incremental   map[string]bool       // the model lenses reviewed since their last head, by name
@@ -104,7 +109,10 @@ type reviewRun struct {
 	slots    *reviewSlots
 
 	calls       []ModelCall
-	reviewedBy  map[string]bool // runtimes that completed their part of the review
+	material    *modelctx.Material // what model requests' context is built from (nil: none)
+	manifest    modelctx.Manifest  // the context the model requests were given
+	withContext map[string]bool    // lenses whose requests were given context, by name
+	reviewedBy  map[string]bool    // runtimes that completed their part of the review
 	sentToModel bool
 	modelRan    bool
 	prose       *proseRun // the walkthrough and the answers
@@ -116,7 +124,7 @@ func (p *Pipeline) planReview(subj *Subject, cfg *config.Repo, plan policy.Plan)
 	r := &reviewRun{
 		p: p, subj: subj, cfg: cfg, plan: plan,
 		log:      p.opts.Logger.With().Str("component", "review").Str("head", digest.Short(subj.HeadSHA)).Logger(),
-		observed: &Observed{Started: p.opts.Now()}, incremental: map[string]bool{}, reviewedBy: map[string]bool{},
+		observed: &Observed{Started: p.opts.Now()}, incremental: map[string]bool{}, reviewedBy: map[string]bool{}, withContext: map[string]bool{},
 	}
 	r.diffBytes = subj.reviewedDiff()
 	r.files = diff.Parse(r.diffBytes)
@@ -231,10 +239,12 @@ func (r *reviewRun) prepare() {
 		r.rtSubj.Commits = append(r.rtSubj.Commits, c.Message)
 	}
 	r.settings = runtime.Settings{
-		ProtectedPaths: cfg.ProtectedPaths, IgnorePaths: cfg.IgnorePaths, RequireSpec: cfg.RequireSpec,
+		ProtectedPaths: cfg.ProtectedPaths, ProtectedRequireOwner: cfg.CodeOwnerApproval(), IgnorePaths: cfg.IgnorePaths, RequireSpec: cfg.RequireSpec,
 		SpecPaths: cfg.SpecPaths, TriageLabels: cfg.TriageLabels, Model: cfg.Models.Reviewer,
 		TimeoutSeconds: cfg.Review.TimeoutSeconds, DelegateTimeout: cfg.Delegate.Timeout,
 		OutcomeOnFindings: map[string]string{},
+		SecretsIgnore:     cfg.Secrets.Ignore, SecretsConfig: cfg.Secrets.Config, SecretsProblems: cfg.Secrets.Problems,
+		FixturePaths: cfg.FixturePaths, VendoredPaths: cfg.VendoredPaths,
 	}
 	for _, l := range cfg.Policy.Lenses {
 		if l.OutcomeOnFindings != "" {
@@ -285,7 +295,7 @@ func (r *reviewRun) modelView() modelView {
 			}
 		}
 	}
-	return newModelView(r.subj, r.rtSubj, vd, uniqueFiles(vf), r.changed, r.cfg.Models.ExcludePaths)
+	return newModelView(r.secretRules, r.subj, r.rtSubj, vd, uniqueFiles(vf), r.changed, r.cfg.Models.ExcludePaths)
 }
 
 // openWorkDir writes the adapters' work directory. Without it they cannot run: a failure
@@ -327,6 +337,7 @@ func (r *reviewRun) close() {
 // model), and their answers are folded in plan and part order once all are in, so the
 // Decision is the same whichever answered first.
 func (r *reviewRun) run(ctx context.Context) {
+	r.gatherContext(ctx)
 	var wg sync.WaitGroup
 	r.startProse(ctx, &wg)
 	inFlight := semaphore.NewWeighted(int64(r.p.opts.MaxConcurrentCalls))
@@ -447,9 +458,11 @@ func (r *reviewRun) callPart(ctx context.Context, g *lensGroup, pc *partCall) {
 	}
 	given := pc.files
 	if !r.p.free[rtName] {
-		pv := newModelView(r.subj, r.rtSubj, g.partDiff, pc.files, r.changed, r.cfg.Models.ExcludePaths)
+		pv := newModelView(r.secretRules, r.subj, r.rtSubj, g.partDiff, pc.files, r.changed, r.cfg.Models.ExcludePaths)
 		req.Subject, req.Files, req.Diff, req.Changed = pv.subject, pv.files, pv.diff, pv.changed
 		req.Budget, req.Slots = r.spend, r.slots
+		req.Context = r.partContext(pv.files)
+		pc.context = req.Context
 		given = pv.files
 		if _, paced := rt.(runtime.Paced); !paced {
 			release, err := r.slots.Acquire(ctx)
@@ -483,6 +496,12 @@ func (r *reviewRun) foldGroup(g *lensGroup) {
 		return
 	}
 	for _, pc := range g.parts {
+		if pc.sent && !pc.context.Empty() {
+			r.manifest.Add(pc.context)
+			for _, i := range g.lenses {
+				r.withContext[r.lenses[i].item.Name] = true
+			}
+		}
 		if pc.sent {
 			r.observed.Calls = append(r.observed.Calls, pc.call)
 			if !r.p.free[rtName] {
@@ -623,6 +642,7 @@ func (r *reviewRun) assemble() (*Decision, error) {
 		gate.State = OutcomeFailed
 		gate.Reason = "intake did not pass: " + intakeProblems(r.intake)
 	}
+	ownerApprovalGate(&gate, r.cfg, subj)
 
 	dec := &Decision{
 		Gate: gate, PlanDigest: r.plan.Digest(), Lenses: results, Intake: r.intake,
@@ -647,6 +667,7 @@ func (r *reviewRun) assemble() (*Decision, error) {
 	if r.sentToModel {
 		dec.ModelInput = r.view.input
 	}
+	r.recordContext(dec)
 	dec.Recommendation = RecommendComment
 	if gate.State == OutcomeFailed {
 		dec.Recommendation = RecommendRequestChanges

@@ -33,8 +33,12 @@ func TokensLine(d *Decision) string {
 		est = ", estimated"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Model tokens: %s (prompt %s, completion %s%s) in %d call(s)%s", thousands(t.Total),
-		thousands(t.Prompt), thousands(t.Completion), est, sent, held)
+	cached := ""
+	if t.CachedPrompt > 0 {
+		cached = fmt.Sprintf(", %s of the prompt from the server's cache", thousands(t.CachedPrompt))
+	}
+	fmt.Fprintf(&b, "Model tokens: %s (prompt %s, completion %s%s%s) in %d call(s)%s", thousands(t.Total),
+		thousands(t.Prompt), thousands(t.Completion), est, cached, sent, held)
 	var per []string
 	for _, l := range d.Lenses {
 		if l.Tokens == nil || l.Tokens.Total == 0 || l.Tokens.Earlier {

@@ -6,6 +6,7 @@ package review
 import (
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/internal/digest"
+	"github.com/lensgate/lensgate/review/modelctx"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
@@ -76,13 +77,17 @@ type Subject struct {
 	// HeadSHA (nil otherwise: a force-push, or no prior review).
 	Since *Increment
 	// Settled marks a review of a head that runs only because a delegated lens settled (the
-	// bot answered, or its wait ended): paid lenses recorded in Prior for this very head are
-	// then reused instead of sent to the model again.
+	// bot answered, or its wait ended) or a pull request review may have changed code-owner
+	// approval: paid lenses recorded in Prior for this very head are then reused instead of
+	// sent to the model again.
 	Settled bool
 	// Dismissals are the accepted dismissals of findings, from people with write access.
 	Dismissals []Dismissal
 	// Questions are the reviewers' questions this review answers (see Decision.Answers).
 	Questions []Question
+	// OwnerApproval is what the forge shows of code-owner approval of the changed protected
+	// files, read when protected_paths_require asks for it (nil: not read).
+	OwnerApproval *OwnerApproval
 
 	// Local marks a subject built from a local git repository rather than a forge. It has no
 	// labels, body checkbox or open pull requests, so intake skips the checks that need them.
@@ -91,6 +96,10 @@ type Subject struct {
 	// Delegation is what the App observed for lenses delegated to another review bot (its
 	// requests and the bots' answers); nil outside the App.
 	Delegation *runtime.Delegation
+
+	// ContextSources says where model lenses' context is read (the base branch's instruction
+	// files, the head's code, linked issues); nil gives them the diff alone.
+	ContextSources *modelctx.Sources
 }
 
 // Commit is one commit of a pull request.

@@ -34,6 +34,7 @@ type cli struct {
 
 	Serve      serveCmd      `cmd:"" help:"Run the GitHub App webhook server."`
 	Review     reviewCmd     `cmd:"" help:"Review a local git repository with the configured lenses."`
+	Eval       evalCmd       `cmd:"" help:"Measure the review's recall and precision on a corpus of pull requests with known defects."`
 	Runner     runnerCmd     `cmd:"" help:"Run the review runtimes for workers in another process and sign what it observed with the witness key."`
 	Policy     policyCmd     `cmd:"" help:"Check, plan, template and evaluate a named-lens review policy."`
 	Receipt    receiptCmd    `cmd:"" help:"Emit and verify signed agent-review receipts."`

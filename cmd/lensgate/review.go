@@ -55,6 +55,9 @@ func (c *reviewCmd) Run(e *env) error {
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
+	if err := c.loadSecrets(e, cfg); err != nil {
+		return exitWith(exitUsage, err)
+	}
 	if c.Runtime != "" {
 		cfg.Runtime = c.Runtime
 	}

@@ -202,7 +202,7 @@ func TestSetupManifestFromAppYML(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("default_events %v, the handlers subscribe to %v", got, want)
 	}
-	wantPerms := map[string]string{"contents": "read", "metadata": "read", "pull_requests": "write", "issues": "write", "checks": "write"}
+	wantPerms := map[string]string{"contents": "read", "metadata": "read", "pull_requests": "write", "issues": "write", "checks": "write", "members": "read"}
 	if !maps.Equal(m.Permissions, wantPerms) {
 		t.Errorf("default_permissions %v, want %v", m.Permissions, wantPerms)
 	}

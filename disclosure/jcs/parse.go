@@ -104,7 +104,7 @@ func parse(data []byte, opts Options) (v any, canonical bool, err error) {
 	if opts.MaxIntDigits <= 0 {
 		opts.MaxIntDigits = maxIntDigits
 	}
-	p := parser{data: data, stack: make([]member, 0, 32), opts: opts}
+	p := parser{data: data, stack: make([]member, 0, 16), opts: opts}
 	p.skipSpace()
 	v, err = p.value(0)
 	if err != nil {
@@ -204,7 +204,11 @@ var internedValues = func() map[string]any {
 		"fixed", "dismissed", "deferred", "open", "COMPLETE", "PARTIAL", "UNKNOWN",
 		"IDENTITY_UNBOUND", "TIME_SELF_DECLARED", "CURRENTNESS_UNKNOWN", "COVERAGE_PARTIAL",
 		"NOT_QUALITY_ATTESTATION", "reviewCompleted", "receiptCreated", "reviewStarted",
-		"evidenceCollected"}
+		"evidenceCollected",
+		// Runner observations (review-run statements).
+		"https://github.com/lensgate/lensgate/predicates/review-run/v0.1",
+		"https://github.com/lensgate/lensgate/predicates/review-run/v0.2", "0.2.0", "lensgate",
+		"builtin", "exec", "openai", "other", "passed", "failed", "pending"}
 	m := make(map[string]any, len(vals))
 	for _, v := range vals {
 		m[v] = v
@@ -398,7 +402,13 @@ var internedKeys = func() map[string]string {
 		"status", "window", "sources", "observedRuns", "expectedRuns", "knownGaps",
 		"collectionMethod", "strata", "integrity", "absenceAssertions", "declaredAt", "observedAt",
 		"signedAt", "anchoredAt", "keyId", "verifier", "supersedes", "corrects", "withdraws",
-		"priorDigest"}
+		"priorDigest",
+		// Runner observations (review-run statements).
+		"runner", "version", "binds", "receipt", "plan", "started", "finished", "calls", "lenses",
+		"runtime", "exchanges", "request", "response", "size", "files", "count", "outcomes",
+		"outcome", "lens", "listed", "total", "root", "reviewDigest", "tokens", "input", "output",
+		"error", "executableSha256", "exitStatus", "endpointHost", "modelRequested",
+		"modelResponded", "interpreter", "path"}
 	m := make(map[string]string, len(names))
 	for _, n := range names {
 		m[n] = n

@@ -186,7 +186,8 @@ func (r *reader) time(m map[string]any, k, where string) time.Time {
 		return time.Time{}
 	}
 	t, err := time.Parse(TimeLayout, s)
-	if err != nil || t.Format(TimeLayout) != s {
+	var buf [len(TimeLayout)]byte
+	if err != nil || string(t.AppendFormat(buf[:0], TimeLayout)) != s {
 		r.fail("%s.%s must be a UTC time of the form %s", where, k, TimeLayout)
 		return time.Time{}
 	}

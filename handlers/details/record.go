@@ -52,6 +52,8 @@ type Record struct {
 	Prose []Prose `json:"prose,omitempty"`
 	// Tokens is the review's whole model spend (nil when no model was called).
 	Tokens *Tokens `json:"tokens,omitempty"`
+	// Context is what the model calls were given besides the diff (nil when nothing).
+	Context *Context `json:"context,omitempty"`
 }
 
 // Tokens counts model tokens; Estimated is set when some of it is an estimate because the
@@ -168,6 +170,7 @@ func EncodeRecord(r Record) (string, error) {
 	if p := r.Policy.Proposed; p != nil {
 		p.Problems, p.Error = cutList(p.Problems), cut(p.Error, 300)
 	}
+	boundContext(r.Context)
 	for {
 		raw, err := json.Marshal(r)
 		if err != nil {
@@ -177,8 +180,11 @@ func EncodeRecord(r Record) (string, error) {
 		if len(line) <= MaxRecordBytes {
 			return line, nil
 		}
-		// The longer list gives way first, so both findings and gaps stay listed.
+		// The context's code ranges give way first (the digest still covers them all), then
+		// the longer of the findings and the gaps, so both stay listed.
 		switch {
+		case r.Context != nil && len(r.Context.Code) > 0:
+			r.Context.Code = r.Context.Code[:len(r.Context.Code)/2]
 		case len(r.Findings) > 0 && len(r.Findings) >= len(r.Coverage.Gaps):
 			r.Findings = r.Findings[:len(r.Findings)/2]
 		case len(r.Coverage.Gaps) > 0:

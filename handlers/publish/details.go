@@ -107,6 +107,7 @@ func (r *run) setRecord(pub *publication.Publication, placed map[string]bool) {
 		rec.Tokens = recordTokens(&d.Tokens.TokenCount)
 	}
 	rec.Prose = recordProse(d)
+	rec.Context = recordContext(d)
 	line, err := details.EncodeRecord(rec)
 	if err != nil {
 		r.notes = append(r.notes, "details record not written: "+oneLine(err.Error(), 300))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -50,7 +51,8 @@ func predicate(pub subjectInfo, d *review.Decision, now time.Time, prior string,
 		if d.State != nil && d.State.Lenses[r.Lens] != "" {
 			by += "@" + d.State.Lenses[r.Lens]
 		}
-		p.ReviewRuns = append(p.ReviewRuns, disclosure.AssuredItem{AssertedBy: by})
+		// A lens given context beyond the diff points at the context manifest by its digest.
+		p.ReviewRuns = append(p.ReviewRuns, disclosure.AssuredItem{AssertedBy: by, EvidenceSHA256: r.ContextDigest})
 	}
 	var last time.Time
 	for _, r := range d.Runs {
@@ -85,7 +87,11 @@ func predicate(pub subjectInfo, d *review.Decision, now time.Time, prior string,
 		p.PlanDigest = d.PlanDigest
 	}
 	if d.Gate.State == review.OutcomePending {
-		p.Limitations = append(p.Limitations, "a required lens did not finish: "+oneLine(d.Gate.Reason, 300))
+		what := "a required lens did not finish: "
+		if slices.Contains(d.Gate.BlockingPending, review.OwnerApprovalName) {
+			what = "the gate is pending: "
+		}
+		p.Limitations = append(p.Limitations, what+oneLine(d.Gate.Reason, 300))
 	}
 	if prior != "" {
 		p.Supersession = &disclosure.Supersession{Supersedes: []disclosure.Relation{{PriorDigest: prior, Reason: priorReason}}}

@@ -163,6 +163,9 @@ func gateTitle(d *review.Decision) string {
 	case review.OutcomeFailed:
 		return fmt.Sprintf("lensgate: gate failed (%d blocking)", len(d.Gate.BlockingFailures))
 	}
+	if len(d.Gate.BlockingPending) == 1 && d.Gate.BlockingPending[0] == review.OwnerApprovalName {
+		return "lensgate: waiting for code-owner approval"
+	}
 	if len(d.Gate.BlockingPending) > 0 {
 		return fmt.Sprintf("lensgate: required lens pending (%s)", oneLine(strings.Join(d.Gate.BlockingPending, ", "), 200))
 	}

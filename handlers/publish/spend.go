@@ -31,6 +31,7 @@ func modelSection(d *review.Decision) string {
 		}
 		lines = append(lines, fmt.Sprintf("%d file(s) withheld from the model (models.exclude_paths): %s%s.", len(w), strings.Join(names, ", "), more))
 	}
+	lines = append(lines, review.ContextLines(d)...)
 	if s := review.TokensLine(d); s != "" {
 		lines = append(lines, s)
 	}

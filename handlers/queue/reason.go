@@ -51,13 +51,20 @@ func (r Reason) IsDelegate() bool { return strings.HasPrefix(string(r), delegate
 
 // ForcesRerun reports whether an event asks for a new review of a head that was already
 // reviewed: a re-run request (check run or suite), a review command in a comment, an edit of
-// the title, body or base (the receipt binds the body), or news of a delegated lens (its bot
-// answered, its wait ended, or it is time to look again). Other events for a reviewed head coalesce.
+// the title, body or base (the receipt binds the body), news of a delegated lens (its bot
+// answered, its wait ended, or it is time to look again), or a pull request review that may
+// change code-owner approval. Other events for a reviewed head coalesce.
 func (r Reason) ForcesRerun() bool {
 	s := string(r)
 	return strings.HasSuffix(s, ".rerequested") || strings.HasSuffix(s, ".edited") ||
-		r.Event() == "issue_comment" || r.IsDelegate()
+		r.Event() == "issue_comment" || r.IsDelegate() || r.ReevaluatesApproval()
 }
+
+// ReevaluatesApproval reports whether the job follows a person's pull request review
+// (submitted, edited or dismissed): it re-judges code-owner approval of protected paths for the
+// same head, reusing the paid lenses' results, and does nothing when the policy does not
+// require that approval.
+func (r Reason) ReevaluatesApproval() bool { return r.Event() == "pull_request_review" }
 
 // OpensCheckRun reports whether the job's gate check is a new check run rather than an update of
 // the head's existing one: someone asked for the review again.

@@ -215,6 +215,16 @@ func (l *ConfigLoader) Load(ctx context.Context, client *github.Client, installa
 	if err != nil {
 		return TrustedConfig{}, fmt.Errorf("list the root of %s/%s@%s: %w", owner, repo, ref, err)
 	}
+	tc, err := l.loadPolicy(ctx, client, installation, owner, repo, ref, root)
+	if err != nil || tc.Repo == nil {
+		return tc, err
+	}
+	return loadSecrets(ctx, client, owner, repo, ref, root, tc)
+}
+
+// loadPolicy reads the policy in order: the repository's .asdd.yml, its YAGA files, the
+// organisation's .asdd.yml, the server default.
+func (l *ConfigLoader) loadPolicy(ctx context.Context, client *github.Client, installation int64, owner, repo, ref string, root map[string]bool) (TrustedConfig, error) {
 	if root[ConfigPath] {
 		data, found, err := readFile(ctx, client, owner, repo, ConfigPath, ref)
 		if err != nil {
@@ -538,4 +548,36 @@ type ProposedConfig struct {
 	Problems config.Problems // empty when the new file is valid
 	// Err is set when the file could not be read at the head (it is then not validated).
 	Err error
+}
+
+// loadSecrets adds the repository's own gitleaks files (.gitleaksignore, .gitleaks.toml) of ref
+// to the configuration, whichever file the policy came from: they are the repository's
+// baseline of known findings. Only files the root listing shows are read. The configuration is
+// copied first: the server default is shared by every repository.
+func loadSecrets(ctx context.Context, client *github.Client, owner, repo, ref string, root map[string]bool, tc TrustedConfig) (TrustedConfig, error) {
+	if !root[config.GitleaksIgnorePath] && !root[config.GitleaksConfigPath] {
+		return tc, nil
+	}
+	cfg := *tc.Repo
+	var problems []string
+	for _, f := range []struct {
+		path string
+		dst  *[]byte
+	}{{config.GitleaksIgnorePath, &cfg.Secrets.Ignore}, {config.GitleaksConfigPath, &cfg.Secrets.Config}} {
+		if !root[f.path] {
+			continue
+		}
+		data, found, err := readFile(ctx, client, owner, repo, f.path, ref)
+		switch {
+		case err != nil:
+			return TrustedConfig{}, fmt.Errorf("load %s from %s/%s@%s: %w", f.path, owner, repo, ref, err)
+		case found && (data == nil || len(data) > config.MaxGitleaksFileBytes):
+			problems = append(problems, fmt.Sprintf("%s is larger than %d bytes and is not applied", f.path, config.MaxGitleaksFileBytes))
+		case found:
+			*f.dst = data
+		}
+	}
+	cfg.Secrets.Problems = strings.Join(problems, "; ")
+	tc.Repo = &cfg
+	return tc, nil
 }

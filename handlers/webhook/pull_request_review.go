@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/palantir/go-githubapp/githubapp"
@@ -13,7 +14,9 @@ import (
 )
 
 // pullRequestReviewHandler settles a delegated lens at once when the bot it was delegated to
-// submits a review. Reviews by anyone else are no reason to review again.
+// submits a review. A person's review submitted, edited or dismissed may change code-owner
+// approval of protected paths: it queues a re-evaluation of the gate for the head, which the
+// worker drops when the policy does not require that approval.
 type pullRequestReviewHandler struct{ *hooks }
 
 var _ githubapp.EventHandler = pullRequestReviewHandler{}
@@ -59,11 +62,12 @@ func (h pullRequestReviewHandler) Handle(ctx context.Context, eventType, deliver
 	}
 	ctx, _ = githubapp.PreparePRContext(ctx, inst, repo, number)
 	reason := queue.EventReason(eventType, action)
+	if h.delegates.PresetOfBot(rv.GetUser().GetLogin(), rv.GetUser().GetID()) == "" {
+		return h.approvalChanged(ctx, deliveryID, inst, repo, pr, rv, action, reason)
+	}
 	switch {
 	case action != "submitted":
 		return h.skip(ctx, reason, "only submitted reviews can answer a delegated lens")
-	case h.delegates.PresetOfBot(rv.GetUser().GetLogin(), rv.GetUser().GetID()) == "":
-		return h.skip(ctx, reason, "review is not from a bot a lens is delegated to")
 	case !answers(h.delegates, rv, head):
 		return h.skip(ctx, reason, "review is no answer for the head")
 	case state == "closed":
@@ -80,4 +84,29 @@ func answers(rt *delegate.Runtime, rv *github.PullRequestReview, head string) bo
 	p, ok := rt.Preset(rt.PresetOfBot(rv.GetUser().GetLogin(), rv.GetUser().GetID()))
 	return ok && p.ReviewAnswers(runtime.BotReview{ID: rv.GetID(), User: runtime.Actor{Login: rv.GetUser().GetLogin(), ID: rv.GetUser().GetID()},
 		State: rv.GetState(), CommitID: rv.GetCommitID(), Body: rv.GetBody(), SubmittedAt: rv.GetSubmittedAt().Time}, head)
+}
+
+// approvalChanged queues the re-evaluation of code-owner approval after a person's review of an
+// open pull request. The job follows up on the head the event names: it is dropped when a newer
+// head has its own review coming, and it reuses the paid lenses' results of that head.
+func (h pullRequestReviewHandler) approvalChanged(ctx context.Context, deliveryID string, inst int64, repo *github.Repository,
+	pr *github.PullRequest, rv *github.PullRequestReview, action string, reason queue.Reason) error {
+	switch {
+	case action != "submitted" && action != "edited" && action != "dismissed":
+		return h.skip(ctx, reason, "review action "+action+" does not change approval")
+	case strings.HasSuffix(rv.GetUser().GetLogin(), "[bot]"):
+		return h.skip(ctx, reason, "a bot's review approves no protected path")
+	case pr.GetState() == "closed":
+		return h.skip(ctx, reason, "pull request is closed")
+	case inst == 0:
+		return h.skip(ctx, reason, "no installation in payload")
+	case pr.GetHead().GetSHA() == "":
+		return h.skip(ctx, reason, "no head in payload")
+	}
+	owner, name := repo.GetOwner().GetLogin(), repo.GetName()
+	return h.enqueue(ctx, queue.Job{
+		Key: queue.Key(owner, name, pr.GetNumber()), DeliveryID: deliveryID, Kind: queue.KindPullRequest,
+		InstallationID: inst, Owner: owner, Repo: name, Number: pr.GetNumber(), HeadSHA: pr.GetHead().GetSHA(),
+		Reason: reason, FollowUp: true,
+	})
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -38,5 +39,24 @@ func TestReadAgeAgainstTheEvent(t *testing.T) {
 		if got := ageOf(tt.pr, "b", tt.seen); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestFirstReadSettle: a fresh job waits before its first read and stops waiting with its
+// context; a job that waited in the queue, or carries no time, does not wait.
+func TestFirstReadSettle(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := settle(done, time.Now(), time.Minute); err == nil {
+		t.Fatal("a fresh job whose context ended went on to read")
+	}
+	if err := settle(done, time.Now().Add(-time.Minute), time.Minute); err != nil {
+		t.Fatalf("a job queued a minute ago waited: %v", err)
+	}
+	if err := settle(done, time.Time{}, time.Minute); err != nil {
+		t.Fatalf("a job without an enqueue time waited: %v", err)
+	}
+	if err := settle(done, time.Now(), 0); err != nil {
+		t.Fatalf("a job without time to spare waited: %v", err)
 	}
 }

@@ -180,7 +180,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	log := zerolog.Ctx(ctx)
 	pr, err := w.currentPull(ctx, client, job)
 	if err != nil {
-		return w.operational(ctx, client, job, nil, err)
+		return w.readFailed(ctx, client, job, nil, err)
 	}
 	switch {
 	case pr.GetState() == "closed":
@@ -197,18 +197,25 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 
 	trusted, err := w.loadConfig(ctx, client, job.InstallationID, job.Owner, job.Repo, pr.GetBase().GetRef())
 	if err != nil {
-		return w.operational(ctx, client, job, bindPartial(pr), err)
+		return w.readFailed(ctx, client, job, bindPartial(pr), err)
+	}
+	if nothingToReevaluate(ctx, job, trusted.Repo, nil) {
+		return nil
 	}
 	countOpen := trusted.Repo != nil && trusted.Repo.MaxOpenPRsPerAuthor > 0
 	snap, err := w.Fetch.PullSnapshot(ctx, client, pr, countOpen)
 	if err != nil {
-		return w.operational(ctx, client, job, bindPartial(pr), err)
+		return w.readFailed(ctx, client, job, bindPartial(pr), err)
 	}
 	subj := pull.BindPull(snap)
 	subj.InstallationID = job.InstallationID
+	subj.ContextSources = w.Configs.ContextSources(w.Fetch, client, subj.Owner, subj.Repo, subj.BaseSHA, subj.HeadSHA)
 	// A review queued because a delegated lens settled reuses what the paid lenses concluded
 	// at this very head, instead of billing them again.
-	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && job.Reason.IsDelegate() && job.HeadSHA == subj.HeadSHA
+	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && (job.Reason.IsDelegate() || job.Reason.ReevaluatesApproval()) && job.HeadSHA == subj.HeadSHA
+	if nothingToReevaluate(ctx, job, trusted.Repo, subj) {
+		return nil
+	}
 	if snap.FilesTruncated {
 		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
 	}
@@ -251,6 +258,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		return w.publish(ctx, client, pub)
 	}
 	subj.Delegation = w.prepareDelegation(ctx, client, job, pr, subj, trusted.Repo)
+	subj.OwnerApproval = w.ownerApproval(ctx, client, pr, subj, trusted.Repo)
 	d, err := w.Reviewer.Review(ctx, subj, trusted.Repo)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -380,6 +388,12 @@ func (w *Worker) queueShownHead(ctx context.Context, job queue.Job, head string)
 const (
 	headLagWait     = 20 * time.Second
 	headLagMaxPause = 2 * time.Second
+	// firstReadSettle is how long after its webhook a job first reads the pull request. A read
+	// sooner often shows the state before the event, and it is rarely free: lensgate's own
+	// comments and the push change the pull request, so that read is answered 200 and counts
+	// against the rate limit, only to be read again. A job that waited in the queue this long
+	// reads at once; the reads after the first still wait out any longer lag.
+	firstReadSettle = 500 * time.Millisecond
 )
 
 // currentPull reads the pull request, reading again while the read is older than the job's
@@ -392,6 +406,9 @@ const (
 // on it.
 func (w *Worker) currentPull(ctx context.Context, client *github.Client, job queue.Job) (*github.PullRequest, error) {
 	seen := queue.ParseExtra(job.Extra)
+	if err := settle(ctx, job.EnqueuedAt, lagWait(ctx)/2); err != nil {
+		return nil, fmt.Errorf("get pull request: %w", err)
+	}
 	pause := max(w.Fetch.InitialBackoff, 50*time.Millisecond)
 	// The wait is measured on the wall clock: it waits for GitHub, not for the job's schedule.
 	deadline := time.Now().Add(lagWait(ctx))
@@ -420,6 +437,25 @@ func (w *Worker) currentPull(ctx context.Context, client *github.Client, job que
 			return nil, fmt.Errorf("get pull request: %w", context.Cause(ctx))
 		}
 		pause = min(2*pause, headLagMaxPause)
+	}
+}
+
+// settle waits until firstReadSettle after enqueued, on the wall clock like the lag it waits
+// for; never longer than firstReadSettle (whatever clock stamped enqueued) or limit (a share of
+// the job's time, so the review still fits), and not at all for a job without the stamp.
+func settle(ctx context.Context, enqueued time.Time, limit time.Duration) error {
+	if enqueued.IsZero() {
+		return nil
+	}
+	wait := min(firstReadSettle-time.Since(enqueued), firstReadSettle, limit)
+	if wait <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }
 

@@ -274,20 +274,7 @@ func (s *Server) IssueCommentPayload(fullName string, number int, commentID int6
 
 // ReviewPayload is the pull_request_review "submitted" webhook of a stored review.
 func (s *Server) ReviewPayload(fullName string, number int, reviewID int64) []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.mustRepo(fullName)
-	for _, rv := range st.reviews {
-		if rv.ID == reviewID {
-			ev := map[string]any{
-				"action": "submitted", "review": s.reviewJSON(st, rv), "pull_request": s.prJSON(st, st.pulls[number]),
-				"repository": s.repoJSON(st), "installation": map[string]any{"id": s.installationID}, "sender": s.userJSON(rv.User),
-			}
-			b, _ := json.Marshal(ev)
-			return b
-		}
-	}
-	return nil
+	return s.ReviewEventPayload(fullName, number, reviewID, "submitted")
 }
 
 // SetHeadRepo makes a pull request come from another repository (a fork), by full name.

@@ -93,3 +93,32 @@ func TestPullRequestsMatchGitHubsSchema(t *testing.T) {
 		}
 	}
 }
+
+// The fake's team membership answers validate against GitHub's schema, and a non-member is a
+// 404 as on GitHub.
+func TestTeamMembershipMatchesGitHubsSchema(t *testing.T) {
+	f := setup(t)
+	f.s.SetTeamMember("acme", "infra", "octocat", "active")
+	f.s.SetTeamMember("acme", "infra", "invitee", "pending")
+	schema := compileOpenAPI(t, "team-membership.schema.json")
+	for _, user := range []string{"octocat", "invitee"} {
+		raw := rawAnswer(t, f.gh, http.MethodGet, "orgs/acme/teams/infra/memberships/"+user, nil)
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.Validate(v); err != nil {
+			t.Errorf("membership of %s does not match GitHub's schema: %v", user, err)
+		}
+	}
+	m, _, err := f.gh.Teams.GetTeamMembershipBySlug(context.Background(), "ACME", "Infra", "OctoCat")
+	if err != nil || m.GetState() != "active" || m.GetRole() != "member" {
+		t.Fatalf("membership %+v, %v", m, err)
+	}
+	for _, path := range [][3]string{{"acme", "infra", "mallory"}, {"acme", "nobody", "octocat"}} {
+		_, resp, err := f.gh.Teams.GetTeamMembershipBySlug(context.Background(), path[0], path[1], path[2])
+		if err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%v: %v, want 404", path, err)
+		}
+	}
+}

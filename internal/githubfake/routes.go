@@ -17,6 +17,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	s.routesApp(mux)
 	s.routesOAuth(mux)
 	s.routesThreads(mux)
+	s.routesTeams(mux)
 	s.handle(mux, "GET /repos/{owner}/{repo}", authAny, s.getRepo)
 	s.handle(mux, "GET /repos/{owner}/{repo}/contents/{path...}", authInstallation, s.getContents)
 	s.handle(mux, "GET /repos/{owner}/{repo}/collaborators/{user}/permission", authInstallation, s.getPermission)

@@ -78,7 +78,10 @@ type Server struct {
 	oauthCodes map[string]oauthGrant
 	userTokens map[string]string // user token -> login
 	// bots are other Apps' bot accounts by login; connectors script some of them.
-	bots       map[string]Bot
+	bots map[string]Bot
+	// teams are the organisations' teams: members by team ("org/slug") and login, all lower
+	// case, with their membership state ("active" or "pending").
+	teams      map[string]map[string]string
 	connectors []*connector
 	onEvent    func(event string, payload []byte)
 
@@ -154,6 +157,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		oauthCodes:     map[string]oauthGrant{},
 		userTokens:     map[string]string{},
 		bots:           map[string]Bot{},
+		teams:          map[string]map[string]string{},
 	}
 	for _, o := range opts {
 		o(s)

@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lensgate/lensgate/review/diff"
+	"github.com/lensgate/lensgate/review/modelctx"
 	"github.com/lensgate/lensgate/review/runtime"
 )
 
@@ -93,6 +94,7 @@ type Request struct {
 	Since      string              `json:"since,omitempty"`
 	Chunk      int                 `json:"chunk,omitempty"`
 	Chunks     int                 `json:"chunks,omitempty"`
+	Context    *modelctx.Context   `json:"context,omitempty"`
 }
 
 // File is a diff.File on the wire.
@@ -257,7 +259,7 @@ func ParseObserveRequest(data []byte) (*ObserveRequest, error) {
 func (r *Request) runtimeRequest() *runtime.Request {
 	req := &runtime.Request{
 		Kind: r.Kind, Lenses: r.Lenses, Subject: r.Subject, Diff: r.Diff, Changed: r.Changed, Settings: r.Settings,
-		Delegation: r.Delegation, Since: r.Since, Chunk: r.Chunk, Chunks: r.Chunks,
+		Delegation: r.Delegation, Since: r.Since, Chunk: r.Chunk, Chunks: r.Chunks, Context: r.Context,
 	}
 	for _, f := range r.Files {
 		req.Files = append(req.Files, diff.File{OldPath: f.OldPath, NewPath: f.NewPath, Status: f.Status, Binary: f.Binary,
@@ -270,7 +272,7 @@ func (r *Request) runtimeRequest() *runtime.Request {
 func wireRequest(req *runtime.Request) Request {
 	r := Request{
 		Kind: req.Kind, Lenses: req.Lenses, Subject: req.Subject, Diff: req.Diff, Changed: req.Changed, Settings: req.Settings,
-		Delegation: req.Delegation, Since: req.Since, Chunk: req.Chunk, Chunks: req.Chunks,
+		Delegation: req.Delegation, Since: req.Since, Chunk: req.Chunk, Chunks: req.Chunks, Context: req.Context,
 	}
 	for _, f := range req.Files {
 		r.Files = append(r.Files, File{OldPath: f.OldPath, NewPath: f.NewPath, Status: f.Status, Binary: f.Binary,

@@ -1,6 +1,10 @@
 package runtime
 
-import "context"
+import (
+	"context"
+
+	"github.com/lensgate/lensgate/review/modelctx"
+)
 
 // Kinds of prose a Writer is asked for.
 const (
@@ -27,10 +31,11 @@ type ProseRequest struct {
 	// left out, secrets replaced).
 	Diff    []byte
 	Changed []Changed
-	// Lenses are the lenses of the review with their fixed instructions: the context the
-	// lenses get, so that an answer can speak to what they look for.
+	// Lenses are the lenses of the review with their fixed instructions, and Context what a
+	// lens request for the same files is given besides the diff (the repository's rules,
+	// linked issues, the code around the changes; nil when none): the context the lenses get.
 	Lenses   []Lens
-	Context  []ContextPart
+	Context  *modelctx.Context
 	Settings Settings
 	Budget   Budget
 	Slots    Slots
@@ -49,13 +54,6 @@ type ProseRequest struct {
 
 	// MaxBytes bounds the text of the answer.
 	MaxBytes int
-}
-
-// ContextPart is one named piece of context beyond the diff that the model lenses are given
-// (for example a repository's instruction file). Its text is untrusted data.
-type ContextPart struct {
-	Name string
-	Text string
 }
 
 // Prose is a Writer's answer: the text, the model that wrote it and the call it took.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lensgate/lensgate/review/diff"
+	"github.com/lensgate/lensgate/review/modelctx"
 )
 
 // ASDD lens verdicts (asdd/review/v0.1).
@@ -92,6 +93,10 @@ type Request struct {
 	// Chunk and Chunks number the part of a large change this request holds (1 of 1 when
 	// the change fits one request; 0 when unset).
 	Chunk, Chunks int
+	// Context is what a model is given besides the diff: the repository's instruction files
+	// (trusted, from the base branch), linked issues and the code around the changes
+	// (untrusted). nil when there is none.
+	Context *modelctx.Context
 }
 
 // Budget caps the tokens a review may spend on models. A runtime asks Reserve for the most a
@@ -109,6 +114,9 @@ type Tokens struct {
 	PromptTokens     int  `json:"promptTokens"`
 	CompletionTokens int  `json:"completionTokens"`
 	Estimated        bool `json:"estimated,omitempty"`
+	// CachedPromptTokens is the part of PromptTokens the server read from its prefix cache, as
+	// it reported it (usage.prompt_tokens_details.cached_tokens; 0 when it did not say).
+	CachedPromptTokens int `json:"cachedPromptTokens,omitempty"`
 }
 
 // Total is prompt plus completion tokens.
@@ -117,7 +125,7 @@ func (u Tokens) Total() int { return u.PromptTokens + u.CompletionTokens }
 // Add sums two counts; the sum is estimated when either part is.
 func (u Tokens) Add(v Tokens) Tokens {
 	return Tokens{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens,
-		Estimated: u.Estimated || v.Estimated}
+		Estimated: u.Estimated || v.Estimated, CachedPromptTokens: u.CachedPromptTokens + v.CachedPromptTokens}
 }
 
 // EstimateTokens is the count used when a server reports no usage: one token per four bytes,
@@ -195,10 +203,23 @@ func IsWorkflowPath(path string) bool {
 // Settings are the trusted repository settings a runtime may need.
 type Settings struct {
 	ProtectedPaths []string
-	IgnorePaths    []string
-	RequireSpec    bool
-	SpecPaths      []string
-	TriageLabels   []string
+	// ProtectedRequireOwner is true when the gate requires a code owner's approval of changed
+	// protected paths (protected_paths_require), so notes about them say so.
+	ProtectedRequireOwner bool
+	// SecretsIgnore and SecretsConfig are the repository's .gitleaksignore and .gitleaks.toml
+	// from its base branch (nil when absent); SecretsProblems says what of them could not be read.
+	SecretsIgnore   []byte
+	SecretsConfig   []byte
+	SecretsProblems string
+	// FixturePaths and VendoredPaths are globs of test and fixture paths and of vendored code,
+	// where the builtin runtime reports secrets and disabled protections at low severity; nil
+	// means the defaults of .asdd.yml, empty means none.
+	FixturePaths  []string
+	VendoredPaths []string
+	IgnorePaths   []string
+	RequireSpec   bool
+	SpecPaths     []string
+	TriageLabels  []string
 	// Model is the reviewer model from models.reviewer ("" to use the runtime's fallback).
 	Model string
 	// TimeoutSeconds bounds each model call or adapter run.

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/pathglob"
 	"github.com/lensgate/lensgate/review/runtime"
 )
@@ -133,14 +134,20 @@ type Options struct {
 // Runtime is the builtin reviewer.
 type Runtime struct {
 	opts Options
+	// secrets is the secret rule set, or why it did not build (secretsErr): a review that
+	// needs it then ends with that error.
+	secrets    *SecretRules
+	secretsErr error
 }
 
-// New returns the builtin reviewer.
+// New returns the builtin reviewer. It loads the secret rule set (once per process), so that
+// its cost falls on start-up and not on the first review.
 func New(opts Options) *Runtime {
 	if opts.LargeFileBytes <= 0 {
 		opts.LargeFileBytes = 1 << 20
 	}
-	return &Runtime{opts: opts}
+	secrets, err := LoadSecretRules()
+	return &Runtime{opts: opts, secrets: secrets, secretsErr: err}
 }
 
 // Name implements runtime.Runtime.
@@ -325,6 +332,22 @@ func merge(items []runtime.Finding) runtime.Finding {
 func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[string]bool) (map[string][]runtime.Finding, error) {
 	out := map[string][]runtime.Finding{}
 	ignore := pathglob.Compile(req.Settings.IgnorePaths)
+	classes := newPathClasses(req.Settings)
+	var (
+		secrets *SecretRules
+		repo    *repoSecrets
+	)
+	if needed[GroupSecrets] {
+		if r.secretsErr != nil {
+			return nil, fmt.Errorf("builtin review: %w", r.secretsErr)
+		}
+		secrets = r.secrets
+		var err error
+		if repo, err = newRepoSecrets(req.Settings, secrets); err != nil {
+			return nil, err
+		}
+		out[GroupSecrets] = repo.problemFinding()
+	}
 
 	heads := map[string][]byte{}
 	for _, c := range req.Changed {
@@ -332,6 +355,7 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			heads[c.Path] = c.HeadContent
 		}
 	}
+	var added []diff.Line
 	for i := range req.Files {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -344,7 +368,9 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			continue
 		}
 		if needed[GroupSecrets] || needed[GroupConflicts] || needed[GroupUnicode] || needed[GroupUnsafe] {
-			scanLines(f, needed, out)
+			n := len(out[GroupSecrets])
+			added = scanLines(f, needed, secrets, out, added)
+			out[GroupSecrets] = append(out[GroupSecrets][:n], secrets.finish(f, out[GroupSecrets][n:], repo, classes)...)
 		}
 		if (needed[GroupWorkflows] || needed[GroupWorkflowLint]) && isWorkflow(path) {
 			sec, lint := checkWorkflow(f, heads[path])
@@ -352,8 +378,8 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 			out[GroupWorkflowLint] = append(out[GroupWorkflowLint], lint...)
 		}
 	}
-	out[GroupUnsafe] = lowerVendored(lowerInTests(out[GroupUnsafe]))
-	out[GroupSecrets] = lowerVendored(out[GroupSecrets])
+	out[GroupUnsafe] = classes.lowerVendored(classes.lowerInTests(out[GroupUnsafe]))
+	out[GroupSecrets] = classes.lowerVendored(out[GroupSecrets])
 	if needed[GroupProtected] {
 		out[GroupProtected] = protectedPaths(req)
 	}
@@ -383,48 +409,12 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 	return out, nil
 }
 
-// lowerInTests reports disabled protections in test and fixture files at low severity: a test
-// talking to its own self-signed local server is the common, harmless case, and it must not fail
-// the gate. Secrets get the same treatment from the secrets scan itself (fixtureFinding).
-func lowerInTests(fs []runtime.Finding) []runtime.Finding {
-	for i := range fs {
-		if rank(fs[i].Severity) > rank(runtime.SeverityLow) && isFixturePath(fs[i].Path) {
-			fs[i].Severity = runtime.SeverityLow
-			fs[i].Message += " (In a test file, so reported as low: make sure this code is never used outside tests.)"
-		}
-	}
-	return fs
-}
-
-// lowerVendored reports findings in vendored third-party code at low severity: the code (and
-// any test key it ships) is already public upstream, where the fix belongs, and it must not
-// fail the gate of a dependency update.
-func lowerVendored(fs []runtime.Finding) []runtime.Finding {
-	for i := range fs {
-		if rank(fs[i].Severity) > rank(runtime.SeverityLow) && isVendored(fs[i].Path) {
-			fs[i].Severity = runtime.SeverityLow
-			fs[i].Message += " (In vendored third-party code, so reported as low: the fix belongs upstream.)"
-		}
-	}
-	return fs
-}
-
-// isVendored recognises directories of vendored third-party code.
-func isVendored(path string) bool {
-	for _, seg := range strings.Split(path, "/") {
-		switch seg {
-		case "vendor", "third_party", "third-party", "node_modules":
-			return true
-		}
-	}
-	return false
-}
-
 // maxListedPaths bounds the files named in one protected-paths note.
 const maxListedPaths = 10
 
 // protectedPaths notes the changed files under each protected_paths pattern, one note per
-// pattern. The note is advisory: the builtin runtime cannot require anyone's approval.
+// pattern. The note itself never blocks: it says the change is advisory, or, when the policy
+// requires code-owner approval, that the gate (not this runtime) requires it.
 func protectedPaths(req *runtime.Request) []runtime.Finding {
 	var out []runtime.Finding
 	for _, pat := range req.Settings.ProtectedPaths {
@@ -444,12 +434,15 @@ func protectedPaths(req *runtime.Request) []runtime.Finding {
 			more = fmt.Sprintf(" and %d more", len(listed)-maxListedPaths)
 			listed = listed[:maxListedPaths]
 		}
+		what := "Advisory: give these a careful human review; this check does not require or verify anyone's approval."
+		if req.Settings.ProtectedRequireOwner {
+			what = "The gate requires an approving review of the head by a code owner (CODEOWNERS on the base branch) of each of these files."
+		}
 		f := runtime.Finding{
 			Rule: "protected-path", Severity: runtime.SeverityInfo,
-			Title: fmt.Sprintf("protected paths: %d file(s) under %s", len(hits), pat),
-			Message: fmt.Sprintf("Changed under the protected_paths pattern %s: %s%s. Advisory: give these a careful "+
-				"human review; this check does not require or verify anyone's approval.", pat, strings.Join(listed, ", "), more),
-			Key: pat,
+			Title:   fmt.Sprintf("protected paths: %d file(s) under %s", len(hits), pat),
+			Message: fmt.Sprintf("Changed under the protected_paths pattern %s: %s%s. %s", pat, strings.Join(listed, ", "), more, what),
+			Key:     pat,
 		}
 		if len(hits) == 1 {
 			f.Path = hits[0]

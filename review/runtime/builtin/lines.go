@@ -59,7 +59,11 @@ var pemRule = secretRule{
 // megabyte-long lines.
 const maxScanLine = 8 << 10
 
-func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Finding) {
+// scanLines runs the line checks of the needed groups over a file's added lines; secrets is
+// the rule set, nil when the secrets group is not needed. added is a buffer for the file's
+// added lines, returned for the next file: the lines of one file are not kept past its scan,
+// and a large diff makes no garbage of them.
+func scanLines(f *diff.File, needed map[string]bool, secrets *SecretRules, out map[string][]runtime.Finding, added []diff.Line) []diff.Line {
 	path := f.Path()
 	// Code patterns in prose are examples, not code.
 	prose := isProse(path)
@@ -68,9 +72,8 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 		midLines         []diff.Line
 		conflictFound    []runtime.Finding
 		key              *pemKey // a key header whose body is still being read
-		added            []diff.Line
 	)
-	secretsBefore := len(out[GroupSecrets])
+	added = added[:0]
 	f.Walk(func(l diff.Line) bool {
 		if l.Kind != '+' {
 			return true
@@ -138,12 +141,7 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 		out[GroupSecrets] = append(out[GroupSecrets], key.finding)
 	}
 	if needed[GroupSecrets] {
-		out[GroupSecrets] = append(out[GroupSecrets], secretFindings(path, added)...)
-		if isFixturePath(path) {
-			for i := secretsBefore; i < len(out[GroupSecrets]); i++ {
-				fixtureFinding(&out[GroupSecrets][i])
-			}
-		}
+		out[GroupSecrets] = append(out[GroupSecrets], secrets.findings(path, added)...)
 	}
 	// A lone "=======" is a Markdown heading underline; it is a marker only next to the others.
 	if sawStart || sawEnd {
@@ -152,6 +150,7 @@ func scanLines(f *diff.File, needed map[string]bool, out map[string][]runtime.Fi
 		}
 	}
 	out[GroupConflicts] = append(out[GroupConflicts], conflictFound...)
+	return added
 }
 
 func conflictMarker(text []byte, c byte) bool {

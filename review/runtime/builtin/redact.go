@@ -16,10 +16,13 @@ const RedactedPrefix = "[redacted "
 type Redactor struct {
 	// Counts is the number of values replaced, by rule id.
 	Counts map[string]int
+	rules  *SecretRules
 }
 
-// NewRedactor returns a redactor with nothing counted.
-func NewRedactor() *Redactor { return &Redactor{Counts: map[string]int{}} }
+// NewRedactor returns a redactor using rules (from LoadSecretRules), with nothing counted.
+func NewRedactor(rules *SecretRules) *Redactor {
+	return &Redactor{Counts: map[string]int{}, rules: rules}
+}
 
 // Total is the number of values replaced.
 func (r *Redactor) Total() int {
@@ -124,13 +127,18 @@ func diffSection(ls []redLine, start int) (int, string) {
 // rule. A secret over several lines is replaced line by line, so no line is added or removed.
 func (r *Redactor) secrets(path string, ls []redLine) {
 	var text strings.Builder
+	n := len(ls)
+	for _, l := range ls {
+		n += len(l.content)
+	}
+	text.Grow(n)
 	for i, l := range ls {
 		if i > 0 {
 			text.WriteByte('\n')
 		}
 		text.Write(l.content)
 	}
-	for _, f := range detectSecrets(path, text.String()) {
+	for _, f := range r.rules.detect(path, text.String()) {
 		repl := []byte(RedactedPrefix + f.RuleID + "]")
 		pieces := strings.Split(f.Secret, "\n")
 		// Each line of the secret is looked for from the finding's first line on: gitleaks

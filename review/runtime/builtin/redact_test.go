@@ -87,7 +87,7 @@ func TestRedactor(t *testing.T) {
 		"-old token " + gh + " and " + gh + "\n" +
 		"+after the key\n"
 	orig := in
-	r := NewRedactor()
+	r := testRedactor(t)
 	out := string(r.Diff([]byte(in)))
 	if in != orig {
 		t.Fatal("the input was modified")
@@ -128,11 +128,11 @@ func FuzzRedactor(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, isDiff := range []bool{false, true} {
-			once := string(NewRedactor().lines([]byte(s), isDiff))
+			once := string(testRedactor(t).lines([]byte(s), isDiff))
 			if strings.Count(once, "\n") != strings.Count(s, "\n") || strings.Count(once, "\r\n") != strings.Count(s, "\r\n") {
 				t.Fatalf("line structure changed: %q -> %q", s, once)
 			}
-			if twice := string(NewRedactor().lines([]byte(once), isDiff)); twice != once {
+			if twice := string(testRedactor(t).lines([]byte(once), isDiff)); twice != once {
 				t.Fatalf("not stable: %q -> %q -> %q", s, once, twice)
 			}
 		}
@@ -143,7 +143,7 @@ func FuzzRedactor(f *testing.F) {
 // configuration file.
 func TestRedactorFreeText(t *testing.T) {
 	v := gen{rand.New(rand.NewPCG(5, 5))}.alnum(20)
-	if got := NewRedactor().Text("Deploy with\n\nDB_PASSWORD=" + v + "\n"); strings.Contains(got, v) {
+	if got := testRedactor(t).Text("Deploy with\n\nDB_PASSWORD=" + v + "\n"); strings.Contains(got, v) {
 		t.Fatalf("not redacted: %q", got)
 	}
 }

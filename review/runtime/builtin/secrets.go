@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,13 +23,37 @@ import (
 //go:embed secrets.toml
 var lensgateRules string
 
-// secretDetector is gitleaks' default rule set with lensgate's rules appended, compiled once:
-// compiling some two hundred expressions costs tens of milliseconds. The detector is read-only
-// after it is built (detection keeps no state but a byte counter), so reviews share it.
-var secretDetector = sync.OnceValues(func() (*detect.Detector, error) {
+// SecretRules is gitleaks' default rule set with lensgate's rules appended, compiled: the one
+// rule set the secrets lens and the redaction before any model call use. It is read-only once
+// built (detection keeps no state but a byte counter), so reviews share it.
+type SecretRules struct {
+	d *detect.Detector
+	// generic is gitleaks' generic-api-key rule alone, to name lensgate's credential findings
+	// as gitleaks would (gitleaksnames.go).
+	generic *detect.Detector
+}
+
+// loadSecretRules builds the rule set once per process: compiling some two hundred expressions
+// and the allowlists' keyword tries costs tens of milliseconds and about 15 MiB.
+var loadSecretRules = sync.OnceValues(func() (*SecretRules, error) { return buildSecretRules(lensgateRules) })
+
+// LoadSecretRules returns the rule set, built on the first call. The error, the same on every
+// call, says why the embedded rules do not build.
+func LoadSecretRules() (*SecretRules, error) { return loadSecretRules() }
+
+// buildSecretRules compiles gitleaks' default rules followed by extra (rules in gitleaks'
+// configuration format).
+func buildSecretRules(extra string) (rules *SecretRules, err error) {
+	// gitleaks compiles a rule's expressions with regexp.MustCompile: a bad expression panics
+	// inside Translate. It is an error here, never a panic reaching a review.
+	defer func() {
+		if p := recover(); p != nil {
+			rules, err = nil, fmt.Errorf("secret rules: %v", p)
+		}
+	}()
 	v := viper.New() // not viper's global instance, which gitleaks' own constructor uses
 	v.SetConfigType("toml")
-	if err := v.ReadConfig(strings.NewReader(gitleaks.DefaultConfig + "\n" + lensgateRules)); err != nil {
+	if err := v.ReadConfig(strings.NewReader(gitleaks.DefaultConfig + "\n" + extra)); err != nil {
 		return nil, fmt.Errorf("secret rules: read: %w", err)
 	}
 	var vc gitleaks.ViperConfig
@@ -41,21 +66,16 @@ var secretDetector = sync.OnceValues(func() (*detect.Detector, error) {
 	}
 	d := detect.NewDetector(cfg)
 	d.MaxDecodeDepth = 0 // what a diff shows, not what decoding it would show
-	return d, nil
-})
+	return &SecretRules{d: d, generic: newGenericDetector(d)}, nil
+}
 
 // redactOnly are rules whose matches are withheld from a model but are not findings: a body of
 // base64 lines is a key only in context a hunk may not show, and certificates look the same.
 var redactOnly = map[string]bool{"private-key-body": true}
 
-// detectSecrets runs the rule set over text (lines joined by "\n"; path may be ""). A rule set
-// that fails to build is a programming error in the embedded rules, caught by every test.
-func detectSecrets(path, text string) []report.Finding {
-	d, err := secretDetector()
-	if err != nil {
-		panic(err)
-	}
-	fs := d.Detect(detect.Fragment{Raw: text, FilePath: path})
+// detect runs the rule set over text (lines joined by "\n"; path may be "").
+func (s *SecretRules) detect(path, text string) []report.Finding {
+	fs := s.d.Detect(detect.Fragment{Raw: text, FilePath: path})
 	// A stable order, rules for a token's format before generic ones, whatever order the rule
 	// set keeps its rules in: one secret is always named by the same rule.
 	sort.SliceStable(fs, func(i, j int) bool {
@@ -130,17 +150,23 @@ func markerLen(secret string) int {
 // Kubernetes Secret rule (kubernetes-secret-data reports every value, not only the first).
 var notFindings = map[string]bool{"private-key": true, "kubernetes-secret-yaml": true}
 
-// generic rules judge by a key name and entropy: they are not reported on a line where a rule for
-// a specific token format already reported, so one token is one finding.
+// generic rules judge by a key name and entropy: like gitleaks, a generic finding is not reported
+// when a rule for a specific token format reported a secret on the same line that contains its
+// secret, so one token is one finding (and a second token on the line is still found).
 var genericRules = map[string]bool{"generic-api-key": true, "credential-assignment": true, "credential-literal": true, "google-api-key": true}
 
-// secretFindings runs the rule set over a file's added lines, as one text so that rules spanning
+// findings runs the rule set over a file's added lines, as one text so that rules spanning
 // lines see them together, and reports each secret on the added line it is on.
-func secretFindings(path string, added []diff.Line) []runtime.Finding {
+func (s *SecretRules) findings(path string, added []diff.Line) []runtime.Finding {
 	if len(added) == 0 {
 		return nil
 	}
 	var text strings.Builder
+	n := len(added) - 1
+	for _, l := range added {
+		n += min(len(l.Text), maxScanLine)
+	}
+	text.Grow(n)
 	for i, l := range added {
 		if i > 0 {
 			text.WriteByte('\n')
@@ -152,19 +178,19 @@ func secretFindings(path string, added []diff.Line) []runtime.Finding {
 		text.Write(t)
 	}
 	var out []runtime.Finding
-	specific := map[int]bool{}
-	fs := detectSecrets(path, text.String())
+	specific := map[int][]string{} // secrets of specific rules, by line
+	fs := s.detect(path, text.String())
 	// Specific rules first, so a generic match on the same line is known to repeat one.
 	sort.SliceStable(fs, func(i, j int) bool { return !genericRules[fs[i].RuleID] && genericRules[fs[j].RuleID] })
 	for _, f := range fs {
 		if redactOnly[f.RuleID] || notFindings[f.RuleID] || f.StartLine < 0 || f.StartLine >= len(added) {
 			continue
 		}
-		if genericRules[f.RuleID] && specific[f.StartLine] {
+		if genericRules[f.RuleID] && slices.ContainsFunc(specific[f.StartLine], func(s string) bool { return strings.Contains(s, f.Secret) }) {
 			continue
 		}
 		if !genericRules[f.RuleID] {
-			specific[f.StartLine] = true
+			specific[f.StartLine] = append(specific[f.StartLine], f.Secret)
 		}
 		k := kindOf(f)
 		secret := []byte(f.Secret)
@@ -184,18 +210,4 @@ func fixtureFinding(f *runtime.Finding) {
 	f.Severity = runtime.SeverityLow
 	f.Message += " It is under a test or fixture path, so it is reported at low severity and does not block the gate; " +
 		"if it is a real credential, it still needs rotating."
-}
-
-// isFixturePath reports a test file or a fixture directory (the test-file conventions of
-// tests.go, and fixtures/): secrets found there are reported at low severity.
-func isFixturePath(path string) bool {
-	if isTestPath(path) {
-		return true
-	}
-	for _, seg := range strings.Split(strings.ToLower(path), "/") {
-		if seg == "fixtures" || seg == "fixture" {
-			return true
-		}
-	}
-	return false
 }

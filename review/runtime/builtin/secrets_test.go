@@ -17,8 +17,8 @@ func TestUnquotedCredentials(t *testing.T) {
 		line string
 		want string // rule, or "" for nothing
 	}{
-		{"DB_PASSWORD=" + pw, "credential-assignment"},
-		{"export STRIPE_API_KEY=" + pw + "  # prod", "credential-assignment"},
+		{"DB_PASSWORD=" + pw, "generic-api-key"}, // named as gitleaks names it, which finds it too
+		{"export STRIPE_API_KEY=" + pw + "  # prod", "generic-api-key"},
 		{"DATABASE_URL=postgres://admin:" + pw + "@db.internal:5432/app", "url-credentials"},
 		{`dsn = "mysql://root:` + pw + `@tcp(10.0.0.5:3306)/shop"`, "url-credentials"},
 		{"amqp_url: amqp://:" + pw + "@broker:5672/", "url-credentials"},
@@ -32,7 +32,7 @@ func TestUnquotedCredentials(t *testing.T) {
 		{"TOKEN_FILE=/run/secrets/token", ""},
 		{"API_KEY=", ""},
 		// Lower-case keys are .env lines too (and code assigning a literal).
-		{"db_password=" + pw, "credential-assignment"},
+		{"db_password=" + pw, "generic-api-key"},
 		{"url = postgres://postgres:postgres@localhost:5432/test", ""},
 		{"url = https://user:${TOKEN}@github.com/o/r.git", ""},
 		{"url = https://user:<password>@example.com", ""},
@@ -97,7 +97,7 @@ func TestSecretBoundaries(t *testing.T) {
 			if len(fs) != 1 || fs[0].Rule != c.want || fs[0].Severity != c.severity {
 				t.Fatalf("findings %+v, want one %s at %s", fs, c.want, c.severity)
 			}
-			if out := NewRedactor().Text(line); strings.Contains(out, c.secret[:12]) || strings.Contains(out, c.secret[len(c.secret)-12:]) {
+			if out := testRedactor(t).Text(line); strings.Contains(out, c.secret[:12]) || strings.Contains(out, c.secret[len(c.secret)-12:]) {
 				t.Fatalf("not redacted whole: %q", out)
 			}
 		})
@@ -124,5 +124,35 @@ func TestFixtureKeyDoesNotBlock(t *testing.T) {
 		if want == runtime.SeverityLow && l.Verdict == runtime.VerdictRequestChanges {
 			t.Fatalf("%s: a fixture key asks for changes", path)
 		}
+	}
+}
+
+// testRedactor is a redactor over the embedded rule set.
+func testRedactor(tb testing.TB) *Redactor {
+	tb.Helper()
+	rules, err := LoadSecretRules()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return NewRedactor(rules)
+}
+
+// TestSecretRulesThatDoNotBuild: a rule set that does not build is an error naming the cause,
+// not a panic, whether TOML or an expression is wrong.
+func TestSecretRulesThatDoNotBuild(t *testing.T) {
+	for name, extra := range map[string]string{
+		"toml":       "[[rules]\nid = ",
+		"expression": "[[rules]]\nid = \"broken\"\nregex = '''(unclosed'''\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			rules, err := buildSecretRules(extra)
+			if err == nil || rules != nil {
+				t.Fatalf("built %v, err %v; want an error", rules, err)
+			}
+			if !strings.Contains(err.Error(), "secret rules") {
+				t.Fatalf("error %q does not say what failed", err)
+			}
+			t.Log(err)
+		})
 	}
 }

@@ -49,6 +49,12 @@ type completion struct {
 	Usage *struct {
 		PromptTokens     *int `json:"prompt_tokens"`
 		CompletionTokens *int `json:"completion_tokens"`
+		// PromptTokensDetails is OpenAI's breakdown of the prompt; servers that cache
+		// prefixes say there how much came from the cache. Many servers send neither it nor
+		// its member, or send null.
+		PromptTokensDetails *struct {
+			CachedTokens *int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 }
 
@@ -58,7 +64,9 @@ type reply struct {
 	text             string
 	prompt, complete int
 	hasUsage         bool
-	producedBytes    int
+	// cached is the prompt tokens the server read from its prefix cache (0 when it did not say).
+	cached        int
+	producedBytes int
 	// finish is the choice's finish_reason ("" when null or absent).
 	finish string
 }
@@ -87,6 +95,9 @@ func parseCompletion(body []byte) (reply, error) {
 	}
 	if u := c.Usage; u != nil && u.PromptTokens != nil && u.CompletionTokens != nil && *u.PromptTokens+*u.CompletionTokens > 0 {
 		rp.prompt, rp.complete, rp.hasUsage = max(*u.PromptTokens, 0), max(*u.CompletionTokens, 0), true
+		if d := u.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+			rp.cached = min(max(*d.CachedTokens, 0), rp.prompt)
+		}
 	}
 	if len(c.Error) > 0 && !bytes.Equal(bytes.TrimSpace(c.Error), []byte("null")) {
 		return rp, fmt.Errorf("%w%s", ErrErrorBody, errorKind(c.Error))

@@ -294,7 +294,7 @@ func (r *Runtime) reviewPass(ctx context.Context, req *runtime.Request, model st
 		names[i] = l.Name
 	}
 	sch := reviewSchema(names)
-	system := systemPrompt(lenses, independent)
+	system := systemPrompt(lenses, independent, req.Context.RenderRules())
 	info := r.contextOf(ctx, r.endpoint+"\x00"+model, model)
 	whole := estimatePrompt(&prompt{system: system, user: userPrompt(req, strings.Repeat("0", 32))}, FormatJSONSchema, sch.encode())
 	fixed := whole - runtime.EstimateTokens(len(req.Diff))
@@ -557,7 +557,7 @@ func roundDuration(d time.Duration) time.Duration {
 // usageOf is the server's count when it sent one, otherwise an estimate from the bytes.
 func usageOf(rp reply, p *prompt, format string, schemaJSON []byte) runtime.Tokens {
 	if rp.hasUsage {
-		return runtime.Tokens{PromptTokens: rp.prompt, CompletionTokens: rp.complete}
+		return runtime.Tokens{PromptTokens: rp.prompt, CompletionTokens: rp.complete, CachedPromptTokens: rp.cached}
 	}
 	return runtime.Tokens{PromptTokens: estimatePrompt(p, format, schemaJSON),
 		CompletionTokens: runtime.EstimateTokens(rp.producedBytes), Estimated: true}
@@ -618,11 +618,20 @@ func (r *Runtime) nonce(req *runtime.Request) (string, error) {
 		}
 		n := hex.EncodeToString(b[:])
 		if !bytes.Contains(req.Diff, []byte(n)) && !strings.Contains(req.Subject.Title, n) && !strings.Contains(req.Subject.Body, n) &&
-			!changedContains(req.Changed, n) {
+			!changedContains(req.Changed, n) && !textsContain(req.Context.Texts(), n) {
 			return n, nil
 		}
 	}
 	return "", errors.New("fence nonce: could not find a nonce absent from the data")
+}
+
+func textsContain(ts []string, n string) bool {
+	for _, t := range ts {
+		if strings.Contains(t, n) {
+			return true
+		}
+	}
+	return false
 }
 
 func changedContains(cs []runtime.Changed, n string) bool {

@@ -61,10 +61,13 @@ func (r *Runtime) fitParts(req *runtime.Request, whole, fixed int, info contextI
 	for i, g := range groups {
 		sub := *req
 		var b bytes.Buffer
+		in := map[string]bool{}
 		for _, f := range g {
 			b.Write(f.Raw)
+			in[f.NewPath] = true
 		}
 		sub.Diff, sub.Files, sub.Chunk, sub.Chunks = b.Bytes(), g, i+1, len(groups)
+		sub.Context = req.Context.Only(in)
 		out[i] = &sub
 	}
 	return out, nil

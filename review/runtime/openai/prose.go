@@ -106,9 +106,7 @@ func (r *Runtime) proseNonce(rq *runtime.Request, req *runtime.ProseRequest) (st
 			return "", err
 		}
 		texts := append([]string{req.Previous, req.Question, req.Path}, req.Thread...)
-		for _, c := range req.Context {
-			texts = append(texts, c.Name, c.Text)
-		}
+		texts = append(texts, req.Context.Texts()...)
 		clash := false
 		for _, t := range texts {
 			clash = clash || strings.Contains(t, n)
@@ -148,6 +146,8 @@ func proseSystem(req *runtime.ProseRequest) string {
 		}
 	}
 	fmt.Fprintf(&b, " Plain Markdown, no headings, no HTML, no images, at most %d characters.\n", limit)
+	// The repository's rules are trusted (the base branch's instruction files), as for a lens.
+	b.WriteString(req.Context.RenderRules())
 	if len(req.Lenses) > 0 {
 		b.WriteString("\nThe review lenses, for context (what each looks for):\n")
 		for _, l := range req.Lenses {
@@ -173,9 +173,7 @@ func proseUser(req *runtime.ProseRequest, nonce string) string {
 	b.WriteString(fenceOpen + nonce + "\n")
 	fmt.Fprintf(&b, "# Pull request #%d (head %s)\n## Title\n%s\n\n## Description\n%s\n", req.Subject.Number, req.Subject.HeadSHA,
 		req.Subject.Title, req.Subject.Body)
-	for _, c := range req.Context {
-		b.WriteString("\n## Context: " + c.Name + "\n" + c.Text + "\n")
-	}
+	b.WriteString(req.Context.RenderIssues())
 	if req.Previous != "" {
 		fmt.Fprintf(&b, "\n## Earlier walkthrough (head %s)\n%s\n", req.Since, req.Previous)
 	}
@@ -200,6 +198,7 @@ func proseUser(req *runtime.ProseRequest, nonce string) string {
 	if len(req.Diff) > 0 && req.Diff[len(req.Diff)-1] != '\n' {
 		b.WriteByte('\n')
 	}
+	b.WriteString(req.Context.RenderCode())
 	b.WriteString(fenceClose + nonce + "\n")
 	return b.String()
 }
