@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/review/modelctx"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
@@ -250,5 +251,24 @@ func TestQuestionsWaitForTheIntake(t *testing.T) {
 	}
 	if len(d.Answers) != 1 || !strings.Contains(d.Answers[0].Text, "intake checks pass") || len(w.requests(runtime.ProseAnswer)) != 0 {
 		t.Fatalf("answers %+v, %d calls", d.Answers, len(w.requests(runtime.ProseAnswer)))
+	}
+}
+
+// TestProseGetsTheLensContext: the walkthrough and an answer are given what a lens request for
+// the same files is given: here the repository's instruction file.
+func TestProseGetsTheLensContext(t *testing.T) {
+	w := newWritingRuntime()
+	subj := prSubject()
+	subj.ContextSources = &modelctx.Sources{Base: modelctx.MapTree{CommitID: subj.BaseSHA,
+		Files: map[string][]byte{"AGENTS.md": []byte("# Rules\n\nPrefer small functions.\n")}}}
+	subj.Questions = []Question{{CommentID: 3, User: "bob", Text: "why?"}}
+	if _, err := newTestPipeline(w, builtin.New(builtin.Options{})).Review(context.Background(), subj, modelCfg()); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{runtime.ProseWalkthrough, runtime.ProseAnswer} {
+		reqs := w.requests(kind)
+		if len(reqs) != 1 || !strings.Contains(reqs[0].Context.RenderRules(), "Prefer small functions.") {
+			t.Fatalf("%s request without the repository's rules: %+v", kind, reqs)
+		}
 	}
 }

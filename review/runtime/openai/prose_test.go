@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lensgate/lensgate/review/modelctx"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/openai"
 )
@@ -58,5 +59,36 @@ func TestWriteFencesTheQuestionAndHoldsTheSchema(t *testing.T) {
 	model.answer = func(_ int, _ chatRequest, w http.ResponseWriter) { reply(w, reviewJSON("fine", "correctness")) }
 	if out, err := rt.Write(context.Background(), &runtime.ProseRequest{Kind: runtime.ProseWalkthrough, Budget: b}); err == nil || out.Call.Cause == "" {
 		t.Fatalf("a review answer was taken as prose: %+v", out)
+	}
+}
+
+// TestWriteGetsTheLensContext: the repository's rules go to the system message, as for a lens;
+// linked issues and the code around the changes are fenced data.
+func TestWriteGetsTheLensContext(t *testing.T) {
+	model := &fakeModel{t: t}
+	model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
+		system, user := req.Messages[0].Content, req.Messages[1].Content
+		_, inside, _ := fenced(t, user)
+		if !strings.Contains(system, "Prefer table-driven tests.") || strings.Contains(system, "Crash on save") ||
+			!strings.Contains(inside, "## Linked issue #4") || !strings.Contains(inside, "Crash on save") || !strings.Contains(inside, "func Load") {
+			t.Errorf("context misplaced:\nsystem %s\nuser %s", system, user)
+		}
+		reply(w, `{"schema":"lensgate/prose/v0.1","text":"It fixes the crash."}`)
+	}
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: "t", Model: "m", Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := &modelctx.Context{
+		Rules:  []modelctx.Rule{{Path: "AGENTS.md", Scope: "the whole repository", Text: "Prefer table-driven tests."}},
+		Issues: []modelctx.Issue{{Number: 4, Title: "Crash on save", Body: "It crashes."}},
+		Code:   []modelctx.Code{{Path: "loader.go", Start: 1, End: 3, Kind: "function", Name: "Load", Text: "func Load(p string) *Config {\n}\n"}},
+	}
+	out, err := rt.Write(context.Background(), &runtime.ProseRequest{Kind: runtime.ProseWalkthrough, Diff: []byte(changeDiff), Context: ctx,
+		Subject: runtime.Subject{Number: 3, Title: "t"}})
+	if err != nil || out.Text != "It fixes the crash." {
+		t.Fatalf("%v %+v", err, out)
 	}
 }
