@@ -106,8 +106,6 @@ func (c *evalRunCmd) loadConfig(e *env) func(ctx context.Context, repo, base, fi
 		if c.Runtime != "" {
 			cfg.Runtime = c.Runtime
 		}
-		// The walkthrough is no finding: eval scores and costs the lenses alone.
-		cfg.Walkthrough.Enabled = false
 		return cfg, nil
 	}
 }
