@@ -670,6 +670,7 @@ var asddSchema = []*field{
 		intField("retention_days", true, 0, maxInt, func(r *Repo, v int) { r.Audit.RetentionDays = v }),
 	),
 	listField("review_override_owners", true, nil, func(r *Repo, v []string) { r.ReviewOverrideOwners = v }),
+	walkthroughField(), askField(),
 	mapField("dev_council", func(r *Repo, v map[string]any) { r.DevCouncil = v }),
 	sectionField("delegate",
 		&field{name: "timeout", kind: fString, check: checkDelegateTimeout, set: func(r *Repo, v any) {

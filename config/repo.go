@@ -56,6 +56,10 @@ type Repo struct {
 	ReviewOverrideOwners []string
 	DevCouncil           map[string]any
 
+	// Walkthrough and Ask configure the walkthrough and the ask command (lensgate's own keys).
+	Walkthrough Walkthrough
+	Ask         Ask
+
 	// Delegate configures lenses answered by another review bot.
 	Delegate Delegate
 	// Dismissals configures who may dismiss findings (lensgate's own keys).
@@ -262,6 +266,8 @@ func DefaultRepo() *Repo {
 		ContributorReview:    ContributorReview{Enabled: true, Posture: "advisory"},
 		Insights:             Insights{Enabled: true, ActivityLog: ".asdd-work/audit.jsonl"},
 		Audit:                Audit{Sink: "none"},
+		Walkthrough:          Walkthrough{Enabled: true},
+		Ask:                  Ask{Enabled: true, PerUserPerHour: DefaultAskPerUserPerHour},
 		ReviewOverrideOwners: []string{},
 		FixturePaths:         DefaultFixturePaths(),
 		VendoredPaths:        DefaultVendoredPaths(),

@@ -23,6 +23,8 @@ import (
 // reuseConfig has one lens on a paid model runtime and one answered by the Codex connector.
 const reuseConfig = `models:
   reviewer: m
+walkthrough:
+  enabled: false
 agent_review:
   version: 1
   required: [model-review, codex-review]

@@ -65,6 +65,10 @@ type Decision struct {
 	Coverage       Coverage        `json:"coverage"`
 	Subject        SubjectContext  `json:"subject"`
 	Runs           []Run           `json:"runs"`
+	// Walkthrough is the account of the change shown above the review (nil when turned off);
+	// Answers are the replies to the questions of Subject.Questions. Neither affects the gate.
+	Walkthrough *Walkthrough     `json:"walkthrough,omitempty"`
+	Answers     []QuestionAnswer `json:"answers,omitempty"`
 	// Observed is what the pipeline saw of each runtime call, for the review-run observation.
 	Observed *Observed `json:"-"`
 	// Session is the review's runtime session: a runner in another process keeps its run in it.

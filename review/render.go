@@ -163,6 +163,7 @@ func RenderComment(d *Decision) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**lensgate review: advisory** (gate: `%s`, recommendation: `%s`)\n\n", d.Gate.State, d.Recommendation)
 	b.WriteString("> Automated review. It recommends; a human approves and merges. Nothing here merges automatically.\n\n")
+	b.WriteString(renderWalkthrough(d.Walkthrough))
 	fmt.Fprintf(&b, "**Gate %s**: %s\n\n", d.Gate.State, mdText(d.Gate.Reason))
 	b.WriteString("| Lens | Role | Outcome | Runtime | Summary |\n|---|---|---|---|---|\n")
 	for _, l := range d.Lenses {

@@ -115,6 +115,7 @@ type reviewRun struct {
 	reviewedBy  map[string]bool    // runtimes that completed their part of the review
 	sentToModel bool
 	modelRan    bool
+	prose       *proseRun // the walkthrough and the answers
 }
 
 // planReview reads the change and decides, for every lens, its runtime, its group and the parts
@@ -338,6 +339,7 @@ func (r *reviewRun) close() {
 func (r *reviewRun) run(ctx context.Context) {
 	r.gatherContext(ctx)
 	var wg sync.WaitGroup
+	r.startProse(ctx, &wg)
 	inFlight := semaphore.NewWeighted(int64(r.p.opts.MaxConcurrentCalls))
 	for _, g := range r.groups {
 		if !r.planGroup(g) {
@@ -631,6 +633,7 @@ func (r *reviewRun) assemble(ctx context.Context) (*Decision, error) {
 	}
 
 	r.observed.Finished = r.p.opts.Now()
+	r.calls = append(r.calls, r.proseCalls()...)
 	tokens := tallyTokens(r.calls, results)
 
 	gate, err := evaluateGate(r.plan, results)
@@ -662,6 +665,7 @@ func (r *reviewRun) assemble(ctx context.Context) (*Decision, error) {
 		}
 	}
 	r.decideCoverage(dec, results, requestChanges)
+	r.finishProse(dec, results)
 	if r.sentToModel {
 		dec.ModelInput = r.view.input
 	}

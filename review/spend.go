@@ -53,6 +53,7 @@ func TokensLine(d *Decision) string {
 	if len(per) > 0 {
 		b.WriteString("; per lens: " + strings.Join(per, ", "))
 	}
+	b.WriteString(proseShare(t.Calls))
 	return b.String() + "."
 }
 

@@ -51,6 +51,9 @@ type State struct {
 	// review of the same head that runs only because a delegated lens settled does not send
 	// the change to the models again.
 	Reuse *Reuse `json:"reuse,omitempty"`
+	// Walkthrough is the model's walkthrough summary and the head it was written at, so that
+	// the next review of the same head keeps it and a push only updates it.
+	Walkthrough *WalkthroughMemo `json:"walkthrough,omitempty"`
 }
 
 // Reuse is the record of the paid lenses of one review of one head.

@@ -83,6 +83,8 @@ type Subject struct {
 	Settled bool
 	// Dismissals are the accepted dismissals of findings, from people with write access.
 	Dismissals []Dismissal
+	// Questions are the reviewers' questions this review answers (see Decision.Answers).
+	Questions []Question
 	// OwnerApproval is what the forge shows of code-owner approval of the changed protected
 	// files, read when protected_paths_require asks for it (nil: not read).
 	OwnerApproval *OwnerApproval

@@ -343,6 +343,7 @@ func writeText(w io.Writer, d *review.Decision) {
 	fmt.Fprintf(w, "Recommendation: %s\n", d.Recommendation)
 	fmt.Fprintf(w, "Plan digest: %s\n", d.PlanDigest)
 	fmt.Fprintf(w, "Reviewed: %s..%s, diff sha256 %s\n\n", digest.Short(d.Subject.BaseSHA), digest.Short(d.Subject.HeadSHA), d.Subject.ReviewedDiffDigest)
+	writeWalkthrough(w, d.Walkthrough)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LENS\tROLE\tOUTCOME\tRUNTIME\tSUMMARY")
 	for _, l := range d.Lenses {

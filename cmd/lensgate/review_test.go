@@ -467,7 +467,8 @@ func TestReviewReportsModelTokens(t *testing.T) {
 	key := "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
 	commit(t, dir, map[string]string{"src/app.go": "package src\n\nconst token = \"" + key + "\"\n"}, "Add a token")
 	cfg := filepath.Join(t.TempDir(), "policy.asdd.yml")
-	if err := os.WriteFile(cfg, []byte("agent_review:\n  version: 1\n  required: [correctness]\n  agents:\n    correctness:\n"+
+	// The walkthrough is off: the test compares the lens's tokens with the review's.
+	if err := os.WriteFile(cfg, []byte("walkthrough:\n  enabled: false\nagent_review:\n  version: 1\n  required: [correctness]\n  agents:\n    correctness:\n"+
 		"      preset: openai\n      instruction: Find logic errors.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,8 @@ type Record struct {
 	Coverage      Coverage `json:"coverage"`
 	Policy        Policy   `json:"policy"`
 	Intake        []Intake `json:"intake,omitempty"`
+	// Prose is what a model wrote beside the review: the walkthrough and answers.
+	Prose []Prose `json:"prose,omitempty"`
 	// Tokens is the review's whole model spend (nil when no model was called).
 	Tokens *Tokens `json:"tokens,omitempty"`
 	// Context is what the model calls were given besides the diff (nil when nothing).
@@ -195,6 +197,7 @@ func EncodeRecord(r Record) (string, error) {
 		g.Path, g.Reason = cut(g.Path, 300), cut(g.Reason, 200)
 	}
 	r.Policy.Problems = cutList(r.Policy.Problems)
+	r.Prose = boundProse(r.Prose)
 	if p := r.Policy.Proposed; p != nil {
 		p.Problems, p.Error = cutList(p.Problems), cut(p.Error, 300)
 	}
@@ -219,6 +222,8 @@ func EncodeRecord(r Record) (string, error) {
 			r.Findings = r.Findings[:len(r.Findings)/2]
 		case len(r.Coverage.Gaps) > 0:
 			r.Coverage.Gaps = r.Coverage.Gaps[:len(r.Coverage.Gaps)/2]
+		case len(r.Prose) > 0:
+			r.Prose = r.Prose[:len(r.Prose)-1]
 		default:
 			return "", errors.New("details record: too large even without findings and gaps")
 		}

@@ -146,6 +146,10 @@ type Answer struct {
 	// InReplyTo is the inline comment whose thread the reply goes to (0: the conversation).
 	InReplyTo int64
 	Text      string
+	// Model, when set, names the model that wrote Text in answer to Asker's question: Text is
+	// then untrusted model output, shown as such.
+	Model string
+	Asker string
 }
 
 // DelegateRequester is a Publisher that can ask another review bot for a review: it posts the

@@ -107,6 +107,7 @@ func (r *run) setRecord(pub *publication.Publication, placed map[string]bool) {
 	if d.Tokens.Total > 0 || len(d.Tokens.Calls) > 0 {
 		rec.Tokens = recordTokens(&d.Tokens.TokenCount)
 	}
+	rec.Prose = recordProse(d)
 	rec.Context = recordContext(d)
 	line, err := details.EncodeRecord(rec)
 	if err != nil {

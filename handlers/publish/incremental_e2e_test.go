@@ -177,7 +177,8 @@ func prDiff(bad map[int]bool, extra map[int]string) string {
 	return b.String()
 }
 
-const modelConfig = "runtime: openai\nmodels:\n  reviewer: test-model\n"
+// modelConfig turns the walkthrough off: these tests count and measure the lens calls.
+const modelConfig = "runtime: openai\nmodels:\n  reviewer: test-model\nwalkthrough:\n  enabled: false\n"
 
 // adopt gives the repository an .asdd.yml that reviews with the model, and the pull request
 // what the adopted intake asks for: one lane label and the authorship box ticked.

@@ -58,7 +58,7 @@ func TestModelReviewThroughTheApp(t *testing.T) {
 	p := review.NewPipeline(review.Options{Runtimes: runtime.NewRegistry(rt, builtin.New(builtin.Options{})),
 		Logger: zerolog.Nop(), WorkRoot: t.TempDir()})
 	st := newStack(t, p, e2eDiff1)
-	st.gh.SetFile(e2eRepo, "master", ".asdd.yml", "runtime: openai\nmodels:\n  reviewer: m\n")
+	st.gh.SetFile(e2eRepo, "master", ".asdd.yml", "runtime: openai\nmodels:\n  reviewer: m\nwalkthrough:\n  enabled: false\n")
 	st.gh.SetPullBody(e2eRepo, e2ePR, st.gh.PullBody(e2eRepo, e2ePR)+"\n- [x] human\n\nold token "+secret+"\n")
 	if _, _, err := st.gh.TokenClient().Issues.AddLabelsToIssue(context.Background(), "Codertocat", "Hello-World", e2ePR, []string{"fix"}); err != nil {
 		t.Fatal(err)

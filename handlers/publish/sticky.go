@@ -153,6 +153,7 @@ func (r *run) upsertSticky(ctx context.Context, pub *publication.Publication, ex
 	d := pub.Decision
 	var b strings.Builder
 	b.WriteString(markerAdvisory + "\n")
+	b.WriteString(walkthroughSection(d.Walkthrough))
 	fmt.Fprintf(&b, "### %s\n\n", gateTitle(d))
 	// The pipeline's own rendering (Decision.Comment) repeats the table and the findings this
 	// comment lists with their inline placement, so only the gate's reason is taken from it.

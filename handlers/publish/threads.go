@@ -53,7 +53,7 @@ func (r *run) memo(pub *publication.Publication) string {
 // the conversation. A reply carries the command's id, so it is never repeated.
 func (r *run) answerCommands(ctx context.Context, answers []publication.Answer) {
 	for _, a := range answers {
-		body := oneLine(a.Text, 1500) + "\n\n" + pull.MarkerAnswer + fmt.Sprint(a.CommentID) + pull.MarkerEnd
+		body := answerBody(a)
 		if a.InReplyTo != 0 {
 			if !r.authorize(ctx, pdp.Action{Kind: pdp.KindThreadReply, Target: targetReview}) {
 				return

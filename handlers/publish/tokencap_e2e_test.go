@@ -28,7 +28,8 @@ import (
 // daily allowance against a model; the App, a second replica on the same database, then gets a
 // pull request of that installation through a signed webhook and makes no model call: its gate
 // check is not a pass and names the daily cap, with the day's count the first replica left.
-const asddModel = "runtime: openai\nmodels:\n  reviewer: m\n"
+// asddModel turns the walkthrough off: the test counts the lens calls a cap allows.
+const asddModel = "runtime: openai\nmodels:\n  reviewer: m\nwalkthrough:\n  enabled: false\n"
 
 func TestDailyTokenCapSharedThroughTheApp(t *testing.T) {
 	const limit = 8000

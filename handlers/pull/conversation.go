@@ -54,6 +54,8 @@ type Conversation struct {
 	Answered map[int64]bool
 	// Commands are the dismiss commands found, oldest first.
 	Commands []Command
+	// Questions are the ask commands found: the conversation's, then the review threads'.
+	Questions []Asked
 }
 
 // Command is one `/lensgate dismiss` comment.
@@ -140,10 +142,15 @@ func (f Fetcher) ReadConversation(ctx context.Context, c *github.Client, owner, 
 			if args, ok := ParseDismiss(ic.GetBody(), command); ok {
 				issueCmds = append(issueCmds, Command{CommentID: ic.GetID(), User: login, Bot: IsBot(ic.GetUser()), Args: args})
 			}
+			if q, ok := issueAsk(ic, askOfDismiss(command)); ok {
+				conv.Questions = append(conv.Questions, q)
+			}
 		}
 		page = resp.NextPage
 	}
 	var reviewCmds []Command
+	var reviewComments []*github.PullRequestComment
+	var reviewQuestions []Asked
 	for page := first(counts.reviewComments()); page != 0 && page <= maxCommentPages; {
 		var cs []*github.PullRequestComment
 		var resp *github.Response
@@ -155,6 +162,7 @@ func (f Fetcher) ReadConversation(ctx context.Context, c *github.Client, owner, 
 		if err != nil {
 			return nil, err
 		}
+		reviewComments = append(reviewComments, cs...)
 		for _, rc := range cs {
 			login := rc.GetUser().GetLogin()
 			if botLogin != "" && login == botLogin {
@@ -167,10 +175,15 @@ func (f Fetcher) ReadConversation(ctx context.Context, c *github.Client, owner, 
 			if args, ok := ParseDismiss(rc.GetBody(), command); ok {
 				reviewCmds = append(reviewCmds, Command{CommentID: rc.GetID(), InReplyTo: rc.GetInReplyTo(), User: login, Bot: IsBot(rc.GetUser()), Args: args})
 			}
+			if q, ok := reviewAsk(rc, askOfDismiss(command)); ok {
+				reviewQuestions = append(reviewQuestions, q)
+			}
 		}
 		page = resp.NextPage
 	}
 	conv.Commands = append(issueCmds, reviewCmds...)
+	fillThreads(reviewQuestions, reviewComments)
+	conv.Questions = append(conv.Questions, reviewQuestions...)
 	if sticky != nil {
 		if text := HiddenValue(sticky.GetBody(), MarkerMemo); text != "" {
 			st, err := review.DecodeState(text)

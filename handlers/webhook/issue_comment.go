@@ -39,6 +39,10 @@ func (h issueCommentHandler) Handle(ctx context.Context, eventType, deliveryID s
 	if ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 && h.delegates.PresetOfBot(c.GetUser().GetLogin(), c.GetUser().GetID()) != "" {
 		return h.delegateAnswer(ctx, ev, deliveryID, reason)
 	}
+	if _, ok := pull.ParseAsk(c.GetBody(), pull.AskCommand(h.command)); ok && ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 {
+		return askFromReader(ctx, h.hooks, inst, repo, is.GetNumber(), deliveryID, eventType, c.GetUser().GetLogin(),
+			pull.IsBot(ev.GetSender()) || pull.IsBot(c.GetUser()))
+	}
 	if _, ok := pull.ParseDismiss(c.GetBody(), pull.DismissCommand(h.command)); ok && ev.GetAction() == "created" && is.IsPullRequest() && inst != 0 {
 		// The worker checks the command (finding, reason, separation of duties) and answers
 		// it; a review of the same head costs no model call. Commands from bots and from

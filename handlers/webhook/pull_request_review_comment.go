@@ -11,7 +11,7 @@ import (
 )
 
 // reviewCommentHandler takes dismiss commands written as replies to lensgate's inline
-// comments. The worker checks and answers them.
+// comments, and ask commands in any review thread. The worker checks and answers them.
 type reviewCommentHandler struct{ *hooks }
 
 var _ githubapp.EventHandler = reviewCommentHandler{}
@@ -51,6 +51,9 @@ func (h reviewCommentHandler) Handle(ctx context.Context, eventType, deliveryID 
 		return h.skip(ctx, reason, "only new comments are commands")
 	case inst == 0:
 		return h.skip(ctx, reason, "no installation in payload")
+	}
+	if _, ok := pull.ParseAsk(body, pull.AskCommand(h.command)); ok {
+		return askFromReader(ctx, h.hooks, inst, repo, number, deliveryID, eventType, login, pull.IsBot(&github.User{Login: &login, Type: &userType}))
 	}
 	if _, ok := pull.ParseDismiss(body, pull.DismissCommand(h.command)); !ok {
 		return h.skip(ctx, reason, "not a command")

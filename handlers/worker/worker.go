@@ -286,6 +286,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		d.Subject = subj.Context()
 	}
 	pub.Decision = d
+	pub.Answers = append(pub.Answers, answersOf(d)...)
 	w.count("pull_request", string(d.Gate.State))
 	w.observeModel(d.Tokens)
 	if err := w.publish(ctx, client, pub); err != nil {
@@ -360,6 +361,9 @@ func (w *Worker) readConversation(ctx context.Context, client *github.Client, su
 		}
 	}
 	subj.Dismissals, pub.Answers = w.dismissals(ctx, client, subj, pub.Repo, conv)
+	var limited []publication.Answer
+	subj.Questions, limited = w.questions(ctx, client, subj, pub.Repo, conv)
+	pub.Answers = append(pub.Answers, limited...)
 }
 
 // queueShownHead queues a review of the head GitHub shows when the stale job is still its

@@ -154,6 +154,8 @@ func runCase(ctx context.Context, c *Corpus, k *Case, opts Options, j *judging) 
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
+	// The walkthrough is no finding: the lenses alone are scored and costed.
+	cfg.Walkthrough.Enabled = false
 	started := time.Now()
 	dec, err := opts.Pipeline.Review(ctx, subj, cfg)
 	if err != nil {

@@ -190,6 +190,7 @@ func lensgateSpend(tb testing.TB, diff []byte, names ...string) spend {
 	}
 	cfg := config.DefaultRepo()
 	cfg.Models.Reviewer = "m"
+	cfg.Walkthrough.Enabled = false // the lens calls are measured; the walkthrough's call is its own
 	cfg.Policy = config.Policy{Version: 1, Aggregation: config.AggregationAllRequired}
 	for _, n := range names {
 		cfg.Policy.Lenses = append(cfg.Policy.Lenses, config.Lens{Name: n, Preset: openai.Name, Instruction: benchInstructions[n],

@@ -1,0 +1,35 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/go-github/v62/github"
+
+	"github.com/lensgate/lensgate/handlers/pull"
+	"github.com/lensgate/lensgate/handlers/queue"
+)
+
+// askFromReader queues the review run that answers an ask command when its author can read the
+// repository. The worker finds the question in the conversation, checks it again (access, the
+// rate limit, an answer already given) and answers it; a review of the same head costs no lens
+// call. A command from anyone else, or from a bot, is dropped here unanswered, so comment spam
+// costs one permission read per comment and never an App comment or a model call.
+func askFromReader(ctx context.Context, h *hooks, inst int64, repo *github.Repository, number int, deliveryID, event, login string, bot bool) error {
+	reason := queue.EventReason(event, "ask")
+	if bot {
+		return h.skip(ctx, reason, "ask command from a bot")
+	}
+	client, err := h.clients.NewInstallationClient(inst)
+	if err != nil {
+		return fmt.Errorf("installation client: %w", err)
+	}
+	perm, err := h.fetch.Permission(ctx, client, repo.GetOwner().GetLogin(), repo.GetName(), login)
+	if err != nil {
+		return err
+	}
+	if !pull.CanRead(perm) {
+		return h.skip(ctx, reason, "ask command from a user without read access")
+	}
+	return enqueueCommand(ctx, h, client, inst, repo, number, deliveryID, reason, login)
+}
