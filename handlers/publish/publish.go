@@ -80,6 +80,12 @@ type Options struct {
 	// review of the head finds it without a lookup and a new head needs none (in memory,
 	// bounded, when nil; the durable queue's database shares it between replicas).
 	Checks queue.CheckRecords
+	// ProgressInterval is the least time between two writes of a running review's gate check
+	// (DefaultProgressInterval when zero; negative: no progress updates, the check says which
+	// lenses run until it concludes). MaxProgressWrites bounds the updates of one review
+	// (DefaultMaxProgressWrites when zero).
+	ProgressInterval  time.Duration
+	MaxProgressWrites int
 	// GraphQLURL is GitHub's GraphQL endpoint (GitHub's V4 API URL); empty means "graphql"
 	// next to the REST base URL, as on github.com.
 	GraphQLURL string
@@ -99,6 +105,8 @@ type Publisher struct {
 	callTimeout         time.Duration
 	now                 func() time.Time
 	graphQL             string
+	progressInterval    time.Duration
+	maxProgressWrites   int
 
 	mu     sync.Mutex
 	checks map[string]*github.CheckRun // gate check runs between Begin and Publish
@@ -137,6 +145,13 @@ func New(o Options) (*Publisher, error) {
 	}
 	if p.now == nil {
 		p.now = time.Now
+	}
+	p.progressInterval, p.maxProgressWrites = o.ProgressInterval, o.MaxProgressWrites
+	if p.progressInterval == 0 {
+		p.progressInterval = DefaultProgressInterval
+	}
+	if p.maxProgressWrites <= 0 {
+		p.maxProgressWrites = DefaultMaxProgressWrites
 	}
 	p.pace = newPacer(o.ContentSpacing, p.now, o.Sleep)
 	p.slots = o.WriteSlots
@@ -266,10 +281,7 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *publicati
 	r := p.newRun(ctx, gh, pub, "begin")
 	// The reaction to a review command is a spaced write: it comes after the gate check.
 	defer r.acknowledgeCommand(ctx, pub)
-	out := &github.CheckRunOutput{
-		Title:   github.String("lensgate: review in progress"),
-		Summary: github.String("lensgate is reviewing head `" + r.info.headSHA + "`."),
-	}
+	out := reviewingOutput(r.info.headSHA, policyLenses(pub.Repo, pub.ConfigProblems), nil)
 	if n := pub.Job.Resumed; n > 0 {
 		out = resumingOutput(r.info.headSHA, fmt.Sprintf("the worker running it stopped; another worker resumed it (%d×)", n))
 	}

@@ -251,7 +251,10 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		return w.publish(ctx, client, pub)
 	}
 	subj.Delegation = w.prepareDelegation(ctx, client, job, pr, subj, trusted.Repo)
-	d, err := w.Reviewer.Review(ctx, subj, trusted.Repo)
+	rctx, stopProgress := w.trackProgress(ctx, client, pub)
+	defer stopProgress() // before the deferred conclusion of a run that panicked
+	d, err := w.Reviewer.Review(rctx, subj, trusted.Repo)
+	stopProgress()
 	if err != nil {
 		if ctx.Err() != nil {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -49,6 +49,14 @@ func (n NotifyingPublisher) Abandon(ctx context.Context, c *github.Client, p *pu
 	return n.Next.Abandon(ctx, c, p, why)
 }
 
+// TrackProgress passes the tracking of a review's progress to Next when it does that.
+func (n NotifyingPublisher) TrackProgress(ctx context.Context, c *github.Client, p *publication.Publication) publication.ProgressTracker {
+	if pt, ok := n.Next.(publication.ProgressTracking); ok {
+		return pt.TrackProgress(ctx, c, p)
+	}
+	return nil
+}
+
 // Publish implements publication.Publisher.
 func (n NotifyingPublisher) Publish(ctx context.Context, c *github.Client, p *publication.Publication) error {
 	err := n.Next.Publish(ctx, c, p)
