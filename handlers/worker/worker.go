@@ -199,33 +199,9 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	if err != nil {
 		return w.operational(ctx, client, job, bindPartial(pr), err)
 	}
-	countOpen := trusted.Repo != nil && trusted.Repo.MaxOpenPRsPerAuthor > 0
-	snap, err := w.Fetch.PullSnapshot(ctx, client, pr, countOpen)
-	if err != nil {
-		return w.operational(ctx, client, job, bindPartial(pr), err)
-	}
-	subj := pull.BindPull(snap)
-	subj.InstallationID = job.InstallationID
-	// A review queued because a delegated lens settled reuses what the paid lenses concluded
-	// at this very head, instead of billing them again.
-	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && job.Reason.IsDelegate() && job.HeadSHA == subj.HeadSHA
-	if snap.FilesTruncated {
-		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
-	}
-	pub := &publication.Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
-	if pr.Comments != nil && pr.ReviewComments != nil {
-		pub.Counts = &pull.PullCounts{IssueComments: pr.GetComments(), ReviewComments: pr.GetReviewComments()}
-	}
-	w.readConversation(ctx, client, subj, pub)
-	pub.Proposed = w.proposedConfig(ctx, client, subj, trusted)
-	if pub.Proposed != nil {
-		ev := log.Info().Str("path", pub.Proposed.Path).Int("problems", len(pub.Proposed.Problems))
-		if pub.Proposed.Err != nil {
-			ev = ev.AnErr("read_error", pub.Proposed.Err)
-		}
-		ev.Msg("pull request changes the configuration: validated, not applied")
-	}
-
+	// The gate check shows the review in progress as soon as the job is taken and its lenses
+	// are known, before the pull request's files, diff and conversation are read.
+	pub := &publication.Publication{Job: job, App: w.App, Subject: bindPartial(pr), Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
 	if err := w.Publisher.Begin(ctx, client, pub); err != nil {
 		log.Warn().Err(err).Msg("publisher could not mark the review as started")
 	}
@@ -243,6 +219,33 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 			w.interrupted(ctx, client, pub)
 		}
 	}()
+	countOpen := trusted.Repo != nil && trusted.Repo.MaxOpenPRsPerAuthor > 0
+	snap, err := w.Fetch.PullSnapshot(ctx, client, pr, countOpen)
+	if err != nil {
+		return w.operational(ctx, client, job, pub.Subject, err)
+	}
+	subj := pull.BindPull(snap)
+	subj.InstallationID = job.InstallationID
+	// A review queued because a delegated lens settled reuses what the paid lenses concluded
+	// at this very head, instead of billing them again.
+	subj.Settled = job.FollowUp && job.Kind == queue.KindPullRequest && job.Reason.IsDelegate() && job.HeadSHA == subj.HeadSHA
+	if snap.FilesTruncated {
+		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
+	}
+	pub.Subject = subj
+	if pr.Comments != nil && pr.ReviewComments != nil {
+		pub.Counts = &pull.PullCounts{IssueComments: pr.GetComments(), ReviewComments: pr.GetReviewComments()}
+	}
+	w.readConversation(ctx, client, subj, pub)
+	pub.Proposed = w.proposedConfig(ctx, client, subj, trusted)
+	if pub.Proposed != nil {
+		ev := log.Info().Str("path", pub.Proposed.Path).Int("problems", len(pub.Proposed.Problems))
+		if pub.Proposed.Err != nil {
+			ev = ev.AnErr("read_error", pub.Proposed.Err)
+		}
+		ev.Msg("pull request changes the configuration: validated, not applied")
+	}
+
 	w.concludeOlderHeads(ctx, client, pub)
 	if len(trusted.Problems) > 0 {
 		pub.Decision = invalidConfigDecision(subj, trusted)
