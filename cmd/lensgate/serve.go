@@ -368,6 +368,7 @@ func openQueue(ctx context.Context, cfg *config.Server, role string, promReg pro
 		LeaseTTL:                  cfg.Queue.Lease,
 		MaxQueued:                 cfg.Queue.Size,
 		FetchCooldown:             fetchCooldown(role),
+		FetchPollInterval:         fetchPollInterval(cfg),
 		Logger:                    &log,
 		Registerer:                promReg,
 	})
@@ -536,6 +537,22 @@ func newLogger(w io.Writer, level, format string) zerolog.Logger {
 func fetchCooldown(role string) time.Duration {
 	if role == handlers.RoleAll {
 		return durable.SharedFetchCooldown
+	}
+	return 0
+}
+
+// sqliteFetchPoll is how often the workers of an SQLite queue look for new jobs. SQLite sends no
+// notifications, and River's default poll of a second put up to a second between a webhook and
+// the moment a worker takes its job and the gate check shows the review in progress. A poll is
+// one indexed query on the local file, at most as often as role all's workers fetch anyway
+// (durable.SharedFetchCooldown).
+const sqliteFetchPoll = durable.SharedFetchCooldown
+
+// fetchPollInterval is the queue's poll interval: sqliteFetchPoll on SQLite, River's default
+// where notifications wake the workers (PostgreSQL).
+func fetchPollInterval(cfg *config.Server) time.Duration {
+	if cfg.SQLitePath() != "" {
+		return sqliteFetchPoll
 	}
 	return 0
 }
