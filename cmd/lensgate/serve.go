@@ -252,6 +252,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		Version:          version,
 		Role:             role,
 		Delegation:       worker.Delegation{Runtime: dl},
+		QueuedAfter:      queuedCheckAfter,
 	})
 	if err != nil {
 		return fail(err)
@@ -540,6 +541,10 @@ func fetchCooldown(role string) time.Duration {
 	}
 	return 0
 }
+
+// queuedCheckAfter is how long a pull request's job waits for a worker before its head's gate
+// check shows it queued: a job taken sooner goes straight to in progress, with no extra write.
+const queuedCheckAfter = 3 * time.Second
 
 // sqliteFetchPoll is how often the workers of an SQLite queue look for new jobs. SQLite sends no
 // notifications, and River's default poll of a second put up to a second between a webhook and

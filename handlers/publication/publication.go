@@ -187,6 +187,15 @@ type ProgressTracker interface {
 	Stop()
 }
 
+// QueueMarking is a Publisher that can show a pull request's job waiting for a worker: MarkQueued
+// creates the head's gate check as queued unless the head already has one (Begin later turns it
+// in progress), and Unqueue concludes a check that is still queued when its job ends without a
+// review (the pull request closed, a newer head, the server stopping), saying why.
+type QueueMarking interface {
+	MarkQueued(ctx context.Context, client *github.Client, p *Publication) error
+	Unqueue(ctx context.Context, client *github.Client, p *Publication, why string) error
+}
+
 // DelegateRequest is one request to post.
 type DelegateRequest struct {
 	Job     queue.Job

@@ -114,6 +114,8 @@ type Publisher struct {
 	slots  WriteSlots
 	// records outlive the job: the gate check run of every head written.
 	records queue.CheckRecords
+	// gateLocks order Begin and MarkQueued on a head within this process (by checkKey).
+	gateLocks [gateLockStripes]sync.Mutex
 }
 
 var _ publication.Publisher = (*Publisher)(nil)
@@ -281,6 +283,7 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *publicati
 	r := p.newRun(ctx, gh, pub, "begin")
 	// The reaction to a review command is a spaced write: it comes after the gate check.
 	defer r.acknowledgeCommand(ctx, pub)
+	defer p.lockGate(r.checkKey(p.checkName))()
 	out := reviewingOutput(r.info.headSHA, policyLenses(pub.Repo, pub.ConfigProblems), nil)
 	if n := pub.Job.Resumed; n > 0 {
 		out = resumingOutput(r.info.headSHA, fmt.Sprintf("the worker running it stopped; another worker resumed it (%d×)", n))

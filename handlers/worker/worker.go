@@ -186,11 +186,13 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	case pr.GetState() == "closed":
 		log.Info().Msg("pull request closed before its review started")
 		w.count("pull_request", "stale")
+		w.unqueue(ctx, client, job, pr, "the pull request was closed first")
 		return nil
 	case job.HeadSHA != "" && pr.GetHead().GetSHA() != job.HeadSHA:
 		// Another push exists, so this job's head is never reviewed.
 		log.Info().Str("job_head", job.HeadSHA).Str("current_head", pr.GetHead().GetSHA()).Msg("head moved on; stale job skipped")
 		w.count("pull_request", "stale")
+		w.unqueue(ctx, client, job, pr, "the pull request's head moved on to "+digest.Short(pr.GetHead().GetSHA()))
 		w.queueShownHead(ctx, job, pr.GetHead().GetSHA())
 		return nil
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 
 	"github.com/google/go-github/v62/github"
+	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/handlers/publication"
+	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -22,4 +24,19 @@ func (w *Worker) trackProgress(ctx context.Context, client *github.Client, pub *
 		return ctx, func() {}
 	}
 	return review.WithProgress(ctx, t.Report), t.Stop
+}
+
+// unqueue concludes the gate check of the job's head when it still shows the job queued and the
+// job ends without a review: why says what happened instead.
+func (w *Worker) unqueue(ctx context.Context, client *github.Client, job queue.Job, pr *github.PullRequest, why string) {
+	qm, ok := w.Publisher.(publication.QueueMarking)
+	if !ok || job.HeadSHA == "" {
+		return
+	}
+	subj := bindPartial(pr)
+	subj.HeadSHA = job.HeadSHA
+	pub := &publication.Publication{Job: job, App: w.App, Subject: subj}
+	if err := qm.Unqueue(ctx, client, pub, why); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("could not conclude the queued gate check")
+	}
 }
