@@ -107,6 +107,11 @@ func (m *queuedMarks) Start(ctx context.Context, h queue.Handler) error {
 				clear(m.taken)
 			}
 			m.taken[job.Key+"@"+job.HeadSHA] = true
+			if old, ok := m.marked[job.Key]; ok && old.HeadSHA != job.HeadSHA {
+				// The queue reviews this head instead (it took the marked one for older news).
+				m.push(queuedTask{job: old, unqueue: true,
+					why: "head " + digest.Short(job.HeadSHA) + " is reviewed instead; its own check reports its review"})
+			}
 			delete(m.marked, job.Key)
 			m.mu.Unlock()
 		}

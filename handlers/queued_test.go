@@ -68,8 +68,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// Jobs no worker took are marked once they waited; a taken job is not; a newer head unqueues
-// its subject's marked head; stopping unqueues the heads still marked, saying the job is lost
+// Jobs no worker took are marked once they waited; a taken job is not; a newer head, enqueued
+// or taken, unqueues its subject's marked head; stopping unqueues the heads still marked, saying the job is lost
 // with the memory queue.
 func TestQueuedMarks(t *testing.T) {
 	gh := githubfake.New(t)
@@ -102,15 +102,24 @@ func TestQueuedMarks(t *testing.T) {
 	}
 	waitFor(t, "b1 unqueued", func() bool { _, u := log.state(); return u["b1"] != "" })
 	waitFor(t, "b2 marked", func() bool { marked, _ := log.state(); return len(marked) == 3 })
+	// The queue may take another head than the one marked (it held the marked one for older news).
+	if err := m.Enqueue(ctx, job("o/r#5", "e1")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "e1 marked", func() bool { marked, _ := log.state(); return len(marked) == 4 })
+	if err := inner.h(ctx, job("o/r#5", "e2")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "e1 unqueued", func() bool { _, u := log.state(); return u["e1"] != "" })
 	if err := m.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	marked, unqueued := log.state()
-	if strings.Join(marked, ",") != "b1,c1,b2" {
-		t.Fatalf("marked %v, want b1, c1, b2 (not a1, taken; not d1, a follow-up)", marked)
+	if strings.Join(marked, ",") != "b1,c1,b2,e1" {
+		t.Fatalf("marked %v, want b1, c1, b2, e1 (not a1, taken; not d1, a follow-up)", marked)
 	}
 	if !strings.Contains(unqueued["b1"], "head b2 arrived first") || !strings.Contains(unqueued["c1"], "does not keep jobs") ||
-		!strings.Contains(unqueued["b2"], "does not keep jobs") || len(unqueued) != 3 {
+		!strings.Contains(unqueued["b2"], "does not keep jobs") || !strings.Contains(unqueued["e1"], "head e2 is reviewed instead") || len(unqueued) != 4 {
 		t.Fatalf("unqueued %v", unqueued)
 	}
 }
