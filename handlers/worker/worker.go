@@ -207,20 +207,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	if err := w.Publisher.Begin(ctx, client, pub); err != nil {
 		log.Warn().Err(err).Msg("publisher could not mark the review as started")
 	}
-	// From here the gate check reads in_progress: a run that panics or runs out of time must
-	// still conclude it (pending), and one that is superseded or interrupted must conclude it or
-	// say it resumes, or it would stay in progress for good.
-	defer func() {
-		if v := recover(); v != nil {
-			if pub.Decision == nil {
-				w.concludeAbandoned(ctx, client, pub, fmt.Errorf("review panicked: %v", v))
-			}
-			panic(v)
-		}
-		if ctx.Err() != nil {
-			w.interrupted(ctx, client, pub)
-		}
-	}()
+	defer w.concludeUnfinished(ctx, client, pub)
 	countOpen := trusted.Repo != nil && trusted.Repo.MaxOpenPRsPerAuthor > 0
 	snap, err := w.Fetch.PullSnapshot(ctx, client, pr, countOpen)
 	if err != nil {
@@ -543,6 +530,21 @@ func (w *Worker) publish(ctx context.Context, client *github.Client, pub *public
 		return fmt.Errorf("publish %s: %w", pub.Job.Key, err)
 	}
 	return nil
+}
+
+// concludeUnfinished is deferred once the gate check reads in_progress: a run that panics or
+// runs out of time must still conclude it (pending), and one that is superseded or interrupted
+// must conclude it or say it resumes, or it would stay in progress for good.
+func (w *Worker) concludeUnfinished(ctx context.Context, client *github.Client, pub *publication.Publication) {
+	if v := recover(); v != nil {
+		if pub.Decision == nil {
+			w.concludeAbandoned(ctx, client, pub, fmt.Errorf("review panicked: %v", v))
+		}
+		panic(v)
+	}
+	if ctx.Err() != nil {
+		w.interrupted(ctx, client, pub)
+	}
 }
 
 // concludeAbandoned publishes a pending decision for a run that cannot finish (its context is
