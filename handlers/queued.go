@@ -36,6 +36,7 @@ type queuedMarks struct {
 	pending []queuedTask
 	latest  map[string]string // subject key -> newest head enqueued
 	taken   map[string]bool   // subject key + head -> a worker took the job
+	marking map[string]bool   // subject key + head -> its queued check is being written
 	marked  map[string]queue.Job
 	wake    chan struct{}
 	stop    context.CancelFunc
@@ -54,7 +55,7 @@ type queuedTask struct {
 func newQueuedMarks(q queue.Queue, marker publication.QueueMarking, clients githubapp.ClientCreator, after time.Duration,
 	app func() publication.AppIdentity, memory bool, log zerolog.Logger) *queuedMarks {
 	return &queuedMarks{Queue: q, marker: marker, clients: clients, after: after, app: app, memory: memory, log: log,
-		latest: map[string]string{}, taken: map[string]bool{}, marked: map[string]queue.Job{},
+		latest: map[string]string{}, taken: map[string]bool{}, marking: map[string]bool{}, marked: map[string]queue.Job{},
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
@@ -101,22 +102,31 @@ func (m *queuedMarks) Start(ctx context.Context, h queue.Handler) error {
 	m.stop = cancel
 	go m.run(mctx)
 	return m.Queue.Start(ctx, func(ctx context.Context, job queue.Job) error {
-		if markable(job) {
-			m.mu.Lock()
-			if len(m.taken) >= maxQueuedMarks*10 {
-				clear(m.taken)
-			}
-			m.taken[job.Key+"@"+job.HeadSHA] = true
-			if old, ok := m.marked[job.Key]; ok && old.HeadSHA != job.HeadSHA {
-				// The queue reviews this head instead (it took the marked one for older news).
-				m.push(queuedTask{job: old, unqueue: true,
-					why: "head " + digest.Short(job.HeadSHA) + " is reviewed instead; its own check reports its review"})
-			}
-			delete(m.marked, job.Key)
-			m.mu.Unlock()
+		if markable(job) && m.take(job) {
+			ctx = queue.WithShownQueued(ctx)
 		}
 		return h(ctx, job)
 	})
+}
+
+// take notes that a worker took job, and reports whether its head's gate check may show it
+// queued (the worker then concludes that check if the job ends before its review begins).
+func (m *queuedMarks) take(job queue.Job) bool {
+	id := job.Key + "@" + job.HeadSHA
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.taken) >= maxQueuedMarks*10 {
+		clear(m.taken)
+	}
+	m.taken[id] = true
+	old, ok := m.marked[job.Key]
+	if ok && old.HeadSHA != job.HeadSHA {
+		// The queue reviews this head instead (it held the marked one for older news).
+		m.push(queuedTask{job: old, unqueue: true,
+			why: "head " + digest.Short(job.HeadSHA) + " is reviewed instead; its own check reports its review"})
+	}
+	delete(m.marked, job.Key)
+	return ok && old.HeadSHA == job.HeadSHA || m.marking[id]
 }
 
 // Stop implements queue.Queue: once the workers stopped, every head still shown queued is
@@ -178,26 +188,34 @@ func (m *queuedMarks) run(ctx context.Context) {
 
 // mark shows job queued when it is still its subject's newest and no worker took it.
 func (m *queuedMarks) mark(ctx context.Context, job queue.Job) {
+	id := job.Key + "@" + job.HeadSHA
 	m.mu.Lock()
-	waiting := m.latest[job.Key] == job.HeadSHA && !m.taken[job.Key+"@"+job.HeadSHA] && len(m.marked) < maxQueuedMarks
+	waiting := m.latest[job.Key] == job.HeadSHA && !m.taken[id] && len(m.marked) < maxQueuedMarks
+	if waiting {
+		m.marking[id] = true // a worker that takes the job now treats it as shown queued
+	}
 	m.mu.Unlock()
 	if !waiting {
 		return
 	}
-	client, err := m.clients.NewInstallationClient(job.InstallationID)
-	if err != nil {
-		m.log.Warn().Err(err).Msg("queued gate check not written")
-		return
-	}
-	if err := m.marker.MarkQueued(ctx, client, m.publication(job)); err != nil {
-		m.log.Warn().Err(err).Str("head_sha", job.HeadSHA).Msg("queued gate check not written")
-		return
-	}
+	err := m.markQueued(ctx, job)
 	m.mu.Lock()
-	if !m.taken[job.Key+"@"+job.HeadSHA] {
+	delete(m.marking, id)
+	if err == nil && !m.taken[id] {
 		m.marked[job.Key] = job
 	}
 	m.mu.Unlock()
+	if err != nil {
+		m.log.Warn().Err(err).Str("head_sha", job.HeadSHA).Msg("queued gate check not written")
+	}
+}
+
+func (m *queuedMarks) markQueued(ctx context.Context, job queue.Job) error {
+	client, err := m.clients.NewInstallationClient(job.InstallationID)
+	if err != nil {
+		return err
+	}
+	return m.marker.MarkQueued(ctx, client, m.publication(job))
 }
 
 func (m *queuedMarks) unqueue(ctx context.Context, job queue.Job, why string) {

@@ -68,9 +68,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// Jobs no worker took are marked once they waited; a taken job is not; a newer head, enqueued
-// or taken, unqueues its subject's marked head; stopping unqueues the heads still marked, saying the job is lost
-// with the memory queue.
+// Jobs no worker took are marked once they waited, and a worker taking one is told so; a taken
+// job is not marked; a newer head, enqueued or taken, unqueues its subject's marked head;
+// stopping unqueues the heads still marked, saying the job is lost with the memory queue.
 func TestQueuedMarks(t *testing.T) {
 	gh := githubfake.New(t)
 	ac := gh.AppConfig()
@@ -79,7 +79,14 @@ func TestQueuedMarks(t *testing.T) {
 	log := &markLog{unqueued: map[string]string{}}
 	m := newQueuedMarks(inner, log, cc, 10*time.Millisecond, func() publication.AppIdentity { return publication.AppIdentity{} }, true, zerolog.Nop())
 	ctx := context.Background()
-	if err := m.Start(ctx, func(context.Context, queue.Job) error { return nil }); err != nil {
+	var shownMu sync.Mutex
+	shown := map[string]bool{}
+	if err := m.Start(ctx, func(ctx context.Context, j queue.Job) error {
+		shownMu.Lock()
+		defer shownMu.Unlock()
+		shown[j.HeadSHA] = queue.ShownQueued(ctx)
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	job := func(key, head string) queue.Job {
@@ -97,6 +104,9 @@ func TestQueuedMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "b1 and c1 marked", func() bool { marked, _ := log.state(); return len(marked) == 2 })
+	if err := inner.h(ctx, job("o/r#3", "c1")); err != nil { // a worker takes c1, shown queued
+		t.Fatal(err)
+	}
 	if err := m.Enqueue(ctx, job("o/r#2", "b2")); err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +128,13 @@ func TestQueuedMarks(t *testing.T) {
 	if strings.Join(marked, ",") != "b1,c1,b2,e1" {
 		t.Fatalf("marked %v, want b1, c1, b2, e1 (not a1, taken; not d1, a follow-up)", marked)
 	}
-	if !strings.Contains(unqueued["b1"], "head b2 arrived first") || !strings.Contains(unqueued["c1"], "does not keep jobs") ||
-		!strings.Contains(unqueued["b2"], "does not keep jobs") || !strings.Contains(unqueued["e1"], "head e2 is reviewed instead") || len(unqueued) != 4 {
-		t.Fatalf("unqueued %v", unqueued)
+	if !strings.Contains(unqueued["b1"], "head b2 arrived first") || !strings.Contains(unqueued["b2"], "does not keep jobs") ||
+		!strings.Contains(unqueued["e1"], "head e2 is reviewed instead") || len(unqueued) != 3 {
+		t.Fatalf("unqueued %v, want b1, b2 and e1 (c1 was taken: its worker concludes it)", unqueued)
+	}
+	shownMu.Lock()
+	defer shownMu.Unlock()
+	if !shown["c1"] || shown["a1"] || shown["e2"] {
+		t.Fatalf("jobs told they were shown queued: %v, want c1 only", shown)
 	}
 }

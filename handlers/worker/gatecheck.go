@@ -27,10 +27,11 @@ func (w *Worker) trackProgress(ctx context.Context, client *github.Client, pub *
 }
 
 // unqueue concludes the gate check of the job's head when it still shows the job queued and the
-// job ends without a review: why says what happened instead.
+// job ends without a review: why says what happened instead. Only a job the queue says may
+// have been shown queued looks.
 func (w *Worker) unqueue(ctx context.Context, client *github.Client, job queue.Job, pr *github.PullRequest, why string) {
 	qm, ok := w.Publisher.(publication.QueueMarking)
-	if !ok || job.HeadSHA == "" {
+	if !ok || job.HeadSHA == "" || !queue.ShownQueued(ctx) {
 		return
 	}
 	subj := bindPartial(pr)
