@@ -90,6 +90,10 @@ type Options struct {
 	// Quality, when set, reads the review quality figures for /metrics and the repository
 	// details page.
 	Quality details.QualitySource
+	// QueuedAfter is how long a pull request's job waits for a worker before its head's gate
+	// check shows it queued (0: never). It applies with RoleAll on the memory or SQLite queue,
+	// where this process runs every worker of the queue.
+	QueuedAfter time.Duration
 }
 
 // Roles of a replica.
@@ -132,10 +136,21 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var s *Server
 	q := newQueue(cfg, opts, reg)
+	if qm, ok := opts.Publisher.(publication.QueueMarking); ok && opts.QueuedAfter > 0 && opts.Role == RoleAll &&
+		(opts.Queue == nil || cfg.SQLitePath() != "") {
+		app := func() publication.AppIdentity {
+			if a := s.app.Load(); a != nil {
+				return *a
+			}
+			return publication.AppIdentity{} // before Start: the App's check runs are not told apart
+		}
+		q = newQueuedMarks(q, qm, cc, opts.QueuedAfter, app, opts.Queue == nil, opts.Logger)
+	}
 	configs := repoconfig.NewConfigLoader(cfg.Review.OrgConfigRepo, opts.DefaultRepo, opts.OrgConfigAbsence, opts.Now)
 	fetch := pull.Fetcher{Attempts: cfg.Review.SnapshotAttempts, InitialBackoff: opts.InitialBackoff, MaxBackoff: opts.MaxBackoff}
-	s := &Server{
+	s = &Server{
 		cfg:      cfg,
 		log:      opts.Logger,
 		clients:  cc,

@@ -108,6 +108,7 @@ type reviewRun struct {
 	spend    *reviewBudget
 	slots    *reviewSlots
 
+	progress    *progress // nil when no one follows the review's progress
 	calls       []ModelCall
 	material    *modelctx.Material // what model requests' context is built from (nil: none)
 	manifest    modelctx.Manifest  // the context the model requests were given
@@ -341,11 +342,15 @@ func (r *reviewRun) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	r.startProse(ctx, &wg)
 	inFlight := semaphore.NewWeighted(int64(r.p.opts.MaxConcurrentCalls))
+	var sending []*lensGroup
 	for _, g := range r.groups {
-		if !r.planGroup(g) {
-			continue
+		if r.planGroup(g) {
+			g.pending.Store(int32(len(g.parts)))
+			sending = append(sending, g)
 		}
-		g.pending.Store(int32(len(g.parts)))
+	}
+	r.progress = newProgress(ctx, r)
+	for _, g := range sending {
 		for _, pc := range g.parts {
 			if r.p.free[g.key.runtime] {
 				wg.Go(func() { r.callPart(ctx, g, pc) })
@@ -436,9 +441,11 @@ func (r *reviewRun) partStarts(g *lensGroup) {
 // partDone counts one part of g as over; the last one over stamps the group's end.
 func (r *reviewRun) partDone(g *lensGroup) {
 	r.partStarts(g)
-	if g.pending.Add(-1) == 0 {
+	last := g.pending.Add(-1) == 0
+	if last {
 		g.finished = r.p.opts.Now()
 	}
+	r.progress.partOver(g, last)
 }
 
 // callPart makes the request of one part of a group and keeps what came back in pc. A paid

@@ -257,6 +257,7 @@ func buildApp(ctx context.Context, cfg *config.Server, role string, log zerolog.
 		Role:             role,
 		Delegation:       worker.Delegation{Runtime: dl},
 		Quality:          qualitySource(feedback),
+		QueuedAfter:      queuedCheckAfter,
 	})
 	if err != nil {
 		return fail(err)
@@ -373,6 +374,7 @@ func openQueue(ctx context.Context, cfg *config.Server, role string, promReg pro
 		LeaseTTL:                  cfg.Queue.Lease,
 		MaxQueued:                 cfg.Queue.Size,
 		FetchCooldown:             fetchCooldown(role),
+		FetchPollInterval:         fetchPollInterval(cfg),
 		Logger:                    &log,
 		Registerer:                promReg,
 	})
@@ -542,6 +544,26 @@ func newLogger(w io.Writer, level, format string) zerolog.Logger {
 func fetchCooldown(role string) time.Duration {
 	if role == handlers.RoleAll {
 		return durable.SharedFetchCooldown
+	}
+	return 0
+}
+
+// queuedCheckAfter is how long a pull request's job waits for a worker before its head's gate
+// check shows it queued: a job taken sooner goes straight to in progress, with no extra write.
+const queuedCheckAfter = 3 * time.Second
+
+// sqliteFetchPoll is how often the workers of an SQLite queue look for new jobs. SQLite sends no
+// notifications, and River's default poll of a second put up to a second between a webhook and
+// the moment a worker takes its job and the gate check shows the review in progress. A poll is
+// one indexed query on the local file, at most as often as role all's workers fetch anyway
+// (durable.SharedFetchCooldown).
+const sqliteFetchPoll = durable.SharedFetchCooldown
+
+// fetchPollInterval is the queue's poll interval: sqliteFetchPoll on SQLite, River's default
+// where notifications wake the workers (PostgreSQL).
+func fetchPollInterval(cfg *config.Server) time.Duration {
+	if cfg.SQLitePath() != "" {
+		return sqliteFetchPoll
 	}
 	return 0
 }

@@ -176,6 +176,30 @@ type DelegateNote struct {
 	Lenses []string
 }
 
+// ProgressTracking is a Publisher that can show, in the gate check Begin opened, how far a
+// running review is. TrackProgress starts following one review; the worker hands the
+// tracker's Report to the pipeline (review.WithProgress) and calls Stop before it publishes.
+type ProgressTracking interface {
+	TrackProgress(ctx context.Context, client *github.Client, p *Publication) ProgressTracker
+}
+
+// ProgressTracker follows one review. Report never waits for GitHub: the tracker decides
+// which reports it writes, and when. Stop ends the tracking and returns once no write of the
+// tracker is under way, so that none lands after the review's conclusion.
+type ProgressTracker interface {
+	Report(review.Progress)
+	Stop()
+}
+
+// QueueMarking is a Publisher that can show a pull request's job waiting for a worker: MarkQueued
+// creates the head's gate check as queued unless the head already has one (Begin later turns it
+// in progress), and Unqueue concludes a check that is still queued when its job ends without a
+// review (the pull request closed, a newer head, the server stopping), saying why.
+type QueueMarking interface {
+	MarkQueued(ctx context.Context, client *github.Client, p *Publication) error
+	Unqueue(ctx context.Context, client *github.Client, p *Publication, why string) error
+}
+
 // DelegateRequest is one request to post.
 type DelegateRequest struct {
 	Job     queue.Job

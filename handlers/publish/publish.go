@@ -80,6 +80,12 @@ type Options struct {
 	// review of the head finds it without a lookup and a new head needs none (in memory,
 	// bounded, when nil; the durable queue's database shares it between replicas).
 	Checks queue.CheckRecords
+	// ProgressInterval is the least time between two writes of a running review's gate check
+	// (DefaultProgressInterval when zero; negative: no progress updates, the check says which
+	// lenses run until it concludes). MaxProgressWrites bounds the updates of one review
+	// (DefaultMaxProgressWrites when zero).
+	ProgressInterval  time.Duration
+	MaxProgressWrites int
 	// GraphQLURL is GitHub's GraphQL endpoint (GitHub's V4 API URL); empty means "graphql"
 	// next to the REST base URL, as on github.com.
 	GraphQLURL string
@@ -102,6 +108,8 @@ type Publisher struct {
 	callTimeout         time.Duration
 	now                 func() time.Time
 	graphQL             string
+	progressInterval    time.Duration
+	maxProgressWrites   int
 
 	mu     sync.Mutex
 	checks map[string]*github.CheckRun // gate check runs between Begin and Publish
@@ -110,6 +118,8 @@ type Publisher struct {
 	// records outlive the job: the gate check run of every head written.
 	records  queue.CheckRecords
 	feedback review.FeedbackStore
+	// gateLocks order Begin and MarkQueued on a head within this process (by checkKey).
+	gateLocks [gateLockStripes]sync.Mutex
 }
 
 var _ publication.Publisher = (*Publisher)(nil)
@@ -141,6 +151,13 @@ func New(o Options) (*Publisher, error) {
 	}
 	if p.now == nil {
 		p.now = time.Now
+	}
+	p.progressInterval, p.maxProgressWrites = o.ProgressInterval, o.MaxProgressWrites
+	if p.progressInterval == 0 {
+		p.progressInterval = DefaultProgressInterval
+	}
+	if p.maxProgressWrites <= 0 {
+		p.maxProgressWrites = DefaultMaxProgressWrites
 	}
 	p.pace = newPacer(o.ContentSpacing, p.now, o.Sleep)
 	p.slots = o.WriteSlots
@@ -272,10 +289,8 @@ func (p *Publisher) Begin(ctx context.Context, gh *github.Client, pub *publicati
 	r := p.newRun(ctx, gh, pub, "begin")
 	// The reaction to a review command is a spaced write: it comes after the gate check.
 	defer r.acknowledgeCommand(ctx, pub)
-	out := &github.CheckRunOutput{
-		Title:   github.String("lensgate: review in progress"),
-		Summary: github.String("lensgate is reviewing head `" + r.info.headSHA + "`."),
-	}
+	defer p.lockGate(r.checkKey(p.checkName))()
+	out := reviewingOutput(r.info.headSHA, policyLenses(pub.Repo, pub.ConfigProblems), nil)
 	if n := pub.Job.Resumed; n > 0 {
 		out = resumingOutput(r.info.headSHA, fmt.Sprintf("the worker running it stopped; another worker resumed it (%d×)", n))
 	}

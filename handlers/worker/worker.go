@@ -186,11 +186,13 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	case pr.GetState() == "closed":
 		log.Info().Msg("pull request closed before its review started")
 		w.count("pull_request", "stale")
+		w.unqueue(ctx, client, job, pr, "the pull request was closed first")
 		return nil
 	case job.HeadSHA != "" && pr.GetHead().GetSHA() != job.HeadSHA:
 		// Another push exists, so this job's head is never reviewed.
 		log.Info().Str("job_head", job.HeadSHA).Str("current_head", pr.GetHead().GetSHA()).Msg("head moved on; stale job skipped")
 		w.count("pull_request", "stale")
+		w.unqueue(ctx, client, job, pr, "the pull request's head moved on to "+digest.Short(pr.GetHead().GetSHA()))
 		w.queueShownHead(ctx, job, pr.GetHead().GetSHA())
 		return nil
 	}
@@ -202,10 +204,17 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	if nothingToReevaluate(ctx, job, trusted.Repo, nil) {
 		return nil
 	}
+	// The gate check shows the review in progress as soon as the job is taken and its lenses
+	// are known, before the pull request's files, diff and conversation are read.
+	pub := &publication.Publication{Job: job, App: w.App, Subject: bindPartial(pr), Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
+	if err := w.Publisher.Begin(ctx, client, pub); err != nil {
+		log.Warn().Err(err).Msg("publisher could not mark the review as started")
+	}
+	defer w.concludeUnfinished(ctx, client, pub)
 	countOpen := trusted.Repo != nil && trusted.Repo.MaxOpenPRsPerAuthor > 0
 	snap, err := w.Fetch.PullSnapshot(ctx, client, pr, countOpen)
 	if err != nil {
-		return w.readFailed(ctx, client, job, bindPartial(pr), err)
+		return w.readFailed(ctx, client, job, pub.Subject, err)
 	}
 	subj := pull.BindPull(snap)
 	subj.InstallationID = job.InstallationID
@@ -219,7 +228,7 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	if snap.FilesTruncated {
 		log.Warn().Int("files", len(subj.Files)).Msg("file list cut at GitHub's 3000-file limit; files beyond it are not in the snapshot")
 	}
-	pub := &publication.Publication{Job: job, App: w.App, Subject: subj, Config: trusted.Source, Repo: trusted.Repo, ConfigProblems: trusted.Problems}
+	pub.Subject = subj
 	if pr.Comments != nil && pr.ReviewComments != nil {
 		pub.Counts = &pull.PullCounts{IssueComments: pr.GetComments(), ReviewComments: pr.GetReviewComments()}
 	}
@@ -233,23 +242,6 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 		ev.Msg("pull request changes the configuration: validated, not applied")
 	}
 
-	if err := w.Publisher.Begin(ctx, client, pub); err != nil {
-		log.Warn().Err(err).Msg("publisher could not mark the review as started")
-	}
-	// From here the gate check reads in_progress: a run that panics or runs out of time must
-	// still conclude it (pending), and one that is superseded or interrupted must conclude it or
-	// say it resumes, or it would stay in progress for good.
-	defer func() {
-		if v := recover(); v != nil {
-			if pub.Decision == nil {
-				w.concludeAbandoned(ctx, client, pub, fmt.Errorf("review panicked: %v", v))
-			}
-			panic(v)
-		}
-		if ctx.Err() != nil {
-			w.interrupted(ctx, client, pub)
-		}
-	}()
 	w.concludeOlderHeads(ctx, client, pub)
 	if len(trusted.Problems) > 0 {
 		pub.Decision = invalidConfigDecision(subj, trusted)
@@ -259,7 +251,10 @@ func (w *Worker) reviewPull(ctx context.Context, client *github.Client, job queu
 	}
 	subj.Delegation = w.prepareDelegation(ctx, client, job, pr, subj, trusted.Repo)
 	subj.OwnerApproval = w.ownerApproval(ctx, client, pr, subj, trusted.Repo)
-	d, err := w.Reviewer.Review(ctx, subj, trusted.Repo)
+	rctx, stopProgress := w.trackProgress(ctx, client, pub)
+	defer stopProgress() // before the deferred conclusion of a run that panicked
+	d, err := w.Reviewer.Review(rctx, subj, trusted.Repo)
+	stopProgress()
 	if err != nil {
 		if ctx.Err() != nil {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -575,6 +570,21 @@ func (w *Worker) publish(ctx context.Context, client *github.Client, pub *public
 		return fmt.Errorf("publish %s: %w", pub.Job.Key, err)
 	}
 	return nil
+}
+
+// concludeUnfinished is deferred once the gate check reads in_progress: a run that panics or
+// runs out of time must still conclude it (pending), and one that is superseded or interrupted
+// must conclude it or say it resumes, or it would stay in progress for good.
+func (w *Worker) concludeUnfinished(ctx context.Context, client *github.Client, pub *publication.Publication) {
+	if v := recover(); v != nil {
+		if pub.Decision == nil {
+			w.concludeAbandoned(ctx, client, pub, fmt.Errorf("review panicked: %v", v))
+		}
+		panic(v)
+	}
+	if ctx.Err() != nil {
+		w.interrupted(ctx, client, pub)
+	}
 }
 
 // concludeAbandoned publishes a pending decision for a run that cannot finish (its context is

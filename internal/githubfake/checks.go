@@ -142,6 +142,7 @@ func (s *Server) createCheckRun(w http.ResponseWriter, r *http.Request) {
 	}
 	applyOutput(c, in.Output)
 	st.checkRuns = append(st.checkRuns, c)
+	s.observeCheckRun(c)
 	writeJSON(w, http.StatusCreated, s.checkRunJSON(st, c))
 }
 
@@ -210,6 +211,7 @@ func (s *Server) updateCheckRun(w http.ResponseWriter, r *http.Request) {
 	}
 	applyOutput(c, in.Output)
 	c.Updates++
+	s.observeCheckRun(c)
 	writeJSON(w, http.StatusOK, s.checkRunJSON(st, c))
 }
 
@@ -320,4 +322,19 @@ func (s *Server) rerequestCheckSuite(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeError(w, http.StatusNotFound, "Not Found")
+}
+
+// WithCheckRunObserver has fn called with every check run as a create or update leaves it, at
+// the moment it is written: benchmarks time what the App shows without polling. fn runs under
+// the fake's lock, so it must return quickly and must not call the Server.
+func WithCheckRunObserver(fn func(CheckRun)) Option {
+	return func(s *Server) { s.checkObserver = fn }
+}
+
+func (s *Server) observeCheckRun(c *CheckRun) {
+	if s.checkObserver != nil {
+		cp := *c
+		cp.Annotations = nil // not the observer's to hold
+		s.checkObserver(cp)
+	}
 }

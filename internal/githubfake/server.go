@@ -53,6 +53,8 @@ type Server struct {
 	readLag time.Duration
 	// contentLimit is the content-creating requests per installation and minute (WithContentLimit).
 	contentLimit int
+	// checkObserver sees every check-run write (WithCheckRunObserver).
+	checkObserver func(CheckRun)
 
 	mu     sync.Mutex
 	nextID int64

@@ -49,6 +49,30 @@ func (n NotifyingPublisher) Abandon(ctx context.Context, c *github.Client, p *pu
 	return n.Next.Abandon(ctx, c, p, why)
 }
 
+// TrackProgress passes the tracking of a review's progress to Next when it does that.
+func (n NotifyingPublisher) TrackProgress(ctx context.Context, c *github.Client, p *publication.Publication) publication.ProgressTracker {
+	if pt, ok := n.Next.(publication.ProgressTracking); ok {
+		return pt.TrackProgress(ctx, c, p)
+	}
+	return nil
+}
+
+// MarkQueued passes a queued job to Next when it shows those.
+func (n NotifyingPublisher) MarkQueued(ctx context.Context, c *github.Client, p *publication.Publication) error {
+	if qm, ok := n.Next.(publication.QueueMarking); ok {
+		return qm.MarkQueued(ctx, c, p)
+	}
+	return nil
+}
+
+// Unqueue passes a job that will not run to Next when it shows queued jobs.
+func (n NotifyingPublisher) Unqueue(ctx context.Context, c *github.Client, p *publication.Publication, why string) error {
+	if qm, ok := n.Next.(publication.QueueMarking); ok {
+		return qm.Unqueue(ctx, c, p, why)
+	}
+	return nil
+}
+
 // Publish implements publication.Publisher.
 func (n NotifyingPublisher) Publish(ctx context.Context, c *github.Client, p *publication.Publication) error {
 	err := n.Next.Publish(ctx, c, p)
