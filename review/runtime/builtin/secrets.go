@@ -27,7 +27,10 @@ var lensgateRules string
 // rule set the secrets lens and the redaction before any model call use. It is read-only once
 // built (detection keeps no state but a byte counter), so reviews share it.
 type SecretRules struct {
-	d *detect.Detector
+	// d is the whole rule set; split is the same rules arranged to scan less text, with d's
+	// findings (gitleakslines.go).
+	d     *detect.Detector
+	split *splitDetector
 	// generic is gitleaks' generic-api-key rule alone, to name lensgate's credential findings
 	// as gitleaks would (gitleaksnames.go).
 	generic *detect.Detector
@@ -66,7 +69,7 @@ func buildSecretRules(extra string) (rules *SecretRules, err error) {
 	}
 	d := detect.NewDetector(cfg)
 	d.MaxDecodeDepth = 0 // what a diff shows, not what decoding it would show
-	return &SecretRules{d: d, generic: newGenericDetector(d)}, nil
+	return &SecretRules{d: d, split: newSplitDetector(cfg), generic: newGenericDetector(d)}, nil
 }
 
 // redactOnly are rules whose matches are withheld from a model but are not findings: a body of
@@ -75,7 +78,11 @@ var redactOnly = map[string]bool{"private-key-body": true}
 
 // detect runs the rule set over text (lines joined by "\n"; path may be "").
 func (s *SecretRules) detect(path, text string) []report.Finding {
-	fs := s.d.Detect(detect.Fragment{Raw: text, FilePath: path})
+	return sortGitleaks(s.split.Detect(detect.Fragment{Raw: text, FilePath: path}))
+}
+
+// sortGitleaks orders gitleaks findings of one fragment.
+func sortGitleaks(fs []report.Finding) []report.Finding {
 	// A stable order, rules for a token's format before generic ones, whatever order the rule
 	// set keeps its rules in: one secret is always named by the same rule.
 	sort.SliceStable(fs, func(i, j int) bool {

@@ -1,0 +1,426 @@
+package builtin
+
+import (
+	"regexp/syntax"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	ahocorasick "github.com/BobuSumisu/aho-corasick"
+	gitleaks "github.com/zricethezav/gitleaks/v8/config"
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/report"
+)
+
+// gitleaks runs a rule over a whole fragment when one of the rule's keywords is anywhere in it,
+// and a diff's added text nearly always holds "key", "token" or "api": generic-api-key's
+// expression, too large for Go's backtracker, then runs the slow NFA over every line. Yet for
+// most rules a match starts on a line holding one of the rule's keywords and spans a bounded
+// number of lines. Such a rule ("line-bound" here) gets the same findings from a smaller
+// fragment: only the lines from each keyword line to as many lines after it as a match can
+// span. gitleaks has no such mode, so lensgate builds the fragments and keeps gitleaks' own
+// detection on them; the other rules run over the whole text as before.
+//
+// The fragments keep what gitleaks' detection reads around a match the same as in the whole
+// text: each line keeps the "\n" that follows it in the text and the first line of the text
+// stays first (or an empty line stands in for it: gitleaks counts columns on the first line
+// from 1 but on the others from the newline before them). A match cannot read past the newline
+// ending the last line it may span, so what follows a window is never seen. When a rule's
+// keyword is on the last line of the text, the rule runs over the whole text: gitleaks gives a
+// finding there all the text before it as its line, which the allow comment and allowlists
+// of the line read.
+
+// lineBoundRule is a line-bound rule and the detector holding it alone.
+type lineBoundRule struct {
+	d *detect.Detector
+	// span is the most newlines a match can hold.
+	span int
+}
+
+// splitDetector is the rule set as a detector over the whole text for the rules that are not
+// line-bound, and one detector per line-bound rule over the windows of its keyword lines.
+type splitDetector struct {
+	whole *detect.Detector
+	bound []lineBoundRule
+	// keywords finds the line-bound rules' keywords in lower-cased text; byKeyword says, by
+	// keyword number, whose they are.
+	keywords  *ahocorasick.Trie
+	byKeyword [][]int
+}
+
+// newSplitDetector splits the compiled rule set cfg.
+func newSplitDetector(cfg gitleaks.Config) *splitDetector {
+	sd := &splitDetector{}
+	byKeyword := map[string][]int{}
+	rest := gitleaks.Config{Rules: map[string]gitleaks.Rule{}, Keywords: map[string]struct{}{}, Allowlists: cfg.Allowlists}
+	for _, id := range sortedRuleIDs(cfg.Rules) {
+		r := cfg.Rules[id]
+		span, ok := lineBound(r)
+		if !ok {
+			rest.Rules[id] = r
+			rest.OrderedRules = append(rest.OrderedRules, id)
+			for _, k := range r.Keywords {
+				rest.Keywords[strings.ToLower(k)] = struct{}{}
+			}
+			continue
+		}
+		kw := map[string]struct{}{}
+		for _, k := range r.Keywords {
+			k = strings.ToLower(k)
+			kw[k] = struct{}{}
+			if !slices.Contains(byKeyword[k], len(sd.bound)) {
+				byKeyword[k] = append(byKeyword[k], len(sd.bound))
+			}
+		}
+		d := detect.NewDetector(gitleaks.Config{
+			Rules: map[string]gitleaks.Rule{id: r}, Keywords: kw, OrderedRules: []string{id}, Allowlists: cfg.Allowlists,
+		})
+		d.MaxDecodeDepth = 0
+		sd.bound = append(sd.bound, lineBoundRule{d: d, span: span})
+	}
+	sd.whole = detect.NewDetector(rest)
+	sd.whole.MaxDecodeDepth = 0
+	words := make([]string, 0, len(byKeyword))
+	for k := range byKeyword {
+		words = append(words, k)
+	}
+	slices.Sort(words)
+	for _, k := range words {
+		sd.byKeyword = append(sd.byKeyword, byKeyword[k])
+	}
+	sd.keywords = ahocorasick.NewTrieBuilder().AddStrings(words).Build()
+	return sd
+}
+
+func sortedRuleIDs(rules map[string]gitleaks.Rule) []string {
+	ids := make([]string, 0, len(rules))
+	for id := range rules {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// lineBound says whether every match of r starts on a line holding one of r's keywords, and
+// how many newlines a match can hold. It decides from the expression's syntax and answers no
+// when unsure. Rules gitleaks treats apart (path rules, rules requiring other rules, rules not
+// reported alone) are never line-bound.
+func lineBound(r gitleaks.Rule) (int, bool) {
+	if r.Regex == nil || r.Path != nil || len(r.RequiredRules) > 0 || r.SkipReport || len(r.Keywords) == 0 {
+		return 0, false
+	}
+	var kws []string
+	for _, k := range r.Keywords {
+		// A non-ASCII keyword may change length when lower-cased; a newline in one would
+		// span lines.
+		if k == "" || strings.ContainsRune(k, '\n') || !isASCII(k) {
+			return 0, false
+		}
+		kws = append(kws, strings.ToLower(k))
+	}
+	re, err := syntax.Parse(r.Regex.String(), syntax.Perl)
+	if err != nil || hasOp(re, syntax.OpBeginText) {
+		return 0, false // a window's start is not the text's
+	}
+	span := maxNewlines(re)
+	if span < 0 || !keywordFirst(re, kws) {
+		return 0, false
+	}
+	return span, true
+}
+
+func hasOp(re *syntax.Regexp, op syntax.Op) bool {
+	if re.Op == op {
+		return true
+	}
+	return slices.ContainsFunc(re.Sub, func(s *syntax.Regexp) bool { return hasOp(s, op) })
+}
+
+// maxNewlines is the most newlines a match of re can hold, or -1 when it is unbounded.
+func maxNewlines(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return strings.Count(string(re.Rune), "\n")
+	case syntax.OpCharClass:
+		if classHas(re.Rune, '\n') {
+			return 1
+		}
+		return 0
+	case syntax.OpAnyChar:
+		return 1
+	case syntax.OpCapture:
+		return maxNewlines(re.Sub[0])
+	case syntax.OpConcat, syntax.OpAlternate:
+		n := 0
+		for _, s := range re.Sub {
+			m := maxNewlines(s)
+			if m < 0 {
+				return -1
+			}
+			if re.Op == syntax.OpConcat {
+				n += m
+			} else {
+				n = max(n, m)
+			}
+		}
+		return n
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
+		m := maxNewlines(re.Sub[0])
+		switch {
+		case m <= 0 || re.Op == syntax.OpQuest:
+			return m
+		case re.Op == syntax.OpRepeat && re.Max >= 0:
+			return m * re.Max
+		}
+		return -1
+	}
+	return 0 // empty-width assertions, the empty match, AnyCharNotNL
+}
+
+func classHas(ranges []rune, r rune) bool {
+	for i := 0; i+1 < len(ranges); i += 2 {
+		if ranges[i] <= r && r <= ranges[i+1] {
+			return true
+		}
+	}
+	return false
+}
+
+// keywordFirst says whether every match of re whose first line is ASCII holds one of the
+// keywords (lower-cased) before its first newline. Lines with a non-ASCII byte are always
+// scanned (keywordLines), since case folding there matches "ſecret" to "secret" where
+// lower-casing does not.
+func keywordFirst(re *syntax.Regexp, kws []string) bool {
+	if words, ok := finiteWords(re, 256); ok {
+		return len(words) > 0 && !slices.ContainsFunc(words, func(w string) bool {
+			w, _, _ = strings.Cut(w, "\n")
+			return !strings.Contains(w, nonASCII) && !slices.ContainsFunc(kws, func(k string) bool { return strings.Contains(w, k) })
+		})
+	}
+	switch re.Op {
+	case syntax.OpCapture:
+		return keywordFirst(re.Sub[0], kws)
+	case syntax.OpAlternate:
+		return !slices.ContainsFunc(re.Sub, func(s *syntax.Regexp) bool { return !keywordFirst(s, kws) })
+	case syntax.OpConcat:
+		// The parser factors "AKIA|ASIA" into A(?:KIA|SIA): the keyword may be in a run of
+		// parts.
+		for j, s := range re.Sub {
+			if keywordFirst(s, kws) {
+				return true
+			}
+			for i := j + 2; i <= len(re.Sub); i++ {
+				run := &syntax.Regexp{Op: syntax.OpConcat, Sub: re.Sub[j:i]}
+				if _, ok := finiteWords(run, 256); !ok {
+					break
+				}
+				if keywordFirst(run, kws) {
+					return true
+				}
+			}
+			if maxNewlines(s) != 0 {
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// nonASCII stands for any non-ASCII character in finiteWords' strings.
+const nonASCII = "\x80"
+
+// finiteWords lists the strings re matches, lower-cased, with nonASCII for every non-ASCII
+// character, when they are at most limit.
+func finiteWords(re *syntax.Regexp, limit int) ([]string, bool) {
+	switch re.Op {
+	case syntax.OpEmptyMatch:
+		return []string{""}, true
+	case syntax.OpLiteral:
+		var b strings.Builder
+		for _, r := range re.Rune {
+			if r >= utf8.RuneSelf {
+				b.WriteString(nonASCII)
+			} else {
+				b.WriteString(strings.ToLower(string(r)))
+			}
+		}
+		return []string{b.String()}, true
+	case syntax.OpCharClass:
+		var words []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1] && r < utf8.RuneSelf; r++ {
+				if w := strings.ToLower(string(r)); !slices.Contains(words, w) {
+					words = append(words, w)
+				}
+				if len(words) > limit {
+					return nil, false
+				}
+			}
+			if re.Rune[i+1] >= utf8.RuneSelf && !slices.Contains(words, nonASCII) {
+				words = append(words, nonASCII)
+			}
+		}
+		return words, true
+	case syntax.OpCapture:
+		return finiteWords(re.Sub[0], limit)
+	case syntax.OpQuest:
+		words, ok := finiteWords(re.Sub[0], limit)
+		return append(words, ""), ok && len(words) < limit
+	case syntax.OpAlternate:
+		var all []string
+		for _, s := range re.Sub {
+			words, ok := finiteWords(s, limit)
+			if all = append(all, words...); !ok || len(all) > limit {
+				return nil, false
+			}
+		}
+		return all, true
+	case syntax.OpConcat:
+		all := []string{""}
+		for _, s := range re.Sub {
+			words, ok := finiteWords(s, limit)
+			if !ok || len(all)*len(words) > limit {
+				return nil, false
+			}
+			next := make([]string, 0, len(all)*len(words))
+			for _, a := range all {
+				for _, w := range words {
+					next = append(next, a+w)
+				}
+			}
+			all = next
+		}
+		return all, true
+	}
+	return nil, false
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// Detect returns what gitleaks' Detect of the whole rule set returns for fragment (FilePath
+// and Raw only), in no set order.
+func (sd *splitDetector) Detect(fragment detect.Fragment) []report.Finding {
+	all := sd.whole.Detect(fragment)
+	text := fragment.Raw
+	lines := lineStarts(text)
+	for i, lineSet := range sd.keywordLines(text, lines) {
+		if len(lineSet) == 0 {
+			continue
+		}
+		if len(lines) > 1 && lineSet[len(lineSet)-1] == len(lines)-1 {
+			// A finding on the last line of a text of several lines reads as its line all
+			// the text before it: gitleaks' allow comment and allowlists of the line see it.
+			all = append(all, sd.bound[i].d.Detect(fragment)...)
+			continue
+		}
+		sub, index := windows(text, lines, lineSet, sd.bound[i].span)
+		for _, f := range sd.bound[i].d.Detect(detect.Fragment{Raw: sub, FilePath: fragment.FilePath}) {
+			f.StartLine, f.EndLine = index[f.StartLine], index[f.EndLine]
+			all = append(all, f)
+		}
+	}
+	return filterGeneric(all)
+}
+
+// lineStarts is where each line of text starts.
+func lineStarts(text string) []int {
+	starts := []int{0}
+	for i := 0; i < len(text); i++ {
+		if text[i] == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+// keywordLines is, for each line-bound rule, the lines to scan: those holding one of its
+// keywords, and every line with a non-ASCII byte when some line holds one. It finds the
+// keywords as gitleaks does, in lower-cased text, one line at a time.
+func (sd *splitDetector) keywordLines(text string, starts []int) [][]int {
+	out := make([][]int, len(sd.bound))
+	var other []int // lines with a non-ASCII byte
+	var buf []byte
+	for l, start := range starts {
+		end := len(text)
+		if l+1 < len(starts) {
+			end = starts[l+1] - 1
+		}
+		line := text[start:end]
+		if isASCII(line) {
+			buf = append(buf[:0], line...)
+			for i, c := range buf {
+				if 'A' <= c && c <= 'Z' {
+					buf[i] = c + 'a' - 'A'
+				}
+			}
+		} else {
+			other = append(other, l)
+			buf = append(buf[:0], strings.ToLower(line)...)
+		}
+		sd.keywords.Walk(buf, func(_, _, pattern int64) bool {
+			for _, rule := range sd.byKeyword[pattern] {
+				if n := len(out[rule]); n == 0 || out[rule][n-1] != l {
+					out[rule] = append(out[rule], l)
+				}
+			}
+			return true
+		})
+	}
+	for rule, ls := range out {
+		if len(ls) > 0 && len(other) > 0 {
+			ls = append(ls, other...)
+			slices.Sort(ls)
+			out[rule] = slices.Compact(ls)
+		}
+	}
+	return out
+}
+
+// windows is the fragment of text made of the lines from each of keyLines (sorted) to span
+// lines after it, and each of its lines' line in text.
+func windows(text string, starts, keyLines []int, span int) (string, []int) {
+	var b strings.Builder
+	var index []int
+	if keyLines[0] != 0 {
+		b.WriteByte('\n') // the first line stays apart: an empty one stands in for it
+		index = append(index, -1)
+	}
+	next := 0 // the first line not yet written
+	for _, k := range keyLines {
+		for l := max(k, next); l <= k+span && l < len(starts); l++ {
+			end := len(text)
+			if l+1 < len(starts) {
+				end = starts[l+1] // with its newline
+			}
+			b.WriteString(text[starts[l]:end])
+			index = append(index, l)
+			next = l + 1
+		}
+	}
+	// After a line's newline a fragment holds one more (empty) line; it is not in text.
+	return b.String(), append(index, -1)
+}
+
+// filterGeneric drops a generic rule's finding when another rule found a secret containing it
+// on the same line: gitleaks' Detect does so over all its rules' findings, and here the rules
+// ran in several detectors. Dropping again what each detector dropped changes nothing.
+func filterGeneric(fs []report.Finding) []report.Finding {
+	generic := func(f report.Finding) bool { return strings.Contains(strings.ToLower(f.RuleID), "generic") }
+	out := fs[:0:0]
+	for _, f := range fs {
+		if !generic(f) || !slices.ContainsFunc(fs, func(p report.Finding) bool {
+			return f.StartLine == p.StartLine && f.Commit == p.Commit && f.RuleID != p.RuleID &&
+				strings.Contains(p.Secret, f.Secret) && !generic(p)
+		}) {
+			out = append(out, f)
+		}
+	}
+	return out
+}

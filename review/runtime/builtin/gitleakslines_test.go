@@ -1,0 +1,150 @@
+package builtin
+
+import (
+	"fmt"
+	"io/fs"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/zricethezav/gitleaks/v8/detect"
+)
+
+// TestLineBoundRules shows which rules scan only their keyword lines: gitleaks' costly generic
+// rule must be one of them for the split to pay.
+func TestLineBoundRules(t *testing.T) {
+	rules := mustRules(t)
+	var bound []string
+	for _, b := range rules.split.bound {
+		bound = append(bound, b.d.Config.OrderedRules[0])
+	}
+	t.Logf("%d of %d rules line-bound; whole text: %v", len(bound), len(rules.d.Config.Rules), rules.split.whole.Config.OrderedRules)
+	for _, id := range []string{"generic-api-key", "jwt", "vault-service-token", "aws-access-token"} {
+		if !strings.Contains(" "+strings.Join(bound, " ")+" ", " "+id+" ") {
+			t.Errorf("%s is not line-bound", id)
+		}
+	}
+}
+
+func mustRules(t testing.TB) *SecretRules {
+	t.Helper()
+	rules, err := LoadSecretRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+// wholeDetect is gitleaks' own Detect of the whole text with the whole rule set, the reference
+// the split detection must equal.
+func wholeDetect(s *SecretRules, path, text string) []string {
+	return findingStrings(sortGitleaks(s.d.Detect(detect.Fragment{Raw: text, FilePath: path})))
+}
+
+func findingStrings[F any](fs []F) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = fmt.Sprintf("%+v", f)
+	}
+	return out
+}
+
+func checkSame(t *testing.T, s *SecretRules, path, text string) {
+	t.Helper()
+	want := wholeDetect(s, path, text)
+	got := findingStrings(s.detect(path, text))
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("split detection differs for %q:\nwant %d %v\ngot  %d %v", text, len(want), want, len(got), got)
+	}
+}
+
+// trickyLines are lines where a window could differ from the whole text: a generic match over
+// several lines, carriage returns, the allow comment, non-ASCII case folding, lines that only
+// name a keyword.
+var trickyLines = []string{
+	"API_KEY=", "OTHER_KEY=", "password =", "", "  \"x9f8Kq2LmZ0pW7rT4vB1nC6\"", "token:\r",
+	"secret = \"Zx81kQm02LpWvB7rT4cN\" # gitleaks:allow", "ſecret = \"Zx81kQm02LpWvB7rT4cN\"",
+	"\u212aEY=\"Zx81kQm02LpWvB7rT4cN\"", "auth", "=", "\t'Zx81kQm02LpWvB7rT4cNq'\r", "key: |",
+	"s.abcdefghijklmnopqrstuvwx", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlX3ZhbHVl",
+	"db_password=\\nZx81kQm02LpWvB7rT4cN", "AKIAIOSFODNN7EXAMPLE", "AKIAZ2XQ7PLM4KD6W3RT\r",
+	"apikey\x00=\x00Zx81kQm02LpWvB7rT4cN", "ACCESS_TOKEN = \"\xff\xfeZx81kQm02LpWvB7rT4cN\"",
+}
+
+// repoLines are the lines of this repository's Go files, realistic text full of "key" and
+// "token" without secrets.
+func repoLines(t *testing.T) []string {
+	t.Helper()
+	var lines []string
+	root := filepath.Join("..", "..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".go" || len(lines) > 40000 {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, strings.Split(string(data), "\n")...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// TestSplitDetectionMatchesGitleaks compares, on texts of this repository's lines mixed with
+// planted credentials and tricky lines, the split detection with gitleaks' Detect of the whole
+// text, finding for finding and field for field.
+func TestSplitDetectionMatchesGitleaks(t *testing.T) {
+	rules := mustRules(t)
+	code := repoLines(t)
+	var planted []string
+	for _, text := range plantedFiles(t) {
+		planted = append(planted, strings.Split(text, "\n")...)
+	}
+	paths := []string{"", "main.go", "config/app.env", "vendor/x/y.go", "go.sum", "testdata/keys.txt"}
+	r := mrand.New(mrand.NewPCG(26, 2))
+	for i := range 400 {
+		n := 1 + r.IntN(80)
+		lines := make([]string, n)
+		for j := range lines {
+			switch k := r.IntN(10); {
+			case k < 6:
+				lines[j] = code[r.IntN(len(code))]
+			case k < 8:
+				lines[j] = planted[r.IntN(len(planted))]
+			default:
+				lines[j] = trickyLines[r.IntN(len(trickyLines))]
+			}
+			if r.IntN(8) == 0 {
+				lines[j] = strings.ToUpper(lines[j])
+			}
+		}
+		text := strings.Join(lines, "\n")
+		if i%3 == 0 {
+			text += "\n"
+		}
+		checkSame(t, rules, paths[i%len(paths)], text)
+	}
+	for _, l := range trickyLines {
+		checkSame(t, rules, "", l)
+		checkSame(t, rules, "", l+"\n"+l)
+		checkSame(t, rules, "a.go", "x\n"+l+"\ny")
+	}
+}
+
+// FuzzSplitDetection checks the split detection against gitleaks' whole-text Detect on any text.
+func FuzzSplitDetection(f *testing.F) {
+	for _, l := range trickyLines {
+		f.Add("x\n" + l + "\n" + l)
+	}
+	f.Add("API_KEY=\nOTHER_KEY=\n")
+	rules := mustRules(f)
+	f.Fuzz(func(t *testing.T, text string) {
+		checkSame(t, rules, "f.go", text)
+	})
+}
