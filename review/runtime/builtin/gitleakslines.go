@@ -30,10 +30,17 @@ import (
 // finding there all the text before it as its line, which the allow comment and allowlists
 // of the line read.
 
-// lineBoundRule is a line-bound rule and the detector holding it alone.
+// windowed are the rules that scan only windows when they are line-bound: those whose keywords
+// are words of nearly every source file. Each has a detector of its own, so generic-api-key's
+// findings are also known before gitleaks drops those another rule repeats (gitleaksnames.go). Every other rule's keywords are rare in code, so the
+// rule seldom runs at all, and a detector of its own would cost more memory than it saves.
+var windowed = map[string]bool{"generic-api-key": true, "jwt": true, "vault-service-token": true}
+
+// lineBoundRule is a rule of windowed and the detector holding it alone.
 type lineBoundRule struct {
 	d *detect.Detector
-	// span is the most newlines a match can hold.
+	// span is the most newlines a match can hold; -1 when the rule is not line-bound (in
+	// another rule set) and scans the whole text.
 	span int
 }
 
@@ -57,6 +64,9 @@ func newSplitDetector(cfg gitleaks.Config) *splitDetector {
 		r := cfg.Rules[id]
 		span, ok := lineBound(r)
 		if !ok {
+			span = -1 // the whole text, always
+		}
+		if !windowed[id] {
 			rest.Rules[id] = r
 			rest.OrderedRules = append(rest.OrderedRules, id)
 			for _, k := range r.Keywords {
@@ -304,29 +314,36 @@ func isASCII(s string) bool {
 	return true
 }
 
-// Detect returns what gitleaks' Detect of the whole rule set returns for fragment (FilePath
-// and Raw only), in no set order.
-func (sd *splitDetector) Detect(fragment detect.Fragment) []report.Finding {
-	all := sd.whole.Detect(fragment)
+// detect returns what gitleaks' Detect of the whole rule set returns for fragment (FilePath and
+// Raw only), in no set order, and the findings of gitleaks' generic-api-key rule alone.
+func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []report.Finding) {
+	found = sd.whole.Detect(fragment)
 	text := fragment.Raw
 	lines := lineStarts(text)
 	for i, lineSet := range sd.keywordLines(text, lines) {
-		if len(lineSet) == 0 {
+		var fs []report.Finding
+		switch b := sd.bound[i]; {
+		case b.span < 0:
+			fs = b.d.Detect(fragment)
+		case len(lineSet) == 0:
 			continue
-		}
-		if len(lines) > 1 && lineSet[len(lineSet)-1] == len(lines)-1 {
+		case len(lines) > 1 && lineSet[len(lineSet)-1] == len(lines)-1:
 			// A finding on the last line of a text of several lines reads as its line all
 			// the text before it: gitleaks' allow comment and allowlists of the line see it.
-			all = append(all, sd.bound[i].d.Detect(fragment)...)
-			continue
+			fs = b.d.Detect(fragment)
+		default:
+			sub, index := windows(text, lines, lineSet, b.span)
+			fs = b.d.Detect(detect.Fragment{Raw: sub, FilePath: fragment.FilePath})
+			for j := range fs {
+				fs[j].StartLine, fs[j].EndLine = index[fs[j].StartLine], index[fs[j].EndLine]
+			}
 		}
-		sub, index := windows(text, lines, lineSet, sd.bound[i].span)
-		for _, f := range sd.bound[i].d.Detect(detect.Fragment{Raw: sub, FilePath: fragment.FilePath}) {
-			f.StartLine, f.EndLine = index[f.StartLine], index[f.EndLine]
-			all = append(all, f)
+		if b := sd.bound[i]; b.d.Config.OrderedRules[0] == gitleaksGenericRule {
+			generic = fs
 		}
+		found = append(found, fs...)
 	}
-	return filterGeneric(all)
+	return filterGeneric(found), generic
 }
 
 // lineStarts is where each line of text starts.

@@ -27,13 +27,10 @@ var lensgateRules string
 // rule set the secrets lens and the redaction before any model call use. It is read-only once
 // built (detection keeps no state but a byte counter), so reviews share it.
 type SecretRules struct {
-	// d is the whole rule set; split is the same rules arranged to scan less text, with d's
-	// findings (gitleakslines.go).
-	d     *detect.Detector
+	// cfg is the compiled rule set; split detects with it, scanning less text
+	// (gitleakslines.go).
+	cfg   gitleaks.Config
 	split *splitDetector
-	// generic is gitleaks' generic-api-key rule alone, to name lensgate's credential findings
-	// as gitleaks would (gitleaksnames.go).
-	generic *detect.Detector
 }
 
 // loadSecretRules builds the rule set once per process: compiling some two hundred expressions
@@ -67,9 +64,7 @@ func buildSecretRules(extra string) (rules *SecretRules, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("secret rules: %w", err)
 	}
-	d := detect.NewDetector(cfg)
-	d.MaxDecodeDepth = 0 // what a diff shows, not what decoding it would show
-	return &SecretRules{d: d, split: newSplitDetector(cfg), generic: newGenericDetector(d)}, nil
+	return &SecretRules{cfg: cfg, split: newSplitDetector(cfg)}, nil
 }
 
 // redactOnly are rules whose matches are withheld from a model but are not findings: a body of
@@ -78,7 +73,8 @@ var redactOnly = map[string]bool{"private-key-body": true}
 
 // detect runs the rule set over text (lines joined by "\n"; path may be "").
 func (s *SecretRules) detect(path, text string) []report.Finding {
-	return sortGitleaks(s.split.Detect(detect.Fragment{Raw: text, FilePath: path}))
+	fs, _ := s.split.detect(detect.Fragment{Raw: text, FilePath: path})
+	return sortGitleaks(fs)
 }
 
 // sortGitleaks orders gitleaks findings of one fragment.
@@ -164,9 +160,9 @@ var genericRules = map[string]bool{"generic-api-key": true, "credential-assignme
 
 // findings runs the rule set over a file's added lines, as one text so that rules spanning
 // lines see them together, and reports each secret on the added line it is on.
-func (s *SecretRules) findings(path string, added []diff.Line) []runtime.Finding {
+func (s *SecretRules) findings(path string, added []diff.Line) ([]runtime.Finding, *secretScan) {
 	if len(added) == 0 {
-		return nil
+		return nil, nil
 	}
 	var text strings.Builder
 	n := len(added) - 1
@@ -186,8 +182,11 @@ func (s *SecretRules) findings(path string, added []diff.Line) []runtime.Finding
 	}
 	var out []runtime.Finding
 	specific := map[int][]string{} // secrets of specific rules, by line
-	fs := s.detect(path, text.String())
+	found, generic := s.split.detect(detect.Fragment{Raw: text.String(), FilePath: path})
+	found = sortGitleaks(found)
+	scan := &secretScan{added: added, text: text.String(), found: found, generic: generic}
 	// Specific rules first, so a generic match on the same line is known to repeat one.
+	fs := slices.Clone(found)
 	sort.SliceStable(fs, func(i, j int) bool { return !genericRules[fs[i].RuleID] && genericRules[fs[j].RuleID] })
 	for _, f := range fs {
 		if redactOnly[f.RuleID] || notFindings[f.RuleID] || f.StartLine < 0 || f.StartLine >= len(added) {
@@ -208,7 +207,26 @@ func (s *SecretRules) findings(path string, added []diff.Line) []runtime.Finding
 			Key: lineKey(secret),
 		})
 	}
-	return out
+	return out, scan
+}
+
+// secretScan is one file's detection, which the repository's allowlists and gitleaks' names
+// read again (finish).
+type secretScan struct {
+	// added are the file's added lines, text what was scanned: added joined by "\n".
+	added []diff.Line
+	text  string
+	// found are the rule set's findings; generic are those of gitleaks' generic-api-key rule
+	// alone, before gitleaks drops the ones another rule repeats.
+	found, generic []report.Finding
+}
+
+// newLine is the line in the new file of line i of the scanned text, or -1.
+func (sc *secretScan) newLine(i int) int {
+	if i < 0 || i >= len(sc.added) {
+		return -1
+	}
+	return sc.added[i].New
 }
 
 // fixtureFinding lowers a secret found under a test or fixture path to low severity: keys and
