@@ -53,11 +53,14 @@ type splitDetector struct {
 	// keyword number, whose they are.
 	keywords  *ahocorasick.Trie
 	byKeyword [][]int
+	// stop are the stop words taken out of the rules' allowlists.
+	stop map[string][]*stopWords
 }
 
-// newSplitDetector splits the compiled rule set cfg.
-func newSplitDetector(cfg gitleaks.Config) *splitDetector {
-	sd := &splitDetector{}
+// newSplitDetector splits the compiled rule set cfg, whose allowlists' stop words stop took out
+// (compactStopWords).
+func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitDetector {
+	sd := &splitDetector{stop: stop}
 	byKeyword := map[string][]int{}
 	rest := gitleaks.Config{Rules: map[string]gitleaks.Rule{}, Keywords: map[string]struct{}{}, Allowlists: cfg.Allowlists}
 	for _, id := range sortedRuleIDs(cfg.Rules) {
@@ -317,7 +320,7 @@ func isASCII(s string) bool {
 // detect returns what gitleaks' Detect of the whole rule set returns for fragment (FilePath and
 // Raw only), in no set order, and the findings of gitleaks' generic-api-key rule alone.
 func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []report.Finding) {
-	found = sd.whole.Detect(fragment)
+	found = allowedByStopWords(sd.whole.Detect(fragment), sd.stop)
 	text := fragment.Raw
 	lines := lineStarts(text)
 	for i, lineSet := range sd.keywordLines(text, lines) {
@@ -338,6 +341,7 @@ func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []repo
 				fs[j].StartLine, fs[j].EndLine = index[fs[j].StartLine], index[fs[j].EndLine]
 			}
 		}
+		fs = allowedByStopWords(fs, sd.stop)
 		if b := sd.bound[i]; b.d.Config.OrderedRules[0] == gitleaksGenericRule {
 			generic = fs
 		}

@@ -37,6 +37,9 @@ func TestLineBoundRules(t *testing.T) {
 			t.Errorf("%s is line-bound", id)
 		}
 	}
+	if len(rules.stop[gitleaksGenericRule]) != 1 {
+		t.Errorf("generic-api-key's stop words are not taken out of its allowlists: %v", rules.stop)
+	}
 	if len(rules.split.bound) != len(windowed) {
 		t.Errorf("%d rules scan windows, want %d", len(rules.split.bound), len(windowed))
 	}
@@ -55,15 +58,20 @@ func mustRules(t testing.TB) *SecretRules {
 // equal: the whole rule set, and generic-api-key alone.
 type reference struct{ all, generic *detect.Detector }
 
-func wholeDetector(s *SecretRules) reference {
-	r := s.cfg.Rules[gitleaksGenericRule]
+func wholeDetector(t testing.TB) reference {
+	t.Helper()
+	cfg, err := gitleaksConfig(lensgateRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Rules[gitleaksGenericRule]
 	kw := map[string]struct{}{}
 	for _, k := range r.Keywords {
 		kw[k] = struct{}{}
 	}
-	ref := reference{detect.NewDetector(s.cfg), detect.NewDetector(gitleaks.Config{
+	ref := reference{detect.NewDetector(cfg), detect.NewDetector(gitleaks.Config{
 		Rules: map[string]gitleaks.Rule{r.RuleID: r}, Keywords: kw, OrderedRules: []string{r.RuleID},
-		Allowlists: s.cfg.Allowlists,
+		Allowlists: cfg.Allowlists,
 	})}
 	ref.all.MaxDecodeDepth, ref.generic.MaxDecodeDepth = 0, 0
 	return ref
@@ -104,7 +112,7 @@ var trickyLines = []string{
 	"\u212aEY=\"Zx81kQm02LpWvB7rT4cN\"", "auth", "=", "\t'Zx81kQm02LpWvB7rT4cNq'\r", "key: |",
 	"s.abcdefghijklmnopqrstuvwx", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlX3ZhbHVl",
 	"db_password=\\nZx81kQm02LpWvB7rT4cN", "AKIAIOSFODNN7EXAMPLE", "AKIAZ2XQ7PLM4KD6W3RT\r",
-	"apikey\x00=\x00Zx81kQm02LpWvB7rT4cN", "ACCESS_TOKEN = \"\xff\xfeZx81kQm02LpWvB7rT4cN\"",
+	"apikey\x00=\x00Zx81kQm02LpWvB7rT4cN", "api_key = \"Zx81kQmEXAMPLE02LpWvB7\"", "auth_token: Zx81kQm02LpWv.youtube.B7rT4", "ACCESS_TOKEN = \"\xff\xfeZx81kQm02LpWvB7rT4cN\"",
 }
 
 // repoLines are the lines of this repository's Go files, realistic text full of "key" and
@@ -135,7 +143,7 @@ func repoLines(t *testing.T) []string {
 // text, finding for finding and field for field.
 func TestSplitDetectionMatchesGitleaks(t *testing.T) {
 	rules := mustRules(t)
-	ref := wholeDetector(rules)
+	ref := wholeDetector(t)
 	code := repoLines(t)
 	var planted []string
 	for _, text := range plantedFiles(t) {
@@ -179,7 +187,7 @@ func FuzzSplitDetection(f *testing.F) {
 	}
 	f.Add("API_KEY=\nOTHER_KEY=\n")
 	rules := mustRules(f)
-	ref := wholeDetector(rules)
+	ref := wholeDetector(f)
 	f.Fuzz(func(t *testing.T, text string) {
 		checkSame(t, ref, rules, "f.go", text)
 	})

@@ -48,7 +48,7 @@ func newRepoSecrets(s runtime.Settings, rules *SecretRules) (*repoSecrets, error
 		if err != nil {
 			rs.problems = append(rs.problems, ".gitleaks.toml not applied: "+err.Error())
 		} else if len(global)+len(perRule) > 0 {
-			rs.allow = withAllowlists(base, global, perRule)
+			rs.allow = withAllowlists(base, rules.stop, global, perRule)
 		}
 	}
 	if len(s.SecretsIgnore) > 0 {
@@ -62,7 +62,7 @@ func newRepoSecrets(s runtime.Settings, rules *SecretRules) (*repoSecrets, error
 
 // withAllowlists is a detector of the rule set cfg with the repository's allowlists added, global
 // and per rule. The compiled rules are shared; only the lists differ.
-func withAllowlists(cfg gitleaks.Config, global []*gitleaks.Allowlist, perRule map[string][]*gitleaks.Allowlist) *splitDetector {
+func withAllowlists(cfg gitleaks.Config, stop map[string][]*stopWords, global []*gitleaks.Allowlist, perRule map[string][]*gitleaks.Allowlist) *splitDetector {
 	cfg.Allowlists = append(slices.Clone(cfg.Allowlists), global...)
 	cfg.Rules = maps.Clone(cfg.Rules)
 	for id, als := range perRule {
@@ -70,7 +70,7 @@ func withAllowlists(cfg gitleaks.Config, global []*gitleaks.Allowlist, perRule m
 		r.Allowlists = append(slices.Clone(r.Allowlists), als...)
 		cfg.Rules[id] = r
 	}
-	return newSplitDetector(cfg)
+	return newSplitDetector(cfg, stop)
 }
 
 // ignoreDetector loads .gitleaksignore with gitleaks' own reader, which takes a file path. The

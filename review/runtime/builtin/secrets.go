@@ -31,6 +31,8 @@ type SecretRules struct {
 	// (gitleakslines.go).
 	cfg   gitleaks.Config
 	split *splitDetector
+	// stop are the stop words taken out of cfg's allowlists (gitleaksstopwords.go).
+	stop map[string][]*stopWords
 }
 
 // loadSecretRules builds the rule set once per process: compiling some two hundred expressions
@@ -43,28 +45,37 @@ func LoadSecretRules() (*SecretRules, error) { return loadSecretRules() }
 
 // buildSecretRules compiles gitleaks' default rules followed by extra (rules in gitleaks'
 // configuration format).
-func buildSecretRules(extra string) (rules *SecretRules, err error) {
+func buildSecretRules(extra string) (*SecretRules, error) {
+	cfg, err := gitleaksConfig(extra)
+	if err != nil {
+		return nil, err
+	}
+	stop := compactStopWords(&cfg)
+	return &SecretRules{cfg: cfg, stop: stop, split: newSplitDetector(cfg, stop)}, nil
+}
+
+// gitleaksConfig compiles gitleaks' default rules followed by extra, as gitleaks does.
+func gitleaksConfig(extra string) (cfg gitleaks.Config, err error) {
 	// gitleaks compiles a rule's expressions with regexp.MustCompile: a bad expression panics
 	// inside Translate. It is an error here, never a panic reaching a review.
 	defer func() {
 		if p := recover(); p != nil {
-			rules, err = nil, fmt.Errorf("secret rules: %v", p)
+			cfg, err = gitleaks.Config{}, fmt.Errorf("secret rules: %v", p)
 		}
 	}()
 	v := viper.New() // not viper's global instance, which gitleaks' own constructor uses
 	v.SetConfigType("toml")
 	if err := v.ReadConfig(strings.NewReader(gitleaks.DefaultConfig + "\n" + extra)); err != nil {
-		return nil, fmt.Errorf("secret rules: read: %w", err)
+		return cfg, fmt.Errorf("secret rules: read: %w", err)
 	}
 	var vc gitleaks.ViperConfig
 	if err := v.Unmarshal(&vc); err != nil {
-		return nil, fmt.Errorf("secret rules: decode: %w", err)
+		return cfg, fmt.Errorf("secret rules: decode: %w", err)
 	}
-	cfg, err := vc.Translate()
-	if err != nil {
-		return nil, fmt.Errorf("secret rules: %w", err)
+	if cfg, err = vc.Translate(); err != nil {
+		return cfg, fmt.Errorf("secret rules: %w", err)
 	}
-	return &SecretRules{cfg: cfg, split: newSplitDetector(cfg)}, nil
+	return cfg, nil
 }
 
 // redactOnly are rules whose matches are withheld from a model but are not findings: a body of
