@@ -25,10 +25,10 @@ import (
 // text: each line keeps the "\n" that follows it in the text and the first line of the text
 // stays first (or an empty line stands in for it: gitleaks counts columns on the first line
 // from 1 but on the others from the newline before them). A match cannot read past the newline
-// ending the last line it may span, so what follows a window is never seen. When a rule's
-// keyword is on the last line of the text, the rule runs over the whole text: gitleaks gives a
-// finding there all the text before it as its line, which the allow comment and allowlists
-// of the line read.
+// ending the last line it may span, so what follows a window is never seen. One thing differs:
+// gitleaks gives a finding starting on the last line of a text of several lines all the text
+// before it as its line, which the allow comment and the allowlists of the line read. So those
+// are applied after detection, on the line as the whole text gives it.
 
 // windowed are the rules that scan only windows when they are line-bound: those whose keywords
 // are words of nearly every source file. Each has a detector of its own, so generic-api-key's
@@ -38,7 +38,10 @@ var windowed = map[string]bool{"generic-api-key": true, "jwt": true, "vault-serv
 
 // lineBoundRule is a rule of windowed and the detector holding it alone.
 type lineBoundRule struct {
-	d *detect.Detector
+	// d holds the rule; when it scans windows, without the allowlists that read a finding's
+	// line and the allow comment, which lineAllowed applies on the line in the whole text.
+	d         *detect.Detector
+	lineAllow []*gitleaks.Allowlist
 	// span is the most newlines a match can hold; -1 when the rule is not line-bound (in
 	// another rule set) and scans the whole text.
 	span int
@@ -85,11 +88,21 @@ func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitD
 				byKeyword[k] = append(byKeyword[k], len(sd.bound))
 			}
 		}
-		d := detect.NewDetector(gitleaks.Config{
-			Rules: map[string]gitleaks.Rule{id: r}, Keywords: kw, OrderedRules: []string{id}, Allowlists: cfg.Allowlists,
+		b := lineBoundRule{span: span}
+		global := cfg.Allowlists
+		if span >= 0 {
+			var ok bool
+			if r, global, b.lineAllow, ok = withoutLineAllowlists(r, cfg.Allowlists); !ok {
+				b.span, r, global = -1, cfg.Rules[id], cfg.Allowlists
+			}
+		}
+		b.d = detect.NewDetector(gitleaks.Config{
+			Rules: map[string]gitleaks.Rule{id: r}, Keywords: kw, OrderedRules: []string{id}, Allowlists: global,
 		})
-		d.MaxDecodeDepth = 0
-		sd.bound = append(sd.bound, lineBoundRule{d: d, span: span})
+		b.d.MaxDecodeDepth = 0
+		// The allow comment is read, with lineAllow, on the finding's line in the text.
+		b.d.IgnoreGitleaksAllow = b.span >= 0
+		sd.bound = append(sd.bound, b)
 	}
 	sd.whole = detect.NewDetector(rest)
 	sd.whole.MaxDecodeDepth = 0
@@ -330,16 +343,18 @@ func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []repo
 			fs = b.d.Detect(fragment)
 		case len(lineSet) == 0:
 			continue
-		case len(lines) > 1 && lineSet[len(lineSet)-1] == len(lines)-1:
-			// A finding on the last line of a text of several lines reads as its line all
-			// the text before it: gitleaks' allow comment and allowlists of the line see it.
-			fs = b.d.Detect(fragment)
 		default:
 			sub, index := windows(text, lines, lineSet, b.span)
 			fs = b.d.Detect(detect.Fragment{Raw: sub, FilePath: fragment.FilePath})
 			for j := range fs {
 				fs[j].StartLine, fs[j].EndLine = index[fs[j].StartLine], index[fs[j].EndLine]
+				if len(lines) > 1 && fs[j].StartLine == len(lines)-1 {
+					// gitleaks gives a finding starting on the last line of a text all the
+					// text before it as its line.
+					fs[j].Line = text[:len(text)-len(sub)+len(fs[j].Line)]
+				}
 			}
+			fs = b.lineAllowed(fs, fragment.FilePath)
 		}
 		fs = allowedByStopWords(fs, sd.stop)
 		if b := sd.bound[i]; b.d.Config.OrderedRules[0] == gitleaksGenericRule {
@@ -444,4 +459,71 @@ func filterGeneric(fs []report.Finding) []report.Finding {
 		}
 	}
 	return out
+}
+
+// withoutLineAllowlists is rule r and the global allowlists without the allowlists that read a
+// finding's line, and those. It fails when one of them also allows a whole file by its path or
+// commit: that must stay in the detector.
+func withoutLineAllowlists(r gitleaks.Rule, global []*gitleaks.Allowlist) (gitleaks.Rule, []*gitleaks.Allowlist, []*gitleaks.Allowlist, bool) {
+	var line []*gitleaks.Allowlist
+	keep := func(als []*gitleaks.Allowlist) ([]*gitleaks.Allowlist, bool) {
+		var out []*gitleaks.Allowlist
+		for _, a := range als {
+			if a.RegexTarget != "line" {
+				out = append(out, a)
+				continue
+			}
+			// gitleaks allows a whole file by an allowlist's path or commit when its
+			// condition is "or", or "and" with no expression or stop word to check later.
+			byFile := len(a.Paths)+len(a.Commits) > 0 && (a.MatchCondition != gitleaks.AllowlistMatchAnd || len(a.Regexes)+len(a.StopWords) == 0)
+			if byFile {
+				return nil, false
+			}
+			line = append(line, a)
+		}
+		return out, true
+	}
+	g, ok1 := keep(global)
+	als, ok2 := keep(r.Allowlists)
+	r.Allowlists = als
+	return r, g, line, ok1 && ok2
+}
+
+// lineAllowed drops the findings that the allow comment or an allowlist of lineAllow allows,
+// as gitleaks' detection checks them (checkFindingAllowed), on each finding's line.
+func (b lineBoundRule) lineAllowed(fs []report.Finding, path string) []report.Finding {
+	out := fs[:0]
+	for _, f := range fs {
+		allowed := strings.Contains(f.Line, "gitleaks:allow")
+		for _, a := range b.lineAllow {
+			allowed = allowed || allowsLine(a, f, path)
+		}
+		if !allowed {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func allowsLine(a *gitleaks.Allowlist, f report.Finding, path string) bool {
+	regex := a.RegexAllowed(f.Line)
+	stop, _ := a.ContainsStopWord(f.Secret)
+	if a.MatchCondition != gitleaks.AllowlistMatchAnd {
+		return regex || stop
+	}
+	checks := []bool{}
+	if len(a.Commits) > 0 {
+		commit, _ := a.CommitAllowed("") // a diff's added text has no commit
+		checks = append(checks, commit)
+	}
+	if len(a.Paths) > 0 {
+		checks = append(checks, a.PathAllowed(path))
+	}
+	if len(a.Regexes) > 0 {
+		checks = append(checks, regex)
+	}
+	if len(a.StopWords) > 0 {
+		checks = append(checks, stop)
+	}
+	return !slices.Contains(checks, false)
 }

@@ -112,6 +112,8 @@ var trickyLines = []string{
 	"\u212aEY=\"Zx81kQm02LpWvB7rT4cN\"", "auth", "=", "\t'Zx81kQm02LpWvB7rT4cNq'\r", "key: |",
 	"s.abcdefghijklmnopqrstuvwx", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlX3ZhbHVl",
 	"db_password=\\nZx81kQm02LpWvB7rT4cN", "AKIAIOSFODNN7EXAMPLE", "AKIAZ2XQ7PLM4KD6W3RT\r",
+	"RUN --mount=type=secret,id=npm cat", "# gitleaks:allow", "import { authKey } from 'auth'",
+	"LICENSE = \"MIT\"", "LIC_FILES_CHKSUM = \"file://COPYING;md5=Zx81kQm02LpWvB7rT4cN\"",
 	"apikey\x00=\x00Zx81kQm02LpWvB7rT4cN", "api_key = \"Zx81kQmEXAMPLE02LpWvB7\"", "auth_token: Zx81kQm02LpWv.youtube.B7rT4", "ACCESS_TOKEN = \"\xff\xfeZx81kQm02LpWvB7rT4cN\"",
 }
 
@@ -149,9 +151,9 @@ func TestSplitDetectionMatchesGitleaks(t *testing.T) {
 	for _, text := range plantedFiles(t) {
 		planted = append(planted, strings.Split(text, "\n")...)
 	}
-	paths := []string{"", "main.go", "config/app.env", "vendor/x/y.go", "go.sum", "testdata/keys.txt"}
+	paths := []string{"", "main.go", "config/app.env", "vendor/x/y.go", "go.sum", "testdata/keys.txt", "meta/recipe.bb"}
 	r := mrand.New(mrand.NewPCG(26, 2))
-	for i := range 400 {
+	for i := range 1000 {
 		n := 1 + r.IntN(80)
 		lines := make([]string, n)
 		for j := range lines {
@@ -172,6 +174,11 @@ func TestSplitDetectionMatchesGitleaks(t *testing.T) {
 			text += "\n"
 		}
 		checkSame(t, ref, rules, paths[i%len(paths)], text)
+	}
+	for _, a := range trickyLines {
+		for _, b := range trickyLines {
+			checkSame(t, ref, rules, "meta/recipe.bb", a+"\nx\n"+b)
+		}
 	}
 	for _, l := range trickyLines {
 		checkSame(t, ref, rules, "", l)
