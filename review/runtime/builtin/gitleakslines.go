@@ -4,6 +4,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	ahocorasick "github.com/BobuSumisu/aho-corasick"
@@ -42,6 +43,8 @@ type lineBoundRule struct {
 	// line and the allow comment, which lineAllowed applies on the line in the whole text.
 	d         *detect.Detector
 	lineAllow []*gitleaks.Allowlist
+	// chars are the characters a match can hold, nil when any.
+	chars *charSet
 	// span is the most newlines a match can hold; -1 when the rule is not line-bound (in
 	// another rule set) and scans the whole text.
 	span int
@@ -68,7 +71,7 @@ func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitD
 	rest := gitleaks.Config{Rules: map[string]gitleaks.Rule{}, Keywords: map[string]struct{}{}, Allowlists: cfg.Allowlists}
 	for _, id := range sortedRuleIDs(cfg.Rules) {
 		r := cfg.Rules[id]
-		span, ok := lineBound(r)
+		span, chars, ok := lineBoundChars(r)
 		if !ok {
 			span = -1 // the whole text, always
 		}
@@ -88,7 +91,7 @@ func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitD
 				byKeyword[k] = append(byKeyword[k], len(sd.bound))
 			}
 		}
-		b := lineBoundRule{span: span}
+		b := lineBoundRule{span: span, chars: chars}
 		global := cfg.Allowlists
 		if span >= 0 {
 			var ok bool
@@ -132,27 +135,92 @@ func sortedRuleIDs(rules map[string]gitleaks.Rule) []string {
 // when unsure. Rules gitleaks treats apart (path rules, rules requiring other rules, rules not
 // reported alone) are never line-bound.
 func lineBound(r gitleaks.Rule) (int, bool) {
+	span, _, ok := lineBoundChars(r)
+	return span, ok
+}
+
+// lineBoundChars is lineBound with the characters a match can hold (nil: any).
+func lineBoundChars(r gitleaks.Rule) (int, *charSet, bool) {
 	if r.Regex == nil || r.Path != nil || len(r.RequiredRules) > 0 || r.SkipReport || len(r.Keywords) == 0 {
-		return 0, false
+		return 0, nil, false
 	}
 	var kws []string
 	for _, k := range r.Keywords {
 		// A non-ASCII keyword may change length when lower-cased; a newline in one would
 		// span lines.
 		if k == "" || strings.ContainsRune(k, '\n') || !isASCII(k) {
-			return 0, false
+			return 0, nil, false
 		}
 		kws = append(kws, strings.ToLower(k))
 	}
 	re, err := syntax.Parse(r.Regex.String(), syntax.Perl)
 	if err != nil || hasOp(re, syntax.OpBeginText) {
-		return 0, false // a window's start is not the text's
+		return 0, nil, false // a window's start is not the text's
 	}
 	span := maxNewlines(re)
 	if span < 0 || !keywordFirst(re, kws) {
-		return 0, false
+		return 0, nil, false
 	}
-	return span, true
+	cs := &charSet{}
+	if !cs.add(re) {
+		cs = nil
+	}
+	return span, cs, true
+}
+
+// charSet is a set of characters, as ranges.
+type charSet struct {
+	ascii  [utf8.RuneSelf]bool
+	ranges []rune // pairs, beyond ASCII
+}
+
+// add adds the characters a match of re can hold; false when that is any.
+func (cs *charSet) add(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			cs.addRange(r, r)
+			for f := unicode.SimpleFold(r); re.Flags&syntax.FoldCase != 0 && f != r; f = unicode.SimpleFold(f) {
+				cs.addRange(f, f)
+			}
+		}
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			cs.addRange(re.Rune[i], re.Rune[i+1])
+		}
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return false
+	}
+	for _, sub := range re.Sub {
+		if !cs.add(sub) {
+			return false
+		}
+	}
+	return true
+}
+
+func (cs *charSet) addRange(lo, hi rune) {
+	for r := lo; r <= hi && r < utf8.RuneSelf; r++ {
+		cs.ascii[r] = true
+	}
+	if hi >= utf8.RuneSelf {
+		cs.ranges = append(cs.ranges, max(lo, utf8.RuneSelf), hi)
+	}
+}
+
+// holds says whether every character of s is in the set; an invalid byte is U+FFFD, as the
+// regexp package reads it.
+func (cs *charSet) holds(s string) bool {
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			if !cs.ascii[r] {
+				return false
+			}
+		} else if !classHas(cs.ranges, r) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasOp(re *syntax.Regexp, op syntax.Op) bool {
@@ -344,7 +412,7 @@ func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []repo
 		case len(lineSet) == 0:
 			continue
 		default:
-			sub, index := windows(text, lines, lineSet, b.span)
+			sub, index := windows(text, lines, lineSet, b.span, b.chars)
 			fs = b.d.Detect(detect.Fragment{Raw: sub, FilePath: fragment.FilePath})
 			for j := range fs {
 				fs[j].StartLine, fs[j].EndLine = index[fs[j].StartLine], index[fs[j].EndLine]
@@ -376,12 +444,16 @@ func lineStarts(text string) []int {
 	return starts
 }
 
+// keyLine is a line holding a rule's keyword, and where in it the last one starts; -1 when
+// the line is scanned for its non-ASCII byte.
+type keyLine struct{ line, from int }
+
 // keywordLines is, for each line-bound rule, the lines to scan: those holding one of its
 // keywords, and every line with a non-ASCII byte when some line holds one. It finds the
 // keywords as gitleaks does, in lower-cased text, one line at a time.
-func (sd *splitDetector) keywordLines(text string, starts []int) [][]int {
-	out := make([][]int, len(sd.bound))
-	var other []int // lines with a non-ASCII byte
+func (sd *splitDetector) keywordLines(text string, starts []int) [][]keyLine {
+	out := make([][]keyLine, len(sd.bound))
+	var other []keyLine // lines with a non-ASCII byte
 	var buf []byte
 	for l, start := range starts {
 		end := len(text)
@@ -389,7 +461,8 @@ func (sd *splitDetector) keywordLines(text string, starts []int) [][]int {
 			end = starts[l+1] - 1
 		}
 		line := text[start:end]
-		if isASCII(line) {
+		ascii := isASCII(line)
+		if ascii {
 			buf = append(buf[:0], line...)
 			for i, c := range buf {
 				if 'A' <= c && c <= 'Z' {
@@ -397,13 +470,20 @@ func (sd *splitDetector) keywordLines(text string, starts []int) [][]int {
 				}
 			}
 		} else {
-			other = append(other, l)
+			other = append(other, keyLine{l, -1})
 			buf = append(buf[:0], strings.ToLower(line)...)
 		}
-		sd.keywords.Walk(buf, func(_, _, pattern int64) bool {
+		sd.keywords.Walk(buf, func(end, n, pattern int64) bool {
+			from := int(end - n + 1)
+			if !ascii {
+				from = -1 // offsets in the lower-cased line are not the line's
+			}
 			for _, rule := range sd.byKeyword[pattern] {
-				if n := len(out[rule]); n == 0 || out[rule][n-1] != l {
-					out[rule] = append(out[rule], l)
+				switch k := len(out[rule]) - 1; {
+				case k < 0 || out[rule][k].line != l:
+					out[rule] = append(out[rule], keyLine{l, from})
+				case from >= 0:
+					out[rule][k].from = max(out[rule][k].from, from)
 				}
 			}
 			return true
@@ -412,33 +492,52 @@ func (sd *splitDetector) keywordLines(text string, starts []int) [][]int {
 	for rule, ls := range out {
 		if len(ls) > 0 && len(other) > 0 {
 			ls = append(ls, other...)
-			slices.Sort(ls)
-			out[rule] = slices.Compact(ls)
+			slices.SortStableFunc(ls, func(a, b keyLine) int { return a.line - b.line })
+			out[rule] = slices.CompactFunc(ls, func(a, b keyLine) bool { return a.line == b.line })
 		}
 	}
 	return out
 }
 
-// windows is the fragment of text made of the lines from each of keyLines (sorted) to span
-// lines after it, and each of its lines' line in text.
-func windows(text string, starts, keyLines []int, span int) (string, []int) {
+// windows is the fragment of text made of the lines a match starting on one of keys (sorted)
+// can reach, and each of its lines' line in text. A match reaches at most span lines after its
+// first, and past the end of a line only when all of the line from the match on is of chars:
+// from the last keyword on its first line, the whole line after.
+func windows(text string, starts []int, keys []keyLine, span int, chars *charSet) (string, []int) {
+	line := func(l int) string {
+		end := len(text)
+		if l+1 < len(starts) {
+			end = starts[l+1] - 1
+		}
+		return text[starts[l]:end]
+	}
+	var take []int
+	for _, k := range keys {
+		last := k.line
+		crosses := chars == nil || k.from < 0 || chars.holds(line(k.line)[k.from:])
+		for l := k.line + 1; crosses && l <= k.line+span && l < len(starts); l++ {
+			last = l
+			crosses = chars == nil || chars.holds(line(l))
+		}
+		for l := k.line; l <= last; l++ {
+			if n := len(take); n == 0 || take[n-1] < l {
+				take = append(take, l)
+			}
+		}
+	}
 	var b strings.Builder
 	var index []int
-	if keyLines[0] != 0 {
+	if take[0] != 0 {
 		b.WriteByte('\n') // the first line stays apart: an empty one stands in for it
 		index = append(index, -1)
 	}
-	next := 0 // the first line not yet written
-	for _, k := range keyLines {
-		for l := max(k, next); l <= k+span && l < len(starts); l++ {
-			end := len(text)
-			if l+1 < len(starts) {
-				end = starts[l+1] // with its newline
-			}
-			b.WriteString(text[starts[l]:end])
-			index = append(index, l)
-			next = l + 1
+	for _, l := range take {
+		end := len(text)
+		if l+1 < len(starts) {
+			end = starts[l+1] // with its newline
 		}
+		b.WriteString(text[starts[l]:end])
+		index = append(index, l)
 	}
 	// After a line's newline a fragment holds one more (empty) line; it is not in text.
 	return b.String(), append(index, -1)

@@ -107,7 +107,7 @@ func checkSame(t *testing.T, ref reference, s *SecretRules, path, text string) {
 // several lines, carriage returns, the allow comment, non-ASCII case folding, lines that only
 // name a keyword.
 var trickyLines = []string{
-	"API_KEY=", "OTHER_KEY=", "password =", "", "  \"x9f8Kq2LmZ0pW7rT4vB1nC6\"", "token:\r",
+	"API_KEY=", "OTHER_KEY=", "password =", "", "token = \\", "  ,", "\"", "secret:", "key = 'Zx81kQm02LpWvB7rT4cNq';", "  \"x9f8Kq2LmZ0pW7rT4vB1nC6\"", "token:\r",
 	"secret = \"Zx81kQm02LpWvB7rT4cN\" # gitleaks:allow", "ſecret = \"Zx81kQm02LpWvB7rT4cN\"",
 	"\u212aEY=\"Zx81kQm02LpWvB7rT4cN\"", "auth", "=", "\t'Zx81kQm02LpWvB7rT4cNq'\r", "key: |",
 	"s.abcdefghijklmnopqrstuvwx", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlX3ZhbHVl",
@@ -178,6 +178,7 @@ func TestSplitDetectionMatchesGitleaks(t *testing.T) {
 	for _, a := range trickyLines {
 		for _, b := range trickyLines {
 			checkSame(t, ref, rules, "meta/recipe.bb", a+"\nx\n"+b)
+			checkSame(t, ref, rules, "a.go", "x\n"+a+"\n"+b+"\n\n"+a+"\n"+b)
 		}
 	}
 	for _, l := range trickyLines {
