@@ -119,7 +119,7 @@ var trickyLines = []string{
 
 // repoLines are the lines of this repository's Go files, realistic text full of "key" and
 // "token" without secrets.
-func repoLines(t *testing.T) []string {
+func repoLines(t testing.TB) []string {
 	t.Helper()
 	var lines []string
 	root := filepath.Join("..", "..", "..")
@@ -198,5 +198,27 @@ func FuzzSplitDetection(f *testing.F) {
 	ref := wholeDetector(f)
 	f.Fuzz(func(t *testing.T, text string) {
 		checkSame(t, ref, rules, "f.go", text)
+	})
+}
+
+// BenchmarkSecretsDetection compares, on 50-line texts of this repository's Go files, gitleaks'
+// Detect of the whole text with the split detection: go test -bench SecretsDetection.
+func BenchmarkSecretsDetection(b *testing.B) {
+	rules := mustRules(b)
+	ref := wholeDetector(b)
+	var chunks []string
+	code := repoLines(b)
+	for i := 0; i+50 <= len(code) && len(chunks) < 200; i += 50 {
+		chunks = append(chunks, strings.Join(code[i:i+50], "\n"))
+	}
+	b.Run("gitleaks", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			ref.all.Detect(detect.Fragment{Raw: chunks[i%len(chunks)], FilePath: "x.go"})
+		}
+	})
+	b.Run("split", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			rules.split.detect(detect.Fragment{Raw: chunks[i%len(chunks)], FilePath: "x.go"})
+		}
 	})
 }
