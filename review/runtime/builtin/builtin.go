@@ -369,8 +369,9 @@ func (r *Runtime) scan(ctx context.Context, req *runtime.Request, needed map[str
 		}
 		if needed[GroupSecrets] || needed[GroupConflicts] || needed[GroupUnicode] || needed[GroupUnsafe] {
 			n := len(out[GroupSecrets])
-			added = scanLines(f, needed, secrets, out, added)
-			out[GroupSecrets] = append(out[GroupSecrets][:n], secrets.finish(f, out[GroupSecrets][n:], repo, classes)...)
+			var scan *secretScan
+			added, scan = scanLines(f, needed, secrets, out, added)
+			out[GroupSecrets] = append(out[GroupSecrets][:n], secrets.finish(f, scan, out[GroupSecrets][n:], repo, classes)...)
 		}
 		if (needed[GroupWorkflows] || needed[GroupWorkflowLint]) && isWorkflow(path) {
 			sec, lint := checkWorkflow(f, heads[path])

@@ -25,7 +25,7 @@ type repoSecrets struct {
 	// rules is the shared rule set the repository's settings apply to.
 	rules *SecretRules
 	// allow is the rule set with the repository's allowlists; nil when it has none.
-	allow *detect.Detector
+	allow *splitDetector
 	// ignore holds .gitleaksignore; nil without one. Its finding list grows with the review.
 	ignore *detect.Detector
 	// problems says what could not be applied.
@@ -37,18 +37,18 @@ func newRepoSecrets(s runtime.Settings, rules *SecretRules) (*repoSecrets, error
 	if len(s.SecretsIgnore) == 0 && len(s.SecretsConfig) == 0 && s.SecretsProblems == "" {
 		return nil, nil
 	}
-	base := rules.d
+	base := rules.cfg
 	var err error
 	rs := &repoSecrets{rules: rules}
 	if s.SecretsProblems != "" {
 		rs.problems = append(rs.problems, s.SecretsProblems)
 	}
 	if len(s.SecretsConfig) > 0 {
-		global, perRule, err := repoAllowlists(s.SecretsConfig, base.Config.Rules)
+		global, perRule, err := repoAllowlists(s.SecretsConfig, base.Rules)
 		if err != nil {
 			rs.problems = append(rs.problems, ".gitleaks.toml not applied: "+err.Error())
 		} else if len(global)+len(perRule) > 0 {
-			rs.allow = withAllowlists(base.Config, global, perRule)
+			rs.allow = withAllowlists(base, rules.stop, global, perRule)
 		}
 	}
 	if len(s.SecretsIgnore) > 0 {
@@ -62,7 +62,7 @@ func newRepoSecrets(s runtime.Settings, rules *SecretRules) (*repoSecrets, error
 
 // withAllowlists is a detector of the rule set cfg with the repository's allowlists added, global
 // and per rule. The compiled rules are shared; only the lists differ.
-func withAllowlists(cfg gitleaks.Config, global []*gitleaks.Allowlist, perRule map[string][]*gitleaks.Allowlist) *detect.Detector {
+func withAllowlists(cfg gitleaks.Config, stop map[string][]*stopWords, global []*gitleaks.Allowlist, perRule map[string][]*gitleaks.Allowlist) *splitDetector {
 	cfg.Allowlists = append(slices.Clone(cfg.Allowlists), global...)
 	cfg.Rules = maps.Clone(cfg.Rules)
 	for id, als := range perRule {
@@ -70,9 +70,7 @@ func withAllowlists(cfg gitleaks.Config, global []*gitleaks.Allowlist, perRule m
 		r.Allowlists = append(slices.Clone(r.Allowlists), als...)
 		cfg.Rules[id] = r
 	}
-	d := detect.NewDetector(cfg)
-	d.MaxDecodeDepth = 0 // as the shared detector: what a diff shows
-	return d
+	return newSplitDetector(cfg, stop)
 }
 
 // ignoreDetector loads .gitleaksignore with gitleaks' own reader, which takes a file path. The
@@ -194,21 +192,20 @@ func allowlist(desc, condition, target string, commits, paths, regexes, stopWord
 // finding is dropped only when the shared rule set reports its rule on its line and the
 // repository's does not, so a finding the allowlists never saw (a private key found by the PEM
 // check on another line) is kept.
-func (rs *repoSecrets) allowed(f *diff.File, fs []runtime.Finding) []runtime.Finding {
-	if rs == nil || rs.allow == nil || len(fs) == 0 {
+func (rs *repoSecrets) allowed(f *diff.File, scan *secretScan, fs []runtime.Finding) []runtime.Finding {
+	if rs == nil || rs.allow == nil || len(fs) == 0 || scan == nil {
 		return fs
 	}
-	path := f.Path()
-	added, text := addedText(f)
 	dropped := map[lineRule]bool{}
-	for _, g := range rs.rules.detect(path, text) {
-		if g.StartLine >= 0 && g.StartLine < len(added) {
-			dropped[lineRule{added[g.StartLine].New, g.RuleID}] = true
+	for _, g := range scan.found {
+		if l := scan.newLine(g.StartLine); l >= 0 {
+			dropped[lineRule{l, g.RuleID}] = true
 		}
 	}
-	for _, g := range rs.allow.Detect(detect.Fragment{Raw: text, FilePath: path}) {
-		if g.StartLine >= 0 && g.StartLine < len(added) {
-			delete(dropped, lineRule{added[g.StartLine].New, g.RuleID})
+	kept, _ := rs.allow.detect(detect.Fragment{Raw: scan.text, FilePath: f.Path()})
+	for _, g := range kept {
+		if l := scan.newLine(g.StartLine); l >= 0 {
+			delete(dropped, lineRule{l, g.RuleID})
 		}
 	}
 	out := fs[:0:0]
@@ -241,29 +238,6 @@ func (rs *repoSecrets) unignored(path string, fs []runtime.Finding) []runtime.Fi
 type lineRule struct {
 	line int
 	rule string
-}
-
-// addedText is a file's added lines and the text the secrets scan reads: the lines joined by
-// "\n", each cut at maxScanLine, as secretFindings builds it.
-func addedText(f *diff.File) ([]diff.Line, string) {
-	var added []diff.Line
-	var b strings.Builder
-	f.Walk(func(l diff.Line) bool {
-		if l.Kind != '+' {
-			return true
-		}
-		if len(added) > 0 {
-			b.WriteByte('\n')
-		}
-		t := l.Text
-		if len(t) > maxScanLine {
-			t = t[:maxScanLine]
-		}
-		b.Write(t)
-		added = append(added, l)
-		return true
-	})
-	return added, b.String()
 }
 
 // problemFinding tells the reader that the repository's gitleaks settings were not all applied.

@@ -62,8 +62,9 @@ const maxScanLine = 8 << 10
 // scanLines runs the line checks of the needed groups over a file's added lines; secrets is
 // the rule set, nil when the secrets group is not needed. added is a buffer for the file's
 // added lines, returned for the next file: the lines of one file are not kept past its scan,
-// and a large diff makes no garbage of them.
-func scanLines(f *diff.File, needed map[string]bool, secrets *SecretRules, out map[string][]runtime.Finding, added []diff.Line) []diff.Line {
+// and a large diff makes no garbage of them. The file's secrets detection is returned for
+// finish, nil when there was none.
+func scanLines(f *diff.File, needed map[string]bool, secrets *SecretRules, out map[string][]runtime.Finding, added []diff.Line) ([]diff.Line, *secretScan) {
 	path := f.Path()
 	// Code patterns in prose are examples, not code.
 	prose := isProse(path)
@@ -140,8 +141,11 @@ func scanLines(f *diff.File, needed map[string]bool, secrets *SecretRules, out m
 	if key != nil && key.real() {
 		out[GroupSecrets] = append(out[GroupSecrets], key.finding)
 	}
+	var scan *secretScan
 	if needed[GroupSecrets] {
-		out[GroupSecrets] = append(out[GroupSecrets], secrets.findings(path, added)...)
+		var fs []runtime.Finding
+		fs, scan = secrets.findings(path, added)
+		out[GroupSecrets] = append(out[GroupSecrets], fs...)
 	}
 	// A lone "=======" is a Markdown heading underline; it is a marker only next to the others.
 	if sawStart || sawEnd {
@@ -150,7 +154,7 @@ func scanLines(f *diff.File, needed map[string]bool, secrets *SecretRules, out m
 		}
 	}
 	out[GroupConflicts] = append(out[GroupConflicts], conflictFound...)
-	return added
+	return added, scan
 }
 
 func conflictMarker(text []byte, c byte) bool {

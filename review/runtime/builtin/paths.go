@@ -57,13 +57,14 @@ func (pc pathClasses) lowerVendored(fs []runtime.Finding) []runtime.Finding {
 // finish takes one file's secrets findings to what is reported, in gitleaks' order: the
 // repository's allowlists (gitleaks applies them as it detects), gitleaks' names, the
 // fingerprints of .gitleaksignore (gitleaks checks them as it adds a finding); then findings
-// under a test or fixture path are lowered.
-func (s *SecretRules) finish(f *diff.File, fs []runtime.Finding, repo *repoSecrets, pc pathClasses) []runtime.Finding {
+// under a test or fixture path are lowered. scan is the file's detection (nil when nothing was
+// scanned).
+func (s *SecretRules) finish(f *diff.File, scan *secretScan, fs []runtime.Finding, repo *repoSecrets, pc pathClasses) []runtime.Finding {
 	if s == nil || len(fs) == 0 {
 		return fs
 	}
-	fs = repo.allowed(f, fs)
-	s.nameAsGitleaks(f, fs)
+	fs = repo.allowed(f, scan, fs)
+	nameAsGitleaks(scan, fs)
 	fs = repo.unignored(f.Path(), fs)
 	if pc.fixture.Match(f.Path()) {
 		for i := range fs {

@@ -27,10 +27,12 @@ var lensgateRules string
 // rule set the secrets lens and the redaction before any model call use. It is read-only once
 // built (detection keeps no state but a byte counter), so reviews share it.
 type SecretRules struct {
-	d *detect.Detector
-	// generic is gitleaks' generic-api-key rule alone, to name lensgate's credential findings
-	// as gitleaks would (gitleaksnames.go).
-	generic *detect.Detector
+	// cfg is the compiled rule set; split detects with it, scanning less text
+	// (gitleakslines.go).
+	cfg   gitleaks.Config
+	split *splitDetector
+	// stop are the stop words taken out of cfg's allowlists (gitleaksstopwords.go).
+	stop map[string][]*stopWords
 }
 
 // loadSecretRules builds the rule set once per process: compiling some two hundred expressions
@@ -43,30 +45,37 @@ func LoadSecretRules() (*SecretRules, error) { return loadSecretRules() }
 
 // buildSecretRules compiles gitleaks' default rules followed by extra (rules in gitleaks'
 // configuration format).
-func buildSecretRules(extra string) (rules *SecretRules, err error) {
+func buildSecretRules(extra string) (*SecretRules, error) {
+	cfg, err := gitleaksConfig(extra)
+	if err != nil {
+		return nil, err
+	}
+	stop := compactStopWords(&cfg)
+	return &SecretRules{cfg: cfg, stop: stop, split: newSplitDetector(cfg, stop)}, nil
+}
+
+// gitleaksConfig compiles gitleaks' default rules followed by extra, as gitleaks does.
+func gitleaksConfig(extra string) (cfg gitleaks.Config, err error) {
 	// gitleaks compiles a rule's expressions with regexp.MustCompile: a bad expression panics
 	// inside Translate. It is an error here, never a panic reaching a review.
 	defer func() {
 		if p := recover(); p != nil {
-			rules, err = nil, fmt.Errorf("secret rules: %v", p)
+			cfg, err = gitleaks.Config{}, fmt.Errorf("secret rules: %v", p)
 		}
 	}()
 	v := viper.New() // not viper's global instance, which gitleaks' own constructor uses
 	v.SetConfigType("toml")
 	if err := v.ReadConfig(strings.NewReader(gitleaks.DefaultConfig + "\n" + extra)); err != nil {
-		return nil, fmt.Errorf("secret rules: read: %w", err)
+		return cfg, fmt.Errorf("secret rules: read: %w", err)
 	}
 	var vc gitleaks.ViperConfig
 	if err := v.Unmarshal(&vc); err != nil {
-		return nil, fmt.Errorf("secret rules: decode: %w", err)
+		return cfg, fmt.Errorf("secret rules: decode: %w", err)
 	}
-	cfg, err := vc.Translate()
-	if err != nil {
-		return nil, fmt.Errorf("secret rules: %w", err)
+	if cfg, err = vc.Translate(); err != nil {
+		return cfg, fmt.Errorf("secret rules: %w", err)
 	}
-	d := detect.NewDetector(cfg)
-	d.MaxDecodeDepth = 0 // what a diff shows, not what decoding it would show
-	return &SecretRules{d: d, generic: newGenericDetector(d)}, nil
+	return cfg, nil
 }
 
 // redactOnly are rules whose matches are withheld from a model but are not findings: a body of
@@ -75,7 +84,12 @@ var redactOnly = map[string]bool{"private-key-body": true}
 
 // detect runs the rule set over text (lines joined by "\n"; path may be "").
 func (s *SecretRules) detect(path, text string) []report.Finding {
-	fs := s.d.Detect(detect.Fragment{Raw: text, FilePath: path})
+	fs, _ := s.split.detect(detect.Fragment{Raw: text, FilePath: path})
+	return sortGitleaks(fs)
+}
+
+// sortGitleaks orders gitleaks findings of one fragment.
+func sortGitleaks(fs []report.Finding) []report.Finding {
 	// A stable order, rules for a token's format before generic ones, whatever order the rule
 	// set keeps its rules in: one secret is always named by the same rule.
 	sort.SliceStable(fs, func(i, j int) bool {
@@ -157,9 +171,9 @@ var genericRules = map[string]bool{"generic-api-key": true, "credential-assignme
 
 // findings runs the rule set over a file's added lines, as one text so that rules spanning
 // lines see them together, and reports each secret on the added line it is on.
-func (s *SecretRules) findings(path string, added []diff.Line) []runtime.Finding {
+func (s *SecretRules) findings(path string, added []diff.Line) ([]runtime.Finding, *secretScan) {
 	if len(added) == 0 {
-		return nil
+		return nil, nil
 	}
 	var text strings.Builder
 	n := len(added) - 1
@@ -179,8 +193,11 @@ func (s *SecretRules) findings(path string, added []diff.Line) []runtime.Finding
 	}
 	var out []runtime.Finding
 	specific := map[int][]string{} // secrets of specific rules, by line
-	fs := s.detect(path, text.String())
+	found, generic := s.split.detect(detect.Fragment{Raw: text.String(), FilePath: path})
+	found = sortGitleaks(found)
+	scan := &secretScan{added: added, text: text.String(), found: found, generic: generic}
 	// Specific rules first, so a generic match on the same line is known to repeat one.
+	fs := slices.Clone(found)
 	sort.SliceStable(fs, func(i, j int) bool { return !genericRules[fs[i].RuleID] && genericRules[fs[j].RuleID] })
 	for _, f := range fs {
 		if redactOnly[f.RuleID] || notFindings[f.RuleID] || f.StartLine < 0 || f.StartLine >= len(added) {
@@ -201,7 +218,26 @@ func (s *SecretRules) findings(path string, added []diff.Line) []runtime.Finding
 			Key: lineKey(secret),
 		})
 	}
-	return out
+	return out, scan
+}
+
+// secretScan is one file's detection, which the repository's allowlists and gitleaks' names
+// read again (finish).
+type secretScan struct {
+	// added are the file's added lines, text what was scanned: added joined by "\n".
+	added []diff.Line
+	text  string
+	// found are the rule set's findings; generic are those of gitleaks' generic-api-key rule
+	// alone, before gitleaks drops the ones another rule repeats.
+	found, generic []report.Finding
+}
+
+// newLine is the line in the new file of line i of the scanned text, or -1.
+func (sc *secretScan) newLine(i int) int {
+	if i < 0 || i >= len(sc.added) {
+		return -1
+	}
+	return sc.added[i].New
 }
 
 // fixtureFinding lowers a secret found under a test or fixture path to low severity: keys and

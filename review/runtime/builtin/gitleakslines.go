@@ -1,0 +1,628 @@
+package builtin
+
+import (
+	"regexp/syntax"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	ahocorasick "github.com/BobuSumisu/aho-corasick"
+	gitleaks "github.com/zricethezav/gitleaks/v8/config"
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/report"
+)
+
+// gitleaks runs a rule over a whole fragment when one of the rule's keywords is anywhere in it,
+// and a diff's added text nearly always holds "key", "token" or "api": generic-api-key's
+// expression, too large for Go's backtracker, then runs the slow NFA over every line. Yet for
+// most rules a match starts on a line holding one of the rule's keywords and spans a bounded
+// number of lines. Such a rule ("line-bound" here) gets the same findings from a smaller
+// fragment: only the lines from each keyword line to as many lines after it as a match can
+// span. gitleaks has no such mode, so lensgate builds the fragments and keeps gitleaks' own
+// detection on them; the other rules run over the whole text as before.
+//
+// The fragments keep what gitleaks' detection reads around a match the same as in the whole
+// text: each line keeps the "\n" that follows it in the text and the first line of the text
+// stays first (or an empty line stands in for it: gitleaks counts columns on the first line
+// from 1 but on the others from the newline before them). A match cannot read past the newline
+// ending the last line it may span, so what follows a window is never seen. One thing differs:
+// gitleaks gives a finding starting on the last line of a text of several lines all the text
+// before it as its line, which the allow comment and the allowlists of the line read. So those
+// are applied after detection, on the line as the whole text gives it.
+
+// windowed are the rules that scan only windows when they are line-bound: those whose keywords
+// are words of nearly every source file. Each has a detector of its own, so generic-api-key's
+// findings are also known before gitleaks drops those another rule repeats (gitleaksnames.go). Every other rule's keywords are rare in code, so the
+// rule seldom runs at all, and a detector of its own would cost more memory than it saves.
+var windowed = map[string]bool{"generic-api-key": true, "jwt": true, "vault-service-token": true}
+
+// lineBoundRule is a rule of windowed and the detector holding it alone.
+type lineBoundRule struct {
+	// d holds the rule; when it scans windows, without the allowlists that read a finding's
+	// line and the allow comment, which lineAllowed applies on the line in the whole text.
+	d         *detect.Detector
+	lineAllow []*gitleaks.Allowlist
+	// chars are the characters a match can hold, nil when any.
+	chars *charSet
+	// span is the most newlines a match can hold; -1 when the rule is not line-bound (in
+	// another rule set) and scans the whole text.
+	span int
+}
+
+// splitDetector is the rule set as a detector over the whole text for the rules that are not
+// line-bound, and one detector per line-bound rule over the windows of its keyword lines.
+type splitDetector struct {
+	whole *detect.Detector
+	bound []lineBoundRule
+	// keywords finds the line-bound rules' keywords in lower-cased text; byKeyword says, by
+	// keyword number, whose they are.
+	keywords  *ahocorasick.Trie
+	byKeyword [][]int
+	// stop are the stop words taken out of the rules' allowlists.
+	stop map[string][]*stopWords
+}
+
+// newSplitDetector splits the compiled rule set cfg, whose allowlists' stop words stop took out
+// (compactStopWords).
+func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitDetector {
+	sd := &splitDetector{stop: stop}
+	byKeyword := map[string][]int{}
+	rest := gitleaks.Config{Rules: map[string]gitleaks.Rule{}, Keywords: map[string]struct{}{}, Allowlists: cfg.Allowlists}
+	for _, id := range sortedRuleIDs(cfg.Rules) {
+		r := cfg.Rules[id]
+		span, chars, ok := lineBoundChars(r)
+		if !ok {
+			span = -1 // the whole text, always
+		}
+		if !windowed[id] {
+			rest.Rules[id] = r
+			rest.OrderedRules = append(rest.OrderedRules, id)
+			for _, k := range r.Keywords {
+				rest.Keywords[strings.ToLower(k)] = struct{}{}
+			}
+			continue
+		}
+		kw := map[string]struct{}{}
+		for _, k := range r.Keywords {
+			k = strings.ToLower(k)
+			kw[k] = struct{}{}
+			if !slices.Contains(byKeyword[k], len(sd.bound)) {
+				byKeyword[k] = append(byKeyword[k], len(sd.bound))
+			}
+		}
+		b := lineBoundRule{span: span, chars: chars}
+		global := cfg.Allowlists
+		if span >= 0 {
+			var ok bool
+			if r, global, b.lineAllow, ok = withoutLineAllowlists(r, cfg.Allowlists); !ok {
+				b.span, r, global = -1, cfg.Rules[id], cfg.Allowlists
+			}
+		}
+		b.d = detect.NewDetector(gitleaks.Config{
+			Rules: map[string]gitleaks.Rule{id: r}, Keywords: kw, OrderedRules: []string{id}, Allowlists: global,
+		})
+		b.d.MaxDecodeDepth = 0
+		// The allow comment is read, with lineAllow, on the finding's line in the text.
+		b.d.IgnoreGitleaksAllow = b.span >= 0
+		sd.bound = append(sd.bound, b)
+	}
+	sd.whole = detect.NewDetector(rest)
+	sd.whole.MaxDecodeDepth = 0
+	words := make([]string, 0, len(byKeyword))
+	for k := range byKeyword {
+		words = append(words, k)
+	}
+	slices.Sort(words)
+	for _, k := range words {
+		sd.byKeyword = append(sd.byKeyword, byKeyword[k])
+	}
+	sd.keywords = ahocorasick.NewTrieBuilder().AddStrings(words).Build()
+	return sd
+}
+
+func sortedRuleIDs(rules map[string]gitleaks.Rule) []string {
+	ids := make([]string, 0, len(rules))
+	for id := range rules {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// lineBound says whether every match of r starts on a line holding one of r's keywords, and
+// how many newlines a match can hold. It decides from the expression's syntax and answers no
+// when unsure. Rules gitleaks treats apart (path rules, rules requiring other rules, rules not
+// reported alone) are never line-bound.
+func lineBound(r gitleaks.Rule) (int, bool) {
+	span, _, ok := lineBoundChars(r)
+	return span, ok
+}
+
+// lineBoundChars is lineBound with the characters a match can hold (nil: any).
+func lineBoundChars(r gitleaks.Rule) (int, *charSet, bool) {
+	if r.Regex == nil || r.Path != nil || len(r.RequiredRules) > 0 || r.SkipReport || len(r.Keywords) == 0 {
+		return 0, nil, false
+	}
+	var kws []string
+	for _, k := range r.Keywords {
+		// A non-ASCII keyword may change length when lower-cased; a newline in one would
+		// span lines.
+		if k == "" || strings.ContainsRune(k, '\n') || !isASCII(k) {
+			return 0, nil, false
+		}
+		kws = append(kws, strings.ToLower(k))
+	}
+	re, err := syntax.Parse(r.Regex.String(), syntax.Perl)
+	if err != nil || hasOp(re, syntax.OpBeginText) {
+		return 0, nil, false // a window's start is not the text's
+	}
+	span := maxNewlines(re)
+	if span < 0 || !keywordFirst(re, kws) {
+		return 0, nil, false
+	}
+	cs := &charSet{}
+	if !cs.add(re) {
+		cs = nil
+	}
+	return span, cs, true
+}
+
+// charSet is a set of characters, as ranges.
+type charSet struct {
+	ascii  [utf8.RuneSelf]bool
+	ranges []rune // pairs, beyond ASCII
+}
+
+// add adds the characters a match of re can hold; false when that is any.
+func (cs *charSet) add(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			cs.addRange(r, r)
+			for f := unicode.SimpleFold(r); re.Flags&syntax.FoldCase != 0 && f != r; f = unicode.SimpleFold(f) {
+				cs.addRange(f, f)
+			}
+		}
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			cs.addRange(re.Rune[i], re.Rune[i+1])
+		}
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return false
+	}
+	for _, sub := range re.Sub {
+		if !cs.add(sub) {
+			return false
+		}
+	}
+	return true
+}
+
+func (cs *charSet) addRange(lo, hi rune) {
+	for r := lo; r <= hi && r < utf8.RuneSelf; r++ {
+		cs.ascii[r] = true
+	}
+	if hi >= utf8.RuneSelf {
+		cs.ranges = append(cs.ranges, max(lo, utf8.RuneSelf), hi)
+	}
+}
+
+// holds says whether every character of s is in the set; an invalid byte is U+FFFD, as the
+// regexp package reads it.
+func (cs *charSet) holds(s string) bool {
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			if !cs.ascii[r] {
+				return false
+			}
+		} else if !classHas(cs.ranges, r) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasOp(re *syntax.Regexp, op syntax.Op) bool {
+	if re.Op == op {
+		return true
+	}
+	return slices.ContainsFunc(re.Sub, func(s *syntax.Regexp) bool { return hasOp(s, op) })
+}
+
+// maxNewlines is the most newlines a match of re can hold, or -1 when it is unbounded.
+func maxNewlines(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return strings.Count(string(re.Rune), "\n")
+	case syntax.OpCharClass:
+		if classHas(re.Rune, '\n') {
+			return 1
+		}
+		return 0
+	case syntax.OpAnyChar:
+		return 1
+	case syntax.OpCapture:
+		return maxNewlines(re.Sub[0])
+	case syntax.OpConcat, syntax.OpAlternate:
+		n := 0
+		for _, s := range re.Sub {
+			m := maxNewlines(s)
+			if m < 0 {
+				return -1
+			}
+			if re.Op == syntax.OpConcat {
+				n += m
+			} else {
+				n = max(n, m)
+			}
+		}
+		return n
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
+		m := maxNewlines(re.Sub[0])
+		switch {
+		case m <= 0 || re.Op == syntax.OpQuest:
+			return m
+		case re.Op == syntax.OpRepeat && re.Max >= 0:
+			return m * re.Max
+		}
+		return -1
+	}
+	return 0 // empty-width assertions, the empty match, AnyCharNotNL
+}
+
+func classHas(ranges []rune, r rune) bool {
+	for i := 0; i+1 < len(ranges); i += 2 {
+		if ranges[i] <= r && r <= ranges[i+1] {
+			return true
+		}
+	}
+	return false
+}
+
+// keywordFirst says whether every match of re whose first line is ASCII holds one of the
+// keywords (lower-cased) before its first newline. Lines with a non-ASCII byte are always
+// scanned (keywordLines), since case folding there matches "ſecret" to "secret" where
+// lower-casing does not.
+func keywordFirst(re *syntax.Regexp, kws []string) bool {
+	if words, ok := finiteWords(re, 256); ok {
+		return len(words) > 0 && !slices.ContainsFunc(words, func(w string) bool {
+			w, _, _ = strings.Cut(w, "\n")
+			return !strings.Contains(w, nonASCII) && !slices.ContainsFunc(kws, func(k string) bool { return strings.Contains(w, k) })
+		})
+	}
+	switch re.Op {
+	case syntax.OpCapture:
+		return keywordFirst(re.Sub[0], kws)
+	case syntax.OpAlternate:
+		return !slices.ContainsFunc(re.Sub, func(s *syntax.Regexp) bool { return !keywordFirst(s, kws) })
+	case syntax.OpConcat:
+		// The parser factors "AKIA|ASIA" into A(?:KIA|SIA): the keyword may be in a run of
+		// parts.
+		for j, s := range re.Sub {
+			if keywordFirst(s, kws) {
+				return true
+			}
+			for i := j + 2; i <= len(re.Sub); i++ {
+				run := &syntax.Regexp{Op: syntax.OpConcat, Sub: re.Sub[j:i]}
+				if _, ok := finiteWords(run, 256); !ok {
+					break
+				}
+				if keywordFirst(run, kws) {
+					return true
+				}
+			}
+			if maxNewlines(s) != 0 {
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// nonASCII stands for any non-ASCII character in finiteWords' strings.
+const nonASCII = "\x80"
+
+// finiteWords lists the strings re matches, lower-cased, with nonASCII for every non-ASCII
+// character, when they are at most limit.
+func finiteWords(re *syntax.Regexp, limit int) ([]string, bool) {
+	switch re.Op {
+	case syntax.OpEmptyMatch:
+		return []string{""}, true
+	case syntax.OpLiteral:
+		var b strings.Builder
+		for _, r := range re.Rune {
+			if r >= utf8.RuneSelf {
+				b.WriteString(nonASCII)
+			} else {
+				b.WriteString(strings.ToLower(string(r)))
+			}
+		}
+		return []string{b.String()}, true
+	case syntax.OpCharClass:
+		var words []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1] && r < utf8.RuneSelf; r++ {
+				if w := strings.ToLower(string(r)); !slices.Contains(words, w) {
+					words = append(words, w)
+				}
+				if len(words) > limit {
+					return nil, false
+				}
+			}
+			if re.Rune[i+1] >= utf8.RuneSelf && !slices.Contains(words, nonASCII) {
+				words = append(words, nonASCII)
+			}
+		}
+		return words, true
+	case syntax.OpCapture:
+		return finiteWords(re.Sub[0], limit)
+	case syntax.OpQuest:
+		words, ok := finiteWords(re.Sub[0], limit)
+		return append(words, ""), ok && len(words) < limit
+	case syntax.OpAlternate:
+		var all []string
+		for _, s := range re.Sub {
+			words, ok := finiteWords(s, limit)
+			if all = append(all, words...); !ok || len(all) > limit {
+				return nil, false
+			}
+		}
+		return all, true
+	case syntax.OpConcat:
+		all := []string{""}
+		for _, s := range re.Sub {
+			words, ok := finiteWords(s, limit)
+			if !ok || len(all)*len(words) > limit {
+				return nil, false
+			}
+			next := make([]string, 0, len(all)*len(words))
+			for _, a := range all {
+				for _, w := range words {
+					next = append(next, a+w)
+				}
+			}
+			all = next
+		}
+		return all, true
+	}
+	return nil, false
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// detect returns what gitleaks' Detect of the whole rule set returns for fragment (FilePath and
+// Raw only), in no set order, and the findings of gitleaks' generic-api-key rule alone.
+func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []report.Finding) {
+	found = allowedByStopWords(sd.whole.Detect(fragment), sd.stop)
+	text := fragment.Raw
+	lines := lineStarts(text)
+	for i, lineSet := range sd.keywordLines(text, lines) {
+		var fs []report.Finding
+		switch b := sd.bound[i]; {
+		case b.span < 0:
+			fs = b.d.Detect(fragment)
+		case len(lineSet) == 0:
+			continue
+		default:
+			sub, index := windows(text, lines, lineSet, b.span, b.chars)
+			fs = b.d.Detect(detect.Fragment{Raw: sub, FilePath: fragment.FilePath})
+			for j := range fs {
+				fs[j].StartLine, fs[j].EndLine = index[fs[j].StartLine], index[fs[j].EndLine]
+				if len(lines) > 1 && fs[j].StartLine == len(lines)-1 {
+					// gitleaks gives a finding starting on the last line of a text all the
+					// text before it as its line.
+					fs[j].Line = text[:len(text)-len(sub)+len(fs[j].Line)]
+				}
+			}
+			fs = b.lineAllowed(fs, fragment.FilePath)
+		}
+		fs = allowedByStopWords(fs, sd.stop)
+		if b := sd.bound[i]; b.d.Config.OrderedRules[0] == gitleaksGenericRule {
+			generic = fs
+		}
+		found = append(found, fs...)
+	}
+	return filterGeneric(found), generic
+}
+
+// lineStarts is where each line of text starts.
+func lineStarts(text string) []int {
+	starts := []int{0}
+	for i := 0; i < len(text); i++ {
+		if text[i] == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+// keyLine is a line holding a rule's keyword, and where in it the last one starts; -1 when
+// the line is scanned for its non-ASCII byte.
+type keyLine struct{ line, from int }
+
+// keywordLines is, for each line-bound rule, the lines to scan: those holding one of its
+// keywords, and every line with a non-ASCII byte when some line holds one. It finds the
+// keywords as gitleaks does, in lower-cased text, one line at a time.
+func (sd *splitDetector) keywordLines(text string, starts []int) [][]keyLine {
+	out := make([][]keyLine, len(sd.bound))
+	var other []keyLine // lines with a non-ASCII byte
+	var buf []byte
+	for l, start := range starts {
+		end := len(text)
+		if l+1 < len(starts) {
+			end = starts[l+1] - 1
+		}
+		line := text[start:end]
+		ascii := isASCII(line)
+		if ascii {
+			buf = append(buf[:0], line...)
+			for i, c := range buf {
+				if 'A' <= c && c <= 'Z' {
+					buf[i] = c + 'a' - 'A'
+				}
+			}
+		} else {
+			other = append(other, keyLine{l, -1})
+			buf = append(buf[:0], strings.ToLower(line)...)
+		}
+		sd.keywords.Walk(buf, func(end, n, pattern int64) bool {
+			from := int(end - n + 1)
+			if !ascii {
+				from = -1 // offsets in the lower-cased line are not the line's
+			}
+			for _, rule := range sd.byKeyword[pattern] {
+				switch k := len(out[rule]) - 1; {
+				case k < 0 || out[rule][k].line != l:
+					out[rule] = append(out[rule], keyLine{l, from})
+				case from >= 0:
+					out[rule][k].from = max(out[rule][k].from, from)
+				}
+			}
+			return true
+		})
+	}
+	for rule, ls := range out {
+		if len(ls) > 0 && len(other) > 0 {
+			ls = append(ls, other...)
+			slices.SortStableFunc(ls, func(a, b keyLine) int { return a.line - b.line })
+			out[rule] = slices.CompactFunc(ls, func(a, b keyLine) bool { return a.line == b.line })
+		}
+	}
+	return out
+}
+
+// windows is the fragment of text made of the lines a match starting on one of keys (sorted)
+// can reach, and each of its lines' line in text. A match reaches at most span lines after its
+// first, and past the end of a line only when all of the line from the match on is of chars:
+// from the last keyword on its first line, the whole line after.
+func windows(text string, starts []int, keys []keyLine, span int, chars *charSet) (string, []int) {
+	line := func(l int) string {
+		end := len(text)
+		if l+1 < len(starts) {
+			end = starts[l+1] - 1
+		}
+		return text[starts[l]:end]
+	}
+	var take []int
+	for _, k := range keys {
+		last := k.line
+		crosses := chars == nil || k.from < 0 || chars.holds(line(k.line)[k.from:])
+		for l := k.line + 1; crosses && l <= k.line+span && l < len(starts); l++ {
+			last = l
+			crosses = chars == nil || chars.holds(line(l))
+		}
+		for l := k.line; l <= last; l++ {
+			if n := len(take); n == 0 || take[n-1] < l {
+				take = append(take, l)
+			}
+		}
+	}
+	var b strings.Builder
+	var index []int
+	if take[0] != 0 {
+		b.WriteByte('\n') // the first line stays apart: an empty one stands in for it
+		index = append(index, -1)
+	}
+	for _, l := range take {
+		end := len(text)
+		if l+1 < len(starts) {
+			end = starts[l+1] // with its newline
+		}
+		b.WriteString(text[starts[l]:end])
+		index = append(index, l)
+	}
+	// After a line's newline a fragment holds one more (empty) line; it is not in text.
+	return b.String(), append(index, -1)
+}
+
+// filterGeneric drops a generic rule's finding when another rule found a secret containing it
+// on the same line: gitleaks' Detect does so over all its rules' findings, and here the rules
+// ran in several detectors. Dropping again what each detector dropped changes nothing.
+func filterGeneric(fs []report.Finding) []report.Finding {
+	generic := func(f report.Finding) bool { return strings.Contains(strings.ToLower(f.RuleID), "generic") }
+	out := fs[:0:0]
+	for _, f := range fs {
+		if !generic(f) || !slices.ContainsFunc(fs, func(p report.Finding) bool {
+			return f.StartLine == p.StartLine && f.Commit == p.Commit && f.RuleID != p.RuleID &&
+				strings.Contains(p.Secret, f.Secret) && !generic(p)
+		}) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// withoutLineAllowlists is rule r and the global allowlists without the allowlists that read a
+// finding's line, and those. It fails when one of them also allows a whole file by its path or
+// commit: that must stay in the detector.
+func withoutLineAllowlists(r gitleaks.Rule, global []*gitleaks.Allowlist) (gitleaks.Rule, []*gitleaks.Allowlist, []*gitleaks.Allowlist, bool) {
+	var line []*gitleaks.Allowlist
+	keep := func(als []*gitleaks.Allowlist) ([]*gitleaks.Allowlist, bool) {
+		var out []*gitleaks.Allowlist
+		for _, a := range als {
+			if a.RegexTarget != "line" {
+				out = append(out, a)
+				continue
+			}
+			// gitleaks allows a whole file by an allowlist's path or commit when its
+			// condition is "or", or "and" with no expression or stop word to check later.
+			byFile := len(a.Paths)+len(a.Commits) > 0 && (a.MatchCondition != gitleaks.AllowlistMatchAnd || len(a.Regexes)+len(a.StopWords) == 0)
+			if byFile {
+				return nil, false
+			}
+			line = append(line, a)
+		}
+		return out, true
+	}
+	g, ok1 := keep(global)
+	als, ok2 := keep(r.Allowlists)
+	r.Allowlists = als
+	return r, g, line, ok1 && ok2
+}
+
+// lineAllowed drops the findings that the allow comment or an allowlist of lineAllow allows,
+// as gitleaks' detection checks them (checkFindingAllowed), on each finding's line.
+func (b lineBoundRule) lineAllowed(fs []report.Finding, path string) []report.Finding {
+	out := fs[:0]
+	for _, f := range fs {
+		allowed := strings.Contains(f.Line, "gitleaks:allow")
+		for _, a := range b.lineAllow {
+			allowed = allowed || allowsLine(a, f, path)
+		}
+		if !allowed {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func allowsLine(a *gitleaks.Allowlist, f report.Finding, path string) bool {
+	regex := a.RegexAllowed(f.Line)
+	stop, _ := a.ContainsStopWord(f.Secret)
+	if a.MatchCondition != gitleaks.AllowlistMatchAnd {
+		return regex || stop
+	}
+	checks := []bool{}
+	if len(a.Commits) > 0 {
+		commit, _ := a.CommitAllowed("") // a diff's added text has no commit
+		checks = append(checks, commit)
+	}
+	if len(a.Paths) > 0 {
+		checks = append(checks, a.PathAllowed(path))
+	}
+	if len(a.Regexes) > 0 {
+		checks = append(checks, regex)
+	}
+	if len(a.StopWords) > 0 {
+		checks = append(checks, stop)
+	}
+	return !slices.Contains(checks, false)
+}
