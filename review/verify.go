@@ -212,6 +212,15 @@ func (r *reviewRun) verify(ctx context.Context, results []LensResult) Verificati
 	if v.Mode == config.VerifyOff {
 		return v
 	}
+	// Only model findings are verified: a review without any builds no index of its diff, which
+	// for a large diff would hold a second copy of it.
+	candidates := false
+	for i := range results {
+		candidates = candidates || (r.verifiable(i, results[i]) && len(results[i].Findings) > 0)
+	}
+	if !candidates {
+		return v
+	}
 	contents := map[string][]byte{}
 	for _, f := range r.subj.Files {
 		if len(f.HeadContent) > 0 {
