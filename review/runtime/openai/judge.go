@@ -50,16 +50,9 @@ func (r *Runtime) SameDefect(ctx context.Context, model, known, reported string)
 	if err != nil {
 		return false, call, fmt.Errorf("judge call: %w", err)
 	}
-	obj, err := ExtractAnswer(rp.text)
-	if err != nil {
-		return false, call, fmt.Errorf("judge answer: %w", rp.explainUnparsed(err))
-	}
-	v, err := decodeValue(obj)
+	v, err := schemaAnswer(rp, sch)
 	if err != nil {
 		return false, call, fmt.Errorf("judge answer: %w", err)
 	}
-	if err := sch.validate(v); err != nil {
-		return false, call, fmt.Errorf("judge answer: %w", err)
-	}
-	return v.(map[string]any)["verdict"] == "same", call, nil
+	return v["verdict"] == "same", call, nil
 }

@@ -340,8 +340,8 @@ func (r *Runtime) reviewCall(ctx context.Context, req *runtime.Request, model st
 		return fail(err)
 	}
 	p := &prompt{system: system, shape: answerShape, user: userPrompt(req, nonce), schema: sch, schemaName: "asdd_review"}
-	if n := len(p.system) + len(p.shape) + len(p.user); n > r.opts.MaxPromptBytes {
-		return fail(fmt.Errorf("the change does not fit the prompt budget (%d bytes > %d); lower review.max_diff_lines", n, r.opts.MaxPromptBytes))
+	if err := r.overBudget(p); err != nil {
+		return fail(fmt.Errorf("the change does not fit the prompt budget (%w); lower review.max_diff_lines", err))
 	}
 	rp, err := r.ask(ctx, req, model, p, &call)
 	if err != nil {
@@ -356,6 +356,31 @@ func (r *Runtime) reviewCall(ctx context.Context, req *runtime.Request, model st
 		return fail(err)
 	}
 	return reps, call
+}
+
+// overBudget says by how much p is over the budget of one prompt; nil when it fits.
+func (r *Runtime) overBudget(p *prompt) error {
+	if n := len(p.system) + len(p.shape) + len(p.user); n > r.opts.MaxPromptBytes {
+		return fmt.Errorf("%d bytes > %d", n, r.opts.MaxPromptBytes)
+	}
+	return nil
+}
+
+// schemaAnswer reads a reply as one JSON object held to sch (the lensgate-own calls: verdicts,
+// prose), explaining an answer that could not be read.
+func schemaAnswer(rp reply, sch *schema) (map[string]any, error) {
+	obj, err := ExtractAnswer(rp.text)
+	if err != nil {
+		return nil, rp.explainUnparsed(err)
+	}
+	v, err := decodeValue(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := sch.validate(v); err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil
 }
 
 // answerValue turns an answer's text into a decoded JSON value: one whole JSON object within

@@ -45,8 +45,8 @@ func (r *Runtime) Write(ctx context.Context, req *runtime.ProseRequest) (*runtim
 		return out, err
 	}
 	p := &prompt{system: proseSystem(req), shape: proseShape, user: proseUser(req, nonce), schema: proseSchema(), schemaName: "lensgate_prose"}
-	if n := len(p.system) + len(p.shape) + len(p.user); n > r.opts.MaxPromptBytes {
-		err := fmt.Errorf("the change does not fit the prompt budget (%d bytes > %d)", n, r.opts.MaxPromptBytes)
+	if err := r.overBudget(p); err != nil {
+		err = fmt.Errorf("the change does not fit the prompt budget (%w)", err)
 		out.Call.Cause = err.Error()
 		return out, err
 	}
@@ -80,18 +80,11 @@ func cutText(s string, n int) string {
 
 // readProse checks an answer against the prose schema and returns its text.
 func readProse(rp reply, sch *schema) (string, error) {
-	obj, err := ExtractAnswer(rp.text)
-	if err != nil {
-		return "", rp.explainUnparsed(err)
-	}
-	v, err := decodeValue(obj)
+	v, err := schemaAnswer(rp, sch)
 	if err != nil {
 		return "", err
 	}
-	if err := sch.validate(v); err != nil {
-		return "", err
-	}
-	text, _ := v.(map[string]any)["text"].(string)
+	text, _ := v["text"].(string)
 	if strings.TrimSpace(text) == "" {
 		return "", fmt.Errorf("%w: answer.text is empty", ErrSchema)
 	}

@@ -70,8 +70,8 @@ func (r *Runtime) Verify(ctx context.Context, req *runtime.Request, cands []runt
 	}
 	sch := verifySchema(ids)
 	p := &prompt{system: verifySystem, shape: verifyShape, user: user, schema: sch, schemaName: "lensgate_verify"}
-	if n := len(p.system) + len(p.shape) + len(p.user); n > r.opts.MaxPromptBytes {
-		return fail(fmt.Errorf("the findings and their files do not fit the prompt budget (%d bytes > %d)", n, r.opts.MaxPromptBytes))
+	if err := r.overBudget(p); err != nil {
+		return fail(fmt.Errorf("the findings and their files do not fit the prompt budget (%w)", err))
 	}
 	rp, err := r.ask(ctx, req, model, p, &call)
 	if err != nil {
