@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/google/go-github/v62/github"
 
@@ -20,16 +19,6 @@ func askFromReader(ctx context.Context, h *hooks, inst int64, repo *github.Repos
 	if bot {
 		return h.skip(ctx, reason, "ask command from a bot")
 	}
-	client, err := h.clients.NewInstallationClient(inst)
-	if err != nil {
-		return fmt.Errorf("installation client: %w", err)
-	}
-	perm, err := h.fetch.Permission(ctx, client, repo.GetOwner().GetLogin(), repo.GetName(), login)
-	if err != nil {
-		return err
-	}
-	if !pull.CanRead(perm) {
-		return h.skip(ctx, reason, "ask command from a user without read access")
-	}
-	return enqueueCommand(ctx, h, client, inst, repo, number, deliveryID, reason, login)
+	return commandWithAccess(ctx, h, inst, repo, number, deliveryID, reason, login, pull.CanRead,
+		"ask command from a user without read access")
 }

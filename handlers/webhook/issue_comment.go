@@ -123,9 +123,18 @@ func (h issueCommentHandler) reviewCommand(ctx context.Context, ev github.IssueC
 }
 
 // dismissFromWriter queues the review that answers a dismiss command when its author has write
-// access. A command from anyone else is dropped with a debug line and no reply, so comment spam
-// costs one permission read per comment, never an App comment or a review run.
+// access.
 func dismissFromWriter(ctx context.Context, h *hooks, inst int64, repo *github.Repository, number int, deliveryID string, reason queue.Reason, login string) error {
+	return commandWithAccess(ctx, h, inst, repo, number, deliveryID, reason, login, pull.CanWrite,
+		"dismiss command from a user without write access")
+}
+
+// commandWithAccess queues the review that answers a command when its author has the access
+// the command needs (can). A command from anyone else is dropped with a debug line (denied) and
+// no reply, so comment spam costs one permission read per comment, never an App comment or a
+// review run.
+func commandWithAccess(ctx context.Context, h *hooks, inst int64, repo *github.Repository, number int, deliveryID string,
+	reason queue.Reason, login string, can func(*github.RepositoryPermissionLevel) bool, denied string) error {
 	client, err := h.clients.NewInstallationClient(inst)
 	if err != nil {
 		return fmt.Errorf("installation client: %w", err)
@@ -134,8 +143,8 @@ func dismissFromWriter(ctx context.Context, h *hooks, inst int64, repo *github.R
 	if err != nil {
 		return err
 	}
-	if !pull.CanWrite(perm) {
-		return h.skip(ctx, reason, "dismiss command from a user without write access")
+	if !can(perm) {
+		return h.skip(ctx, reason, denied)
 	}
 	return enqueueCommand(ctx, h, client, inst, repo, number, deliveryID, reason, login)
 }
