@@ -58,30 +58,7 @@ func (t ContentsTree) List(ctx context.Context, dir string) ([]modelctx.Entry, e
 
 // Read implements modelctx.Tree. The size is checked before the content is decoded.
 func (t ContentsTree) Read(ctx context.Context, path string, limit int) ([]byte, bool, error) {
-	var data []byte
-	found, large := false, false
-	err := t.Fetch.Do(ctx, fmt.Sprintf("read %s at %s", path, t.Commit()), func(ctx context.Context) error {
-		fc, _, _, err := t.Client.Repositories.GetContents(ctx, t.Owner, t.Repo, path, &github.RepositoryContentGetOptions{Ref: t.Ref})
-		if IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if fc == nil || fc.GetType() != "file" {
-			return nil // a directory, or a submodule or link
-		}
-		found = true
-		if large = fc.GetSize() > limit; large {
-			return nil
-		}
-		s, err := fc.GetContent()
-		if err != nil {
-			return fmt.Errorf("decode %s: %w", path, err)
-		}
-		data = []byte(s)
-		return nil
-	})
+	data, found, large, err := t.Fetch.FileUpTo(ctx, t.Client, t.Owner, t.Repo, path, t.Ref, max(limit, 1))
 	if err == nil && large {
 		return nil, true, modelctx.ErrTooLarge
 	}

@@ -75,30 +75,7 @@ func (f Fetcher) OwnerApproval(ctx context.Context, c *github.Client, req Approv
 // exists).
 func (f Fetcher) codeOwners(ctx context.Context, c *github.Client, owner, repo, ref string) (codeowners.Ruleset, string, error) {
 	for _, path := range CodeOwnersPaths {
-		var data []byte
-		found, tooLarge := false, false
-		err := f.Do(ctx, "read "+path+" at "+ref, func(ctx context.Context) error {
-			fc, _, _, err := c.Repositories.GetContents(ctx, owner, repo, path, &github.RepositoryContentGetOptions{Ref: ref})
-			switch {
-			case IsNotFound(err):
-				return nil
-			case err != nil:
-				return err
-			case fc == nil: // a directory of that name
-				return nil
-			}
-			found = true
-			if fc.GetSize() > MaxCodeOwnersBytes {
-				tooLarge = true
-				return nil
-			}
-			s, err := fc.GetContent()
-			if err != nil {
-				return fmt.Errorf("decode %s: %w", path, err)
-			}
-			data = []byte(s)
-			return nil
-		})
+		data, found, tooLarge, err := f.FileUpTo(ctx, c, owner, repo, path, ref, MaxCodeOwnersBytes)
 		switch {
 		case err != nil:
 			return nil, "", fmt.Errorf("read %s of the base branch: %w", path, err)

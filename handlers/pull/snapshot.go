@@ -308,27 +308,37 @@ func (f Fetcher) workflowContents(ctx context.Context, c *github.Client, owner, 
 
 // FileAt reads a file at ref; found is false for a 404.
 func (f Fetcher) FileAt(ctx context.Context, c *github.Client, owner, repo, path, ref string) (data []byte, found bool, err error) {
+	data, found, _, err = f.FileUpTo(ctx, c, owner, repo, path, ref, 0)
+	return data, found, err
+}
+
+// FileUpTo reads a file at ref when it holds at most limit bytes (0: any size). found is false
+// for a 404 and for a directory, submodule or link of that name; a larger file is found and
+// tooLarge, with no data: its size is checked before its content is decoded.
+func (f Fetcher) FileUpTo(ctx context.Context, c *github.Client, owner, repo, path, ref string, limit int) (data []byte, found, tooLarge bool, err error) {
 	err = f.Do(ctx, fmt.Sprintf("read %s at %s", path, ref), func(ctx context.Context) error {
 		fc, _, _, err := c.Repositories.GetContents(ctx, owner, repo, path, &github.RepositoryContentGetOptions{Ref: ref})
-		if IsNotFound(err) {
-			found = false
+		switch {
+		case IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case fc == nil, fc.Type != nil && fc.GetType() != "file":
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		if fc == nil {
-			found = false
+		found = true
+		if limit > 0 && fc.GetSize() > limit {
+			tooLarge = true
 			return nil
 		}
 		s, err := fc.GetContent()
 		if err != nil {
 			return fmt.Errorf("decode %s: %w", path, err) // not a GitHub failure: final
 		}
-		data, found = []byte(s), true
+		data = []byte(s)
 		return nil
 	})
-	return data, found, err
+	return data, found, tooLarge, err
 }
 
 // BindPull turns a snapshot into the review subject: identifiers and SHAs from the fresh pull
