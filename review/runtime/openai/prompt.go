@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lensgate/lensgate/review/modelctx"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/asdd"
 )
@@ -93,14 +94,21 @@ func userPrompt(req *runtime.Request, nonce string) string {
 	}
 	if req.Kind != runtime.KindTriage {
 		b.WriteString("\n## Diff\n")
-		b.Write(req.Diff)
-		if len(req.Diff) > 0 && req.Diff[len(req.Diff)-1] != '\n' {
-			b.WriteByte('\n')
-		}
-		b.WriteString(req.Context.RenderCode())
+		writeDiffAndCode(&b, req.Diff, req.Context)
 	}
 	b.WriteString(fenceClose + nonce + "\n")
 	return b.String()
+}
+
+// writeDiffAndCode writes a diff, ended by a newline, and then the enclosing code the model is
+// given with it: the last part of every fenced user prompt, so the per-push text stays at the end
+// of a request and the prefix before it can be cached.
+func writeDiffAndCode(b *strings.Builder, diff []byte, c *modelctx.Context) {
+	b.Write(diff)
+	if len(diff) > 0 && diff[len(diff)-1] != '\n' {
+		b.WriteByte('\n')
+	}
+	b.WriteString(c.RenderCode())
 }
 
 const triageShape = "Answer with exactly one JSON object and nothing else, of this shape, every key present:\n" +

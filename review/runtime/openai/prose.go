@@ -187,11 +187,7 @@ func proseUser(req *runtime.ProseRequest, nonce string) string {
 	} else {
 		b.WriteString("\n## Diff\n")
 	}
-	b.Write(req.Diff)
-	if len(req.Diff) > 0 && req.Diff[len(req.Diff)-1] != '\n' {
-		b.WriteByte('\n')
-	}
-	b.WriteString(req.Context.RenderCode())
+	writeDiffAndCode(&b, req.Diff, req.Context)
 	b.WriteString(fenceClose + nonce + "\n")
 	return b.String()
 }
