@@ -596,32 +596,6 @@ func bridged(name string) bool {
 
 // checkLogs: every line is a JSON object with the documented fields, no field is undocumented,
 // and no secret appears.
-// duplicateKey returns a key that a JSON object line carries twice at its top level ("" when
-// none): encoding/json keeps the last, log pipelines keep either or reject the line.
-func duplicateKey(line string) string {
-	dec := json.NewDecoder(strings.NewReader(line))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return ""
-	}
-	keys := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		k, _ := tok.(string)
-		if keys[k] {
-			return k
-		}
-		keys[k] = true
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return ""
-		}
-	}
-	return ""
-}
-
 func checkLogs(t *testing.T, logs string, vars map[string]string) {
 	t.Helper()
 	data, err := os.ReadFile("../docs/metrics-and-logs.md")
@@ -650,7 +624,7 @@ func checkLogs(t *testing.T, logs string, vars map[string]string) {
 			t.Errorf("log line is not JSON: %.200s", line)
 			continue
 		}
-		if k := duplicateKey(line); k != "" {
+		if k := testkit.DuplicateKey(line); k != "" {
 			t.Errorf("log line carries %q twice: %.300s", k, line)
 		}
 		for _, k := range []string{"level", "time", "message", "service"} {

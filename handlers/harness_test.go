@@ -2,7 +2,6 @@ package handlers_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -184,38 +183,12 @@ func newEnvOn(t testing.TB, gh *githubfake.Server, opts ...envOption) *env {
 		e.http.Close()
 		e.drain()
 		for _, line := range strings.Split(e.logs.String(), "\n") {
-			if k := duplicateKey(line); k != "" {
+			if k := testkit.DuplicateKey(line); k != "" {
 				t.Errorf("log line carries %q twice: %.300s", k, line)
 			}
 		}
 	})
 	return e
-}
-
-// duplicateKey returns a key that a JSON object line carries twice at its top level ("" when
-// none): encoding/json keeps the last, log pipelines keep either or reject the line.
-func duplicateKey(line string) string {
-	dec := json.NewDecoder(strings.NewReader(line))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return ""
-	}
-	keys := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		k, _ := tok.(string)
-		if keys[k] {
-			return k
-		}
-		keys[k] = true
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return ""
-		}
-	}
-	return ""
 }
 
 // drain stops the queue after every accepted job has run.
