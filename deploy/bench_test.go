@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/pgtest"
 )
 
 var (
@@ -43,7 +44,7 @@ func BenchmarkWebhookAck(b *testing.B) {
 			settleDisk(b)
 			dsn := map[string]string{"memory": "memory", "sqlite": ""}[q]
 			if q == "postgres" {
-				dsn = freshDatabase(b)
+				dsn = pgtest.DatabaseOrSkip(b)
 			}
 			// 2,200 pushes to 50 pull requests of one installation in 11 s take about 10,000
 			// requests: more than a github.com installation's hourly budget of 5,000, whose

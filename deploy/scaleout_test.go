@@ -2,13 +2,10 @@ package deploy
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,43 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/pgtest"
 )
-
-// freshDatabase creates a database with a random name on the test PostgreSQL server, so reruns
-// never see each other's jobs, and drops it afterwards. It returns the database's DSN.
-func freshDatabase(t testing.TB) string {
-	t.Helper()
-	base := os.Getenv("LENSGATE_TEST_POSTGRES_DSN")
-	if base == "" {
-		t.Skip("LENSGATE_TEST_POSTGRES_DSN is not set: this test needs a PostgreSQL server (.ci/run starts one)")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to the test PostgreSQL: %v", err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "lensgate_scaleout_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
 
 // scaleOut is the fake GitHub, the shared queue database and the environment of the serve
 // processes of TestScaleOutThroughWebhooks.
@@ -391,7 +353,7 @@ func newScaleOut(t testing.TB, dsn string, opts ...githubfake.Option) (*scaleOut
 // `serve --role web` and two `serve --role worker` processes on one PostgreSQL queue, driven by
 // signed webhooks against the fake GitHub.
 func TestScaleOutThroughWebhooks(t *testing.T) {
-	dsn := freshDatabase(t)
+	dsn := pgtest.DatabaseOrSkip(t)
 	lensgateBinary(t)
 	s, prs := newScaleOut(t, dsn)
 	fe, pool := s.fe, s.pool

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lensgate/lensgate/disclosure/block"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/pgtest"
 )
 
 // soakDiff adds merge-conflict markers, which the built-in runtime flags on their lines, so
@@ -65,7 +66,7 @@ func soakInt(name string, def int) int {
 // sets the processes' log level, and LENSGATE_SOAK_LOGS names a directory that a failed run
 // leaves its processes' logs, check runs and review jobs in.
 func TestSoak(t *testing.T) {
-	dsn := freshDatabase(t)
+	dsn := pgtest.DatabaseOrSkip(t)
 	lensgateBinary(t)
 	s, all := newScaleOut(t, dsn)
 	// Reviews that wait long behind the spaced writes of every other review time out and are

@@ -3,53 +3,28 @@ package handlers_test
 import (
 	"context"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/pgtest"
 )
 
 // replicaDSNs returns a SQLite database and, when the test cluster is set, a fresh PostgreSQL
 // database, each for the replicas of one case.
 func replicaDSNs(t *testing.T) map[string]string {
 	out := map[string]string{"sqlite": "sqlite://" + filepath.Join(t.TempDir(), "queue.db")}
-	admin := os.Getenv("LENSGATE_TEST_POSTGRES_DSN")
-	if admin == "" {
+	dsn := pgtest.Database(t)
+	if dsn == "" {
 		t.Log("LENSGATE_TEST_POSTGRES_DSN not set: PostgreSQL case not run (.ci/run sets it)")
 		return out
 	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	name := "lensgate_replay_" + strings.ToLower(strings.NewReplacer("/", "_").Replace(t.Name()))
-	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), admin)
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			c.Close(context.Background())
-		}
-	})
-	i := strings.LastIndex(admin, "/")
-	q := ""
-	if j := strings.Index(admin, "?"); j > i {
-		q = admin[j:]
-	}
-	out["postgres"] = admin[:i+1] + name + q
+	out["postgres"] = dsn
 	return out
 }
 

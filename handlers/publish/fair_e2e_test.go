@@ -19,6 +19,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/pgtest"
 )
 
 // heldWrites holds every content write to one repository until the test releases the pull
@@ -109,7 +110,7 @@ var fairnessCases = []struct {
 		return openDurable(t, "sqlite://"+filepath.Join(t.TempDir(), "queue.db"))
 	}},
 	{"postgres", func(t *testing.T) queue.Queue {
-		dsn := postgresTestDSN(t)
+		dsn := pgtest.Database(t)
 		if dsn == "" {
 			t.Skip("LENSGATE_TEST_POSTGRES_DSN not set: the PostgreSQL case is not run (.ci/run sets it)")
 		}

@@ -2,12 +2,8 @@ package publish
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/pgtest"
 )
 
 // prPayload is the opened payload turned into pull request number of owner/name (repository
@@ -87,16 +83,6 @@ func replicaTap(replica int, hold *writeHold, writes *atomic.Int32) githubapp.Cl
 	})
 }
 
-// postgresTestDSN creates a database of its own in the test cluster (LENSGATE_TEST_POSTGRES_DSN)
-// and returns its DSN, or "" when no cluster is given.
-func postgresTestDSN(t *testing.T) string {
-	admin := os.Getenv("LENSGATE_TEST_POSTGRES_DSN")
-	if admin == "" {
-		return ""
-	}
-	return freshPostgresDatabase(t, admin)
-}
-
 // Two replicas on one durable queue database share each installation's content-write slot:
 // while one replica's write holds the slot, the other replica's job concludes its gate check
 // (never spaced) but waits for the slot before its own content writes; and across a burst on
@@ -106,7 +92,7 @@ func postgresTestDSN(t *testing.T) string {
 func TestContentWritesAreSpacedAcrossReplicas(t *testing.T) {
 	type backend struct{ name, dsn string }
 	backends := []backend{{"sqlite", "sqlite://" + filepath.Join(t.TempDir(), "queue.db")}}
-	if dsn := postgresTestDSN(t); dsn != "" {
+	if dsn := pgtest.Database(t); dsn != "" {
 		backends = append(backends, backend{"postgres", dsn})
 	} else {
 		t.Log("LENSGATE_TEST_POSTGRES_DSN not set: the PostgreSQL case is not run (.ci/run sets it)")
@@ -262,36 +248,4 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// freshPostgresDatabase creates a database in the cluster admin names, dropped when the test
-// ends, and returns its DSN.
-func freshPostgresDatabase(t *testing.T, admin string) string {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		t.Fatalf("connect to LENSGATE_TEST_POSTGRES_DSN: %v", err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "lensgate_test_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			return
-		}
-		defer c.Close(ctx)
-		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	})
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatalf("parse LENSGATE_TEST_POSTGRES_DSN: %v", err)
-	}
-	u.Path = "/" + name
-	return u.String()
 }

@@ -2,25 +2,18 @@ package durable
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/internal/pgtest"
 )
-
-// postgresEnv names the variable holding the DSN of a throw-away PostgreSQL cluster (set by
-// .ci/run). Tests create and drop their own databases in it.
-const postgresEnv = "LENSGATE_TEST_POSTGRES_DSN"
 
 // backend is one database a test suite runs against.
 type backend struct {
@@ -28,54 +21,19 @@ type backend struct {
 	dsn  func(t testing.TB) string
 }
 
-// backends returns SQLite always and PostgreSQL when postgresEnv is set.
+// backends returns SQLite always and PostgreSQL when pgtest.Env is set.
 func backends(t testing.TB) []backend {
 	out := []backend{{name: "sqlite", dsn: sqliteDSN}}
-	if os.Getenv(postgresEnv) != "" {
-		out = append(out, backend{name: "postgres", dsn: postgresDSN})
+	if os.Getenv(pgtest.Env) != "" {
+		out = append(out, backend{name: "postgres", dsn: pgtest.DatabaseOrSkip})
 	} else {
-		t.Logf("%s not set: PostgreSQL cases not run (.ci/run sets it)", postgresEnv)
+		t.Logf("%s not set: PostgreSQL cases not run (.ci/run sets it)", pgtest.Env)
 	}
 	return out
 }
 
 func sqliteDSN(t testing.TB) string {
 	return "sqlite://" + filepath.Join(t.TempDir(), "queue.db")
-}
-
-// postgresDSN creates a fresh database in the test cluster and returns its DSN; the database is
-// dropped when the test ends.
-func postgresDSN(t testing.TB) string {
-	admin := os.Getenv(postgresEnv)
-	if admin == "" {
-		t.Skipf("%s not set: this case needs PostgreSQL (.ci/run starts a throw-away cluster and sets it)", postgresEnv)
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", postgresEnv, err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "lensgate_test_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			return
-		}
-		defer c.Close(ctx)
-		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	})
-	u, err := url.Parse(admin)
-	if err != nil {
-		t.Fatalf("parse %s: %v", postgresEnv, err)
-	}
-	u.Path = "/" + name
-	return u.String()
 }
 
 // testOptions are short timings so that retries and polling do not slow the suite down.

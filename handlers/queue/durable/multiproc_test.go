@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/handlers/queue"
+	"github.com/lensgate/lensgate/internal/pgtest"
 )
 
 // The multi-process tests re-execute the test binary as web and worker processes. These
@@ -361,7 +362,7 @@ CREATE TABLE test_publication (key TEXT PRIMARY KEY, head TEXT NOT NULL, pid INT
 // TestMultiProcess runs one web and two worker processes against PostgreSQL: a burst of webhook
 // deliveries, a worker killed in the middle of a job, and a restart of every process.
 func TestMultiProcess(t *testing.T) {
-	dsn := postgresDSN(t)
+	dsn := pgtest.DatabaseOrSkip(t)
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
