@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"maps"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -45,6 +46,9 @@ type lineBoundRule struct {
 	lineAllow []*gitleaks.Allowlist
 	// chars are the characters a match can hold, nil when any.
 	chars *charSet
+	// gate is what every match holds after its keyword (gitleaksgate.go), nil when nothing
+	// is known.
+	gate *runGate
 	// span is the most newlines a match can hold; -1 when the rule is not line-bound (in
 	// another rule set) and scans the whole text.
 	span int
@@ -55,6 +59,9 @@ type lineBoundRule struct {
 type splitDetector struct {
 	whole *detect.Detector
 	bound []lineBoundRule
+	// gated are rules without keywords, which gitleaks runs over every text, that need a run
+	// of characters (gitleaksgate.go): each scans a text holding its run, alone.
+	gated []gatedRule
 	// keywords finds the line-bound rules' keywords in lower-cased text; byKeyword says, by
 	// keyword number, whose they are.
 	keywords  *ahocorasick.Trie
@@ -75,6 +82,10 @@ func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitD
 		if !ok {
 			span = -1 // the whole text, always
 		}
+		if g := textGate(r); g != nil {
+			sd.gated = append(sd.gated, gatedRule{d: ruleDetector(r, nil, cfg.Allowlists), gate: g})
+			continue
+		}
 		if !windowed[id] {
 			rest.Rules[id] = r
 			rest.OrderedRules = append(rest.OrderedRules, id)
@@ -92,6 +103,9 @@ func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitD
 			}
 		}
 		b := lineBoundRule{span: span, chars: chars}
+		if span >= 0 {
+			b.gate = runGateOf(r.Regex.String(), slices.Sorted(maps.Keys(kw)))
+		}
 		global := cfg.Allowlists
 		if span >= 0 {
 			var ok bool
@@ -99,10 +113,7 @@ func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitD
 				b.span, r, global = -1, cfg.Rules[id], cfg.Allowlists
 			}
 		}
-		b.d = detect.NewDetector(gitleaks.Config{
-			Rules: map[string]gitleaks.Rule{id: r}, Keywords: kw, OrderedRules: []string{id}, Allowlists: global,
-		})
-		b.d.MaxDecodeDepth = 0
+		b.d = ruleDetector(r, kw, global)
 		// The allow comment is read, with lineAllow, on the finding's line in the text.
 		b.d.IgnoreGitleaksAllow = b.span >= 0
 		sd.bound = append(sd.bound, b)
@@ -119,6 +130,15 @@ func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitD
 	}
 	sd.keywords = ahocorasick.NewTrieBuilder().AddStrings(words).Build()
 	return sd
+}
+
+// ruleDetector is a detector of rule r alone, with keywords kw and the global allowlists.
+func ruleDetector(r gitleaks.Rule, kw map[string]struct{}, global []*gitleaks.Allowlist) *detect.Detector {
+	d := detect.NewDetector(gitleaks.Config{
+		Rules: map[string]gitleaks.Rule{r.RuleID: r}, Keywords: kw, OrderedRules: []string{r.RuleID}, Allowlists: global,
+	})
+	d.MaxDecodeDepth = 0
+	return d
 }
 
 func sortedRuleIDs(rules map[string]gitleaks.Rule) []string {
@@ -403,6 +423,11 @@ func isASCII(s string) bool {
 func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []report.Finding) {
 	found = allowedByStopWords(sd.whole.Detect(fragment), sd.stop)
 	text := fragment.Raw
+	for _, g := range sd.gated {
+		if g.gate.passes(text) {
+			found = append(found, allowedByStopWords(g.d.Detect(fragment), sd.stop)...)
+		}
+	}
 	lines := lineStarts(text)
 	for i, lineSet := range sd.keywordLines(text, lines) {
 		var fs []report.Finding
@@ -412,6 +437,9 @@ func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []repo
 		case len(lineSet) == 0:
 			continue
 		default:
+			if lineSet = b.gated(text, lines, lineSet); len(lineSet) == 0 {
+				continue
+			}
 			sub, index := windows(text, lines, lineSet, b.span, b.chars)
 			fs = b.d.Detect(detect.Fragment{Raw: sub, FilePath: fragment.FilePath})
 			for j := range fs {
@@ -444,9 +472,9 @@ func lineStarts(text string) []int {
 	return starts
 }
 
-// keyLine is a line holding a rule's keyword, and where in it the last one starts; -1 when
-// the line is scanned for its non-ASCII byte.
-type keyLine struct{ line, from int }
+// keyLine is a line holding a rule's keyword, where in it the last one starts and where the
+// first one ends; both -1 when the line is scanned for its non-ASCII byte.
+type keyLine struct{ line, from, after int }
 
 // keywordLines is, for each line-bound rule, the lines to scan: those holding one of its
 // keywords, and every line with a non-ASCII byte when some line holds one. It finds the
@@ -470,18 +498,19 @@ func (sd *splitDetector) keywordLines(text string, starts []int) [][]keyLine {
 				}
 			}
 		} else {
-			other = append(other, keyLine{l, -1})
+			other = append(other, keyLine{l, -1, -1})
 			buf = append(buf[:0], strings.ToLower(line)...)
 		}
 		sd.keywords.Walk(buf, func(end, n, pattern int64) bool {
-			from := int(end - n + 1)
+			from, after := int(end-n+1), int(end+1)
 			if !ascii {
-				from = -1 // offsets in the lower-cased line are not the line's
+				from, after = -1, -1 // offsets in the lower-cased line are not the line's
 			}
 			for _, rule := range sd.byKeyword[pattern] {
+				// Walk reports keywords by where they end: the first one ends first.
 				switch k := len(out[rule]) - 1; {
 				case k < 0 || out[rule][k].line != l:
-					out[rule] = append(out[rule], keyLine{l, from})
+					out[rule] = append(out[rule], keyLine{l, from, after})
 				case from >= 0:
 					out[rule][k].from = max(out[rule][k].from, from)
 				}
@@ -504,17 +533,11 @@ func (sd *splitDetector) keywordLines(text string, starts []int) [][]keyLine {
 // first, and past the end of a line only when all of the line from the match on is of chars:
 // from the last keyword on its first line, the whole line after.
 func windows(text string, starts []int, keys []keyLine, span int, chars *charSet) (string, []int) {
-	line := func(l int) string {
-		end := len(text)
-		if l+1 < len(starts) {
-			end = starts[l+1] - 1
-		}
-		return text[starts[l]:end]
-	}
+	line := func(l int) string { return lineAt(text, starts, l) }
 	var take []int
 	for _, k := range keys {
 		last := k.line
-		crosses := chars == nil || k.from < 0 || chars.holds(line(k.line)[k.from:])
+		crosses := crossesLine(line(k.line), k, chars)
 		for l := k.line + 1; crosses && l <= k.line+span && l < len(starts); l++ {
 			last = l
 			crosses = chars == nil || chars.holds(line(l))
@@ -541,6 +564,37 @@ func windows(text string, starts []int, keys []keyLine, span int, chars *charSet
 	}
 	// After a line's newline a fragment holds one more (empty) line; it is not in text.
 	return b.String(), append(index, -1)
+}
+
+// lineAt is line l of text, whose lines start at starts, without its newline.
+func lineAt(text string, starts []int, l int) string {
+	end := len(text)
+	if l+1 < len(starts) {
+		end = starts[l+1] - 1
+	}
+	return text[starts[l]:end]
+}
+
+// crossesLine says whether a match starting on keyword line k, whose text is line, may reach
+// past its end: only when all of the line from its last keyword on is of chars.
+func crossesLine(line string, k keyLine, chars *charSet) bool {
+	return chars == nil || k.from < 0 || chars.holds(line[k.from:])
+}
+
+// gated is keys without the lines that cannot start a match of b: those from which no match
+// reaches the next line and whose text after the first keyword fails b's gate.
+func (b lineBoundRule) gated(text string, starts []int, keys []keyLine) []keyLine {
+	if b.gate == nil {
+		return keys
+	}
+	out := keys[:0]
+	for _, k := range keys {
+		line := lineAt(text, starts, k.line)
+		if k.after < 0 || crossesLine(line, k, b.chars) || b.gate.passes(line[k.after:]) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // filterGeneric drops a generic rule's finding when another rule found a secret containing it

@@ -162,8 +162,10 @@ func TestSplitDetectionMatchesGitleaks(t *testing.T) {
 				lines[j] = code[r.IntN(len(code))]
 			case k < 8:
 				lines[j] = planted[r.IntN(len(planted))]
-			default:
+			case k < 9:
 				lines[j] = trickyLines[r.IntN(len(trickyLines))]
+			default:
+				lines[j] = gateLines[r.IntN(len(gateLines))]
 			}
 			if r.IntN(8) == 0 {
 				lines[j] = strings.ToUpper(lines[j])
@@ -181,7 +183,12 @@ func TestSplitDetectionMatchesGitleaks(t *testing.T) {
 			checkSame(t, ref, rules, "a.go", "x\n"+a+"\n"+b+"\n\n"+a+"\n"+b)
 		}
 	}
-	for _, l := range trickyLines {
+	for _, a := range gateLines {
+		for _, b := range []string{"", "x", "key = \\", "API_KEY=", "secret:"} {
+			checkSame(t, ref, rules, "a.go", b+"\n"+a+"\n"+b+"\n"+a)
+		}
+	}
+	for _, l := range append(trickyLines, gateLines...) {
 		checkSame(t, ref, rules, "", l)
 		checkSame(t, ref, rules, "", l+"\n"+l)
 		checkSame(t, ref, rules, "a.go", "x\n"+l+"\ny")
@@ -190,7 +197,7 @@ func TestSplitDetectionMatchesGitleaks(t *testing.T) {
 
 // FuzzSplitDetection checks the split detection against gitleaks' whole-text Detect on any text.
 func FuzzSplitDetection(f *testing.F) {
-	for _, l := range trickyLines {
+	for _, l := range append(trickyLines, gateLines...) {
 		f.Add("x\n" + l + "\n" + l)
 	}
 	f.Add("API_KEY=\nOTHER_KEY=\n")
