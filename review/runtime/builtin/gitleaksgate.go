@@ -200,13 +200,30 @@ func minLen(re *syntax.Regexp) int {
 // passes says whether text holds a run of the gate's characters as long as the gate asks. An
 // invalid byte is U+FFFD, as the regexp package reads it.
 func (g *runGate) passes(text string) bool {
-	n := 0
-	for i := 0; i < len(text); {
-		c, size := rune(text[i]), 1
-		if c >= utf8.RuneSelf {
-			c, size = utf8.DecodeRuneInString(text[i:])
+	if len(g.chars.ranges) > 0 {
+		return g.passesRunes(text)
+	}
+	// Every character is ASCII: no byte of another character (or an invalid one) is of
+	// chars, so bytes can be counted. The last byte of a run starting at i is at i+n-1; when
+	// it is not of chars, no run starts before it.
+	in := func(c byte) bool { return c < utf8.RuneSelf && g.chars.ascii[c] }
+	for i := 0; i+g.n <= len(text); {
+		j := i + g.n - 1
+		for j >= i && in(text[j]) {
+			j--
 		}
-		i += size
+		if j < i {
+			return true
+		}
+		i = j + 1
+	}
+	return false
+}
+
+// passesRunes is passes, one character at a time.
+func (g *runGate) passesRunes(text string) bool {
+	n := 0
+	for _, c := range text {
 		if c < utf8.RuneSelf && g.chars.ascii[c] || c >= utf8.RuneSelf && classHas(g.chars.ranges, c) {
 			if n++; n >= g.n {
 				return true

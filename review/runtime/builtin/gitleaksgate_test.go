@@ -76,6 +76,9 @@ func checkGates(t *testing.T, s *SecretRules, text string) {
 		}
 	}
 	for _, g := range sd.gated {
+		if g.gate.passes(text) != g.gate.passesRunes(text) {
+			t.Fatalf("%s's gate counting bytes and counting characters differ on %q", g.d.Config.OrderedRules[0], text)
+		}
 		re := g.d.Config.Rules[g.d.Config.OrderedRules[0]].Regex
 		if re.MatchString(text) && !g.gate.passes(text) {
 			t.Fatalf("%s's gate refuses %q, which it matches", g.d.Config.OrderedRules[0], text)
@@ -96,6 +99,11 @@ func TestRunGatesKeepMatches(t *testing.T) {
 		for _, b := range gateLines {
 			checkGates(t, rules, a+"\n"+b)
 		}
+	}
+	body := strings.Repeat("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2\n", 3)
+	for i := range len(body) {
+		checkGates(t, rules, body[:i]+"\xff"+body[i:])
+		checkGates(t, rules, body[:i]+"é"+body[i+1:])
 	}
 }
 
