@@ -107,15 +107,15 @@ func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitD
 			}
 		}
 		b := lineBoundRule{span: span, chars: chars}
-		if span >= 0 {
-			b.gate = runGateOf(r.Regex.String(), slices.Sorted(maps.Keys(kw)))
-		}
 		global := cfg.Allowlists
 		if span >= 0 {
 			var ok bool
 			if r, global, b.lineAllow, ok = withoutLineAllowlists(r, cfg.Allowlists); !ok {
 				b.span, r, global = -1, cfg.Rules[id], cfg.Allowlists
 			}
+		}
+		if b.span >= 0 {
+			b.gate = runGateOf(r.Regex.String(), slices.Sorted(maps.Keys(kw)))
 		}
 		b.d = ruleDetector(r, kw, global)
 		// The allow comment is read, with lineAllow, on the finding's line in the text.
@@ -432,8 +432,7 @@ func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []repo
 			found = append(found, allowedByStopWords(g.d.Detect(fragment), sd.stop)...)
 		}
 	}
-	lines := lineStarts(text)
-	for i, lineSet := range sd.keywordLines(text, lines) {
+	for i, lineSet := range sd.keywordLines(text) {
 		var fs []report.Finding
 		switch b := sd.bound[i]; {
 		case b.span < 0:
@@ -441,14 +440,12 @@ func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []repo
 		case len(lineSet) == 0:
 			continue
 		default:
-			if lineSet = b.gated(text, lines, lineSet); len(lineSet) == 0 {
-				continue
-			}
-			sub, index := windows(text, lines, lineSet, b.span, b.chars)
+			sub, index := windows(text, lineSet, b.span, b.chars)
 			fs = b.d.Detect(detect.Fragment{Raw: sub, FilePath: fragment.FilePath})
+			last := strings.Count(text, "\n") // the text's last line
 			for j := range fs {
 				fs[j].StartLine, fs[j].EndLine = index[fs[j].StartLine], index[fs[j].EndLine]
-				if len(lines) > 1 && fs[j].StartLine == len(lines)-1 {
+				if last > 0 && fs[j].StartLine == last {
 					// gitleaks gives a finding starting on the last line of a text all the
 					// text before it as its line.
 					fs[j].Line = text[:len(text)-len(sub)+len(fs[j].Line)]
@@ -505,33 +502,45 @@ func (sd *splitDetector) pathAllowed(path string) bool {
 	return path != "" && slices.ContainsFunc(sd.byPath, func(a *gitleaks.Allowlist) bool { return a.PathAllowed(path) })
 }
 
-// lineStarts is where each line of text starts.
-func lineStarts(text string) []int {
-	starts := []int{0}
-	for i := 0; i < len(text); i++ {
-		if text[i] == '\n' {
-			starts = append(starts, i+1)
-		}
-	}
-	return starts
-}
+// keyLine is a line of the text a match of a rule may start on: its number, where it starts and
+// ends (before its newline), where in it the rule's last keyword starts and where its first
+// one ends; from and after are -1 when the line is scanned for its non-ASCII byte.
+type keyLine struct{ line, start, end, from, after int }
 
-// keyLine is a line holding a rule's keyword, where in it the last one starts and where the
-// first one ends; both -1 when the line is scanned for its non-ASCII byte.
-type keyLine struct{ line, from, after int }
-
-// keywordLines is, for each line-bound rule, the lines to scan: those holding one of its
-// keywords, and every line with a non-ASCII byte when some line holds one. It finds the
-// keywords as gitleaks does, in lower-cased text, one line at a time.
-func (sd *splitDetector) keywordLines(text string, starts []int) [][]keyLine {
+// keywordLines is, for each line-bound rule, the lines a match of it may start on, in order:
+// the lines holding one of its keywords that may start a match (mayStart), and, when some line
+// holds one, every line with a non-ASCII byte. It finds the keywords as gitleaks does, in
+// lower-cased text, one line at a time.
+func (sd *splitDetector) keywordLines(text string) [][]keyLine {
 	out := make([][]keyLine, len(sd.bound))
+	found := make([]bool, len(sd.bound)) // whether one of the rule's keywords is in text
+	onLine := make([]keyLine, len(sd.bound)) // the rules' keywords on the line being read
+	for i := range onLine {
+		onLine[i].line = -1
+	}
 	var other []keyLine // lines with a non-ASCII byte
 	var buf []byte
-	for l, start := range starts {
-		end := len(text)
-		if l+1 < len(starts) {
-			end = starts[l+1] - 1
+	var cur keyLine // the line being read
+	walk := func(end, n, pattern int64) bool {
+		from, after := cur.start+int(end-n+1), cur.start+int(end+1)
+		for _, rule := range sd.byKeyword[pattern] {
+			// Walk reports keywords by where they end: the first one ends first.
+			if k := &onLine[rule]; k.line != cur.line {
+				*k = keyLine{cur.line, cur.start, cur.end, from - cur.start, after - cur.start}
+			} else {
+				k.from = max(k.from, from-cur.start)
+			}
 		}
+		return true
+	}
+	for l, start := 0, 0; start <= len(text); l++ {
+		end := strings.IndexByte(text[start:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += start
+		}
+		cur = keyLine{line: l, start: start, end: end}
 		line := text[start:end]
 		ascii := isASCII(line)
 		if ascii {
@@ -542,81 +551,36 @@ func (sd *splitDetector) keywordLines(text string, starts []int) [][]keyLine {
 				}
 			}
 		} else {
-			other = append(other, keyLine{l, -1, -1})
+			// Offsets in the lower-cased line are not the line's: the line is scanned
+			// whole for every rule with a keyword in text.
+			other = append(other, keyLine{l, start, end, -1, -1})
 			buf = append(buf[:0], strings.ToLower(line)...)
 		}
-		sd.keywords.Walk(buf, func(end, n, pattern int64) bool {
-			from, after := int(end-n+1), int(end+1)
-			if !ascii {
-				from, after = -1, -1 // offsets in the lower-cased line are not the line's
-			}
-			for _, rule := range sd.byKeyword[pattern] {
-				// Walk reports keywords by where they end: the first one ends first.
-				switch k := len(out[rule]) - 1; {
-				case k < 0 || out[rule][k].line != l:
-					out[rule] = append(out[rule], keyLine{l, from, after})
-				case from >= 0:
-					out[rule][k].from = max(out[rule][k].from, from)
+		sd.keywords.Walk(buf, walk)
+		for rule, k := range onLine {
+			if k.line == l {
+				found[rule] = true
+				if ascii && sd.bound[rule].mayStart(line, k) {
+					out[rule] = append(out[rule], k)
 				}
 			}
-			return true
-		})
+		}
+		start = end + 1
 	}
-	for rule, ls := range out {
-		if len(ls) > 0 && len(other) > 0 {
-			ls = append(ls, other...)
-			slices.SortStableFunc(ls, func(a, b keyLine) int { return a.line - b.line })
-			out[rule] = slices.CompactFunc(ls, func(a, b keyLine) bool { return a.line == b.line })
+	for rule := range out {
+		if found[rule] && len(other) > 0 {
+			out[rule] = append(out[rule], other...)
+			slices.SortStableFunc(out[rule], func(a, b keyLine) int { return a.line - b.line })
 		}
 	}
 	return out
 }
 
-// windows is the fragment of text made of the lines a match starting on one of keys (sorted)
-// can reach, and each of its lines' line in text. A match reaches at most span lines after its
-// first, and past the end of a line only when all of the line from the match on is of chars:
-// from the last keyword on its first line, the whole line after.
-func windows(text string, starts []int, keys []keyLine, span int, chars *charSet) (string, []int) {
-	line := func(l int) string { return lineAt(text, starts, l) }
-	var take []int
-	for _, k := range keys {
-		last := k.line
-		crosses := crossesLine(line(k.line), k, chars)
-		for l := k.line + 1; crosses && l <= k.line+span && l < len(starts); l++ {
-			last = l
-			crosses = chars == nil || chars.holds(line(l))
-		}
-		for l := k.line; l <= last; l++ {
-			if n := len(take); n == 0 || take[n-1] < l {
-				take = append(take, l)
-			}
-		}
-	}
-	var b strings.Builder
-	var index []int
-	if take[0] != 0 {
-		b.WriteByte('\n') // the first line stays apart: an empty one stands in for it
-		index = append(index, -1)
-	}
-	for _, l := range take {
-		end := len(text)
-		if l+1 < len(starts) {
-			end = starts[l+1] // with its newline
-		}
-		b.WriteString(text[starts[l]:end])
-		index = append(index, l)
-	}
-	// After a line's newline a fragment holds one more (empty) line; it is not in text.
-	return b.String(), append(index, -1)
-}
-
-// lineAt is line l of text, whose lines start at starts, without its newline.
-func lineAt(text string, starts []int, l int) string {
-	end := len(text)
-	if l+1 < len(starts) {
-		end = starts[l+1] - 1
-	}
-	return text[starts[l]:end]
+// mayStart says whether a match of b may start on keyword line k, whose text is line: when a
+// match from it may reach the next line, or b has no gate, or the line's text after its first
+// keyword passes b's gate.
+func (b lineBoundRule) mayStart(line string, k keyLine) bool {
+	return b.gate == nil || crossesLine(line, k, b.chars) || b.gate.passes(line[k.after:])
 }
 
 // crossesLine says whether a match starting on keyword line k, whose text is line, may reach
@@ -625,20 +589,41 @@ func crossesLine(line string, k keyLine, chars *charSet) bool {
 	return chars == nil || k.from < 0 || chars.holds(line[k.from:])
 }
 
-// gated is keys without the lines that cannot start a match of b: those from which no match
-// reaches the next line and whose text after the first keyword fails b's gate.
-func (b lineBoundRule) gated(text string, starts []int, keys []keyLine) []keyLine {
-	if b.gate == nil {
-		return keys
+// windows is the fragment of text made of the lines a match starting on one of keys (in order)
+// can reach, and each of its lines' line in text. A match reaches at most span lines after its
+// first, and past the end of a line only when all of the line from the match on is of chars:
+// from the last keyword on its first line, the whole line after.
+func windows(text string, keys []keyLine, span int, chars *charSet) (string, []int) {
+	var b strings.Builder
+	var index []int
+	if keys[0].line != 0 {
+		b.WriteByte('\n') // the first line stays apart: an empty one stands in for it
+		index = append(index, -1)
 	}
-	out := keys[:0]
+	next := 0 // the first line not yet taken
 	for _, k := range keys {
-		line := lineAt(text, starts, k.line)
-		if k.after < 0 || crossesLine(line, k, b.chars) || b.gate.passes(line[k.after:]) {
-			out = append(out, k)
+		l, start, end := k.line, k.start, k.end
+		crosses := crossesLine(text[start:end], k, chars)
+		for n := 0; ; n++ {
+			if l >= next {
+				b.WriteString(text[start:min(end+1, len(text))]) // with its newline
+				index = append(index, l)
+				next = l + 1
+			}
+			if !crosses || n == span || end == len(text) {
+				break
+			}
+			l, start = l+1, end+1
+			if end = strings.IndexByte(text[start:], '\n'); end < 0 {
+				end = len(text)
+			} else {
+				end += start
+			}
+			crosses = chars == nil || chars.holds(text[start:end])
 		}
 	}
-	return out
+	// After a line's newline a fragment holds one more (empty) line; it is not in text.
+	return b.String(), append(index, -1)
 }
 
 // filterGeneric drops a generic rule's finding when another rule found a secret containing it
