@@ -513,7 +513,7 @@ type keyLine struct{ line, start, end, from, after int }
 // lower-cased text, one line at a time.
 func (sd *splitDetector) keywordLines(text string) [][]keyLine {
 	out := make([][]keyLine, len(sd.bound))
-	found := make([]bool, len(sd.bound)) // whether one of the rule's keywords is in text
+	found := make([]bool, len(sd.bound))     // whether one of the rule's keywords is in text
 	onLine := make([]keyLine, len(sd.bound)) // the rules' keywords on the line being read
 	for i := range onLine {
 		onLine[i].line = -1
