@@ -64,6 +64,11 @@ func wholeDetector(t testing.TB) reference {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return referenceOf(cfg)
+}
+
+// referenceOf is the reference for the compiled rule set cfg.
+func referenceOf(cfg gitleaks.Config) reference {
 	r := cfg.Rules[gitleaksGenericRule]
 	kw := map[string]struct{}{}
 	for _, k := range r.Keywords {
@@ -192,6 +197,38 @@ func TestSplitDetectionMatchesGitleaks(t *testing.T) {
 		checkSame(t, ref, rules, "", l)
 		checkSame(t, ref, rules, "", l+"\n"+l)
 		checkSame(t, ref, rules, "a.go", "x\n"+l+"\ny")
+	}
+}
+
+// TestSplitDetectionPathAllowlists compares the split detection with gitleaks' with global
+// allowlists that allow by path: alone, with expressions on the line ("or"), and with stop words
+// ("and"). The split detection checks their paths after detecting.
+func TestSplitDetectionPathAllowlists(t *testing.T) {
+	repo := "[[allowlists]]\nregexTarget = \"line\"\npaths = ['''^docs/''']\nregexes = ['''(?i)example''']\n" +
+		"\n[[allowlists]]\ncondition = \"AND\"\npaths = ['''^cfg/''']\nstopwords = [\"zx81\"]\n" +
+		"\n[[allowlists]]\npaths = ['''\\.lock$''']\n"
+	base := mustRules(t)
+	global, _, err := repoAllowlists([]byte(repo), base.cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := &SecretRules{cfg: base.cfg, stop: base.stop, split: withAllowlists(base.cfg, base.stop, global, nil)}
+	cfg, err := gitleaksConfig(lensgateRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Allowlists = append(cfg.Allowlists, global...)
+	ref := referenceOf(cfg)
+	var lines []string
+	for _, text := range plantedFiles(t) {
+		lines = append(lines, strings.Split(text, "\n")...)
+	}
+	lines = append(append(lines, trickyLines...), gateLines...)
+	for i := 0; i+6 <= len(lines); i += 3 {
+		text := strings.Join(lines[i:i+6], "\n") + "\nexample_key = 'Zx81kQm02LpWvB7rT4cN'"
+		for _, path := range []string{"", "docs/a.md", "cfg/app.env", "main.go", "go.sum", "yarn.lock", "x.lock"} {
+			checkSame(t, ref, rules, path, text)
+		}
 	}
 }
 
