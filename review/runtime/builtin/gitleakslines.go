@@ -482,16 +482,13 @@ func pathsLast(allowlists []*gitleaks.Allowlist) (rest, byPath []*gitleaks.Allow
 		if len(a.Commits)+len(a.Regexes)+len(a.StopWords) == 0 {
 			continue // it allows nothing but paths
 		}
-		b := &gitleaks.Allowlist{
+		// Not validated, as in compactStopWords: gitleaks then matches the expressions one at
+		// a time and the stop words (lower-cased by a's validation) one by one, with the same
+		// result and no second copy of a's joined expression and trie.
+		rest = append(rest, &gitleaks.Allowlist{
 			Description: a.Description, MatchCondition: a.MatchCondition, Commits: a.Commits,
 			RegexTarget: a.RegexTarget, Regexes: a.Regexes, StopWords: a.StopWords,
-		}
-		if err := b.Validate(); err != nil {
-			// Not reached (b holds a check); keep a as it was.
-			rest, byPath = append(rest, a), byPath[:len(byPath)-1]
-			continue
-		}
-		rest = append(rest, b)
+		})
 	}
 	return rest, byPath
 }
