@@ -519,24 +519,19 @@ func (sd *splitDetector) keywordLines(text string) [][]keyLine {
 	var buf []byte
 	var cur keyLine // the line being read
 	walk := func(end, n, pattern int64) bool {
-		from, after := cur.start+int(end-n+1), cur.start+int(end+1)
+		from, after := int(end-n+1), int(end+1) // in the line
 		for _, rule := range sd.byKeyword[pattern] {
 			// Walk reports keywords by where they end: the first one ends first.
 			if k := &onLine[rule]; k.line != cur.line {
-				*k = keyLine{cur.line, cur.start, cur.end, from - cur.start, after - cur.start}
+				*k = keyLine{cur.line, cur.start, cur.end, from, after}
 			} else {
-				k.from = max(k.from, from-cur.start)
+				k.from = max(k.from, from)
 			}
 		}
 		return true
 	}
 	for l, start := 0, 0; start <= len(text); l++ {
-		end := strings.IndexByte(text[start:], '\n')
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += start
-		}
+		end := lineEnd(text, start)
 		cur = keyLine{line: l, start: start, end: end}
 		line := text[start:end]
 		ascii := isASCII(line)
@@ -571,6 +566,14 @@ func (sd *splitDetector) keywordLines(text string) [][]keyLine {
 		}
 	}
 	return out
+}
+
+// lineEnd is where the line of text starting at start ends: at its newline or the text's end.
+func lineEnd(text string, start int) int {
+	if i := strings.IndexByte(text[start:], '\n'); i >= 0 {
+		return start + i
+	}
+	return len(text)
 }
 
 // mayStart says whether a match of b may start on keyword line k, whose text is line: when a
@@ -611,11 +614,7 @@ func windows(text string, keys []keyLine, span int, chars *charSet) (string, []i
 				break
 			}
 			l, start = l+1, end+1
-			if end = strings.IndexByte(text[start:], '\n'); end < 0 {
-				end = len(text)
-			} else {
-				end += start
-			}
+			end = lineEnd(text, start)
 			crosses = chars == nil || chars.holds(text[start:end])
 		}
 	}
