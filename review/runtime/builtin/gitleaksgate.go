@@ -17,7 +17,9 @@ import (
 // after the end of one of the rule's keywords on its first line, a run of at least n
 // characters of a class. A keyword line whose text after its first keyword holds no such run,
 // and from which no match can reach the next line, cannot start a match and is not scanned.
-// The regexp package has no such analysis (it only extracts literal prefixes), hence this one.
+// Likewise a rule without keywords, which gitleaks runs over every text, is run only over a
+// text holding the run its every match needs (private-key-body: 64 base64 characters). The
+// regexp package has no such analysis (it only extracts literal prefixes), hence this one.
 
 // runGate is a run of at least n characters of chars that every match of a rule holds after
 // the end of a keyword on its first line. chars never holds a newline: a run is within a line.
@@ -54,8 +56,8 @@ func textGate(r gitleaks.Rule) *runGate {
 	return nil
 }
 
-// runGateOf derives the gate of r (line-bound, keywords kws lower-cased) from its expression's
-// syntax; nil when none is found.
+// runGateOf derives the gate of a line-bound rule from its expression expr and its keywords kws
+// (lower-cased); nil when none is found.
 func runGateOf(expr string, kws []string) *runGate {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
