@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"maps"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -45,6 +46,9 @@ type lineBoundRule struct {
 	lineAllow []*gitleaks.Allowlist
 	// chars are the characters a match can hold, nil when any.
 	chars *charSet
+	// gate is what every match holds after its keyword (gitleaksgate.go), nil when nothing
+	// is known.
+	gate *runGate
 	// span is the most newlines a match can hold; -1 when the rule is not line-bound (in
 	// another rule set) and scans the whole text.
 	span int
@@ -55,18 +59,25 @@ type lineBoundRule struct {
 type splitDetector struct {
 	whole *detect.Detector
 	bound []lineBoundRule
+	// gated are rules without keywords, which gitleaks runs over every text, that need a run
+	// of characters (gitleaksgate.go): each scans a text holding its run, alone.
+	gated []gatedRule
 	// keywords finds the line-bound rules' keywords in lower-cased text; byKeyword says, by
 	// keyword number, whose they are.
 	keywords  *ahocorasick.Trie
 	byKeyword [][]int
 	// stop are the stop words taken out of the rules' allowlists.
 	stop map[string][]*stopWords
+	// byPath are the global allowlists that allow a whole file by its path, which the
+	// detectors' allowlists no longer check (pathsLast).
+	byPath []*gitleaks.Allowlist
 }
 
 // newSplitDetector splits the compiled rule set cfg, whose allowlists' stop words stop took out
 // (compactStopWords).
 func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitDetector {
 	sd := &splitDetector{stop: stop}
+	cfg.Allowlists, sd.byPath = pathsLast(cfg.Allowlists)
 	byKeyword := map[string][]int{}
 	rest := gitleaks.Config{Rules: map[string]gitleaks.Rule{}, Keywords: map[string]struct{}{}, Allowlists: cfg.Allowlists}
 	for _, id := range sortedRuleIDs(cfg.Rules) {
@@ -74,6 +85,10 @@ func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitD
 		span, chars, ok := lineBoundChars(r)
 		if !ok {
 			span = -1 // the whole text, always
+		}
+		if g := textGate(r); g != nil {
+			sd.gated = append(sd.gated, gatedRule{d: ruleDetector(r, nil, cfg.Allowlists), gate: g})
+			continue
 		}
 		if !windowed[id] {
 			rest.Rules[id] = r
@@ -99,10 +114,10 @@ func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitD
 				b.span, r, global = -1, cfg.Rules[id], cfg.Allowlists
 			}
 		}
-		b.d = detect.NewDetector(gitleaks.Config{
-			Rules: map[string]gitleaks.Rule{id: r}, Keywords: kw, OrderedRules: []string{id}, Allowlists: global,
-		})
-		b.d.MaxDecodeDepth = 0
+		if b.span >= 0 {
+			b.gate = runGateOf(r.Regex.String(), slices.Sorted(maps.Keys(kw)))
+		}
+		b.d = ruleDetector(r, kw, global)
 		// The allow comment is read, with lineAllow, on the finding's line in the text.
 		b.d.IgnoreGitleaksAllow = b.span >= 0
 		sd.bound = append(sd.bound, b)
@@ -119,6 +134,15 @@ func newSplitDetector(cfg gitleaks.Config, stop map[string][]*stopWords) *splitD
 	}
 	sd.keywords = ahocorasick.NewTrieBuilder().AddStrings(words).Build()
 	return sd
+}
+
+// ruleDetector is a detector of rule r alone, with keywords kw and the global allowlists.
+func ruleDetector(r gitleaks.Rule, kw map[string]struct{}, global []*gitleaks.Allowlist) *detect.Detector {
+	d := detect.NewDetector(gitleaks.Config{
+		Rules: map[string]gitleaks.Rule{r.RuleID: r}, Keywords: kw, OrderedRules: []string{r.RuleID}, Allowlists: global,
+	})
+	d.MaxDecodeDepth = 0
+	return d
 }
 
 func sortedRuleIDs(rules map[string]gitleaks.Rule) []string {
@@ -403,8 +427,12 @@ func isASCII(s string) bool {
 func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []report.Finding) {
 	found = allowedByStopWords(sd.whole.Detect(fragment), sd.stop)
 	text := fragment.Raw
-	lines := lineStarts(text)
-	for i, lineSet := range sd.keywordLines(text, lines) {
+	for _, g := range sd.gated {
+		if g.gate.passes(text) {
+			found = append(found, allowedByStopWords(g.d.Detect(fragment), sd.stop)...)
+		}
+	}
+	for i, lineSet := range sd.keywordLines(text) {
 		var fs []report.Finding
 		switch b := sd.bound[i]; {
 		case b.span < 0:
@@ -412,11 +440,12 @@ func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []repo
 		case len(lineSet) == 0:
 			continue
 		default:
-			sub, index := windows(text, lines, lineSet, b.span, b.chars)
+			sub, index := windows(text, lineSet, b.span, b.chars)
 			fs = b.d.Detect(detect.Fragment{Raw: sub, FilePath: fragment.FilePath})
+			last := strings.Count(text, "\n") // the text's last line
 			for j := range fs {
 				fs[j].StartLine, fs[j].EndLine = index[fs[j].StartLine], index[fs[j].EndLine]
-				if len(lines) > 1 && fs[j].StartLine == len(lines)-1 {
+				if last > 0 && fs[j].StartLine == last {
 					// gitleaks gives a finding starting on the last line of a text all the
 					// text before it as its line.
 					fs[j].Line = text[:len(text)-len(sub)+len(fs[j].Line)]
@@ -430,36 +459,80 @@ func (sd *splitDetector) detect(fragment detect.Fragment) (found, generic []repo
 		}
 		found = append(found, fs...)
 	}
+	if len(found) > 0 && sd.pathAllowed(fragment.FilePath) {
+		return nil, nil
+	}
 	return filterGeneric(found), generic
 }
 
-// lineStarts is where each line of text starts.
-func lineStarts(text string) []int {
-	starts := []int{0}
-	for i := 0; i < len(text); i++ {
-		if text[i] == '\n' {
-			starts = append(starts, i+1)
+// pathsLast is allowlists with the paths taken out of those that allow a whole file by its path
+// alone (gitleaks' "or" condition), and those. gitleaks checks a file's path against them
+// before it scans, on every Detect; the joined expression of its default paths costs tens of
+// microseconds a file, more than scanning a file with no keyword. Checked once, after
+// detection and only when something was found (pathAllowed), the result is the same: an
+// allowed path has no findings, and an "or" allowlist checks a finding by its expressions and
+// stop words alone.
+func pathsLast(allowlists []*gitleaks.Allowlist) (rest, byPath []*gitleaks.Allowlist) {
+	for _, a := range allowlists {
+		if a.MatchCondition != gitleaks.AllowlistMatchOr || len(a.Paths) == 0 {
+			rest = append(rest, a)
+			continue
 		}
+		byPath = append(byPath, a)
+		if len(a.Commits)+len(a.Regexes)+len(a.StopWords) == 0 {
+			continue // it allows nothing but paths
+		}
+		// Not validated, as in compactStopWords: gitleaks then matches the expressions one at
+		// a time and the stop words (lower-cased by a's validation) one by one, with the same
+		// result and no second copy of a's joined expression and trie.
+		rest = append(rest, &gitleaks.Allowlist{
+			Description: a.Description, MatchCondition: a.MatchCondition, Commits: a.Commits,
+			RegexTarget: a.RegexTarget, Regexes: a.Regexes, StopWords: a.StopWords,
+		})
 	}
-	return starts
+	return rest, byPath
 }
 
-// keyLine is a line holding a rule's keyword, and where in it the last one starts; -1 when
-// the line is scanned for its non-ASCII byte.
-type keyLine struct{ line, from int }
+// pathAllowed says whether a global allowlist allows the file at path as a whole, as gitleaks
+// decides before it scans (a diff's added text has no commit).
+func (sd *splitDetector) pathAllowed(path string) bool {
+	return path != "" && slices.ContainsFunc(sd.byPath, func(a *gitleaks.Allowlist) bool { return a.PathAllowed(path) })
+}
 
-// keywordLines is, for each line-bound rule, the lines to scan: those holding one of its
-// keywords, and every line with a non-ASCII byte when some line holds one. It finds the
-// keywords as gitleaks does, in lower-cased text, one line at a time.
-func (sd *splitDetector) keywordLines(text string, starts []int) [][]keyLine {
+// keyLine is a line of the text a match of a rule may start on: its number, where it starts and
+// ends (before its newline), where in it the rule's last keyword starts and where its first
+// one ends; from and after are -1 when the line is scanned for its non-ASCII byte.
+type keyLine struct{ line, start, end, from, after int }
+
+// keywordLines is, for each line-bound rule, the lines a match of it may start on, in order:
+// the lines holding one of its keywords that may start a match (mayStart), and, when some line
+// holds one, every line with a non-ASCII byte. It finds the keywords as gitleaks does, in
+// lower-cased text, one line at a time.
+func (sd *splitDetector) keywordLines(text string) [][]keyLine {
 	out := make([][]keyLine, len(sd.bound))
+	found := make([]bool, len(sd.bound))     // whether one of the rule's keywords is in text
+	onLine := make([]keyLine, len(sd.bound)) // the rules' keywords on the line being read
+	for i := range onLine {
+		onLine[i].line = -1
+	}
 	var other []keyLine // lines with a non-ASCII byte
 	var buf []byte
-	for l, start := range starts {
-		end := len(text)
-		if l+1 < len(starts) {
-			end = starts[l+1] - 1
+	var cur keyLine // the line being read
+	walk := func(end, n, pattern int64) bool {
+		from, after := int(end-n+1), int(end+1) // in the line
+		for _, rule := range sd.byKeyword[pattern] {
+			// Walk reports keywords by where they end: the first one ends first.
+			if k := &onLine[rule]; k.line != cur.line {
+				*k = keyLine{cur.line, cur.start, cur.end, from, after}
+			} else {
+				k.from = max(k.from, from)
+			}
 		}
+		return true
+	}
+	for l, start := 0, 0; start <= len(text); l++ {
+		end := lineEnd(text, start)
+		cur = keyLine{line: l, start: start, end: end}
 		line := text[start:end]
 		ascii := isASCII(line)
 		if ascii {
@@ -470,74 +543,80 @@ func (sd *splitDetector) keywordLines(text string, starts []int) [][]keyLine {
 				}
 			}
 		} else {
-			other = append(other, keyLine{l, -1})
+			// Offsets in the lower-cased line are not the line's: the line is scanned
+			// whole for every rule with a keyword in text.
+			other = append(other, keyLine{l, start, end, -1, -1})
 			buf = append(buf[:0], strings.ToLower(line)...)
 		}
-		sd.keywords.Walk(buf, func(end, n, pattern int64) bool {
-			from := int(end - n + 1)
-			if !ascii {
-				from = -1 // offsets in the lower-cased line are not the line's
-			}
-			for _, rule := range sd.byKeyword[pattern] {
-				switch k := len(out[rule]) - 1; {
-				case k < 0 || out[rule][k].line != l:
-					out[rule] = append(out[rule], keyLine{l, from})
-				case from >= 0:
-					out[rule][k].from = max(out[rule][k].from, from)
+		sd.keywords.Walk(buf, walk)
+		for rule, k := range onLine {
+			if k.line == l {
+				found[rule] = true
+				if ascii && sd.bound[rule].mayStart(line, k) {
+					out[rule] = append(out[rule], k)
 				}
 			}
-			return true
-		})
+		}
+		start = end + 1
 	}
-	for rule, ls := range out {
-		if len(ls) > 0 && len(other) > 0 {
-			ls = append(ls, other...)
-			slices.SortStableFunc(ls, func(a, b keyLine) int { return a.line - b.line })
-			out[rule] = slices.CompactFunc(ls, func(a, b keyLine) bool { return a.line == b.line })
+	for rule := range out {
+		if found[rule] && len(other) > 0 {
+			out[rule] = append(out[rule], other...)
+			slices.SortStableFunc(out[rule], func(a, b keyLine) int { return a.line - b.line })
 		}
 	}
 	return out
 }
 
-// windows is the fragment of text made of the lines a match starting on one of keys (sorted)
+// lineEnd is where the line of text starting at start ends: at its newline or the text's end.
+func lineEnd(text string, start int) int {
+	if i := strings.IndexByte(text[start:], '\n'); i >= 0 {
+		return start + i
+	}
+	return len(text)
+}
+
+// mayStart says whether a match of b may start on keyword line k, whose text is line: when a
+// match from it may reach the next line, or b has no gate, or the line's text after its first
+// keyword passes b's gate.
+func (b lineBoundRule) mayStart(line string, k keyLine) bool {
+	return b.gate == nil || crossesLine(line, k, b.chars) || b.gate.passes(line[k.after:])
+}
+
+// crossesLine says whether a match starting on keyword line k, whose text is line, may reach
+// past its end: only when all of the line from its last keyword on is of chars.
+func crossesLine(line string, k keyLine, chars *charSet) bool {
+	return chars == nil || k.from < 0 || chars.holds(line[k.from:])
+}
+
+// windows is the fragment of text made of the lines a match starting on one of keys (in order)
 // can reach, and each of its lines' line in text. A match reaches at most span lines after its
 // first, and past the end of a line only when all of the line from the match on is of chars:
 // from the last keyword on its first line, the whole line after.
-func windows(text string, starts []int, keys []keyLine, span int, chars *charSet) (string, []int) {
-	line := func(l int) string {
-		end := len(text)
-		if l+1 < len(starts) {
-			end = starts[l+1] - 1
-		}
-		return text[starts[l]:end]
-	}
-	var take []int
-	for _, k := range keys {
-		last := k.line
-		crosses := chars == nil || k.from < 0 || chars.holds(line(k.line)[k.from:])
-		for l := k.line + 1; crosses && l <= k.line+span && l < len(starts); l++ {
-			last = l
-			crosses = chars == nil || chars.holds(line(l))
-		}
-		for l := k.line; l <= last; l++ {
-			if n := len(take); n == 0 || take[n-1] < l {
-				take = append(take, l)
-			}
-		}
-	}
+func windows(text string, keys []keyLine, span int, chars *charSet) (string, []int) {
 	var b strings.Builder
 	var index []int
-	if take[0] != 0 {
+	if keys[0].line != 0 {
 		b.WriteByte('\n') // the first line stays apart: an empty one stands in for it
 		index = append(index, -1)
 	}
-	for _, l := range take {
-		end := len(text)
-		if l+1 < len(starts) {
-			end = starts[l+1] // with its newline
+	next := 0 // the first line not yet taken
+	for _, k := range keys {
+		l, start, end := k.line, k.start, k.end
+		crosses := crossesLine(text[start:end], k, chars)
+		for n := 0; ; n++ {
+			if l >= next {
+				b.WriteString(text[start:min(end+1, len(text))]) // with its newline
+				index = append(index, l)
+				next = l + 1
+			}
+			if !crosses || n == span || end == len(text) {
+				break
+			}
+			l, start = l+1, end+1
+			end = lineEnd(text, start)
+			crosses = chars == nil || chars.holds(text[start:end])
 		}
-		b.WriteString(text[starts[l]:end])
-		index = append(index, l)
 	}
 	// After a line's newline a fragment holds one more (empty) line; it is not in text.
 	return b.String(), append(index, -1)

@@ -64,6 +64,11 @@ func wholeDetector(t testing.TB) reference {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return referenceOf(cfg)
+}
+
+// referenceOf is the reference for the compiled rule set cfg.
+func referenceOf(cfg gitleaks.Config) reference {
 	r := cfg.Rules[gitleaksGenericRule]
 	kw := map[string]struct{}{}
 	for _, k := range r.Keywords {
@@ -162,8 +167,10 @@ func TestSplitDetectionMatchesGitleaks(t *testing.T) {
 				lines[j] = code[r.IntN(len(code))]
 			case k < 8:
 				lines[j] = planted[r.IntN(len(planted))]
-			default:
+			case k < 9:
 				lines[j] = trickyLines[r.IntN(len(trickyLines))]
+			default:
+				lines[j] = gateLines[r.IntN(len(gateLines))]
 			}
 			if r.IntN(8) == 0 {
 				lines[j] = strings.ToUpper(lines[j])
@@ -181,16 +188,53 @@ func TestSplitDetectionMatchesGitleaks(t *testing.T) {
 			checkSame(t, ref, rules, "a.go", "x\n"+a+"\n"+b+"\n\n"+a+"\n"+b)
 		}
 	}
-	for _, l := range trickyLines {
+	for _, a := range gateLines {
+		for _, b := range []string{"", "x", "key = \\", "API_KEY=", "secret:"} {
+			checkSame(t, ref, rules, "a.go", b+"\n"+a+"\n"+b+"\n"+a)
+		}
+	}
+	for _, l := range append(trickyLines, gateLines...) {
 		checkSame(t, ref, rules, "", l)
 		checkSame(t, ref, rules, "", l+"\n"+l)
 		checkSame(t, ref, rules, "a.go", "x\n"+l+"\ny")
 	}
 }
 
+// TestSplitDetectionPathAllowlists compares the split detection with gitleaks' with global
+// allowlists that allow by path: alone, with expressions on the line ("or"), and with stop words
+// ("and"). The split detection checks their paths after detecting.
+func TestSplitDetectionPathAllowlists(t *testing.T) {
+	repo := "[[allowlists]]\nregexTarget = \"line\"\npaths = ['''^docs/''']\nregexes = ['''(?i)example''']\n" +
+		"\n[[allowlists]]\ncondition = \"AND\"\npaths = ['''^cfg/''']\nstopwords = [\"zx81\"]\n" +
+		"\n[[allowlists]]\npaths = ['''\\.lock$''']\n"
+	base := mustRules(t)
+	global, _, err := repoAllowlists([]byte(repo), base.cfg.Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := &SecretRules{cfg: base.cfg, stop: base.stop, split: withAllowlists(base.cfg, base.stop, global, nil)}
+	cfg, err := gitleaksConfig(lensgateRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Allowlists = append(cfg.Allowlists, global...)
+	ref := referenceOf(cfg)
+	var lines []string
+	for _, text := range plantedFiles(t) {
+		lines = append(lines, strings.Split(text, "\n")...)
+	}
+	lines = append(append(lines, trickyLines...), gateLines...)
+	for i := 0; i+6 <= len(lines); i += 3 {
+		text := strings.Join(lines[i:i+6], "\n") + "\nexample_key = 'Zx81kQm02LpWvB7rT4cN'"
+		for _, path := range []string{"", "docs/a.md", "cfg/app.env", "main.go", "go.sum", "yarn.lock", "x.lock"} {
+			checkSame(t, ref, rules, path, text)
+		}
+	}
+}
+
 // FuzzSplitDetection checks the split detection against gitleaks' whole-text Detect on any text.
 func FuzzSplitDetection(f *testing.F) {
-	for _, l := range trickyLines {
+	for _, l := range append(trickyLines, gateLines...) {
 		f.Add("x\n" + l + "\n" + l)
 	}
 	f.Add("API_KEY=\nOTHER_KEY=\n")
