@@ -75,8 +75,9 @@ type Reply struct {
 	Status int
 	// Header is added to the answer (Retry-After, for one).
 	Header http.Header
-	// Raw, when set, is written as the body as it is, with Status (200 when 0): a body no
-	// server should send.
+	// Raw, when set, is written as the body as it is, with Status (200 when 0) and the
+	// Content-Type of Header (JSON when it has none): a body no server should send, or an
+	// exact one.
 	Raw []byte
 	// Hold, when set, delays the answer until it is closed; a client that gives up meanwhile
 	// gets nothing.
@@ -92,6 +93,7 @@ type Server struct {
 	answer func(Request) Reply
 	quirks quirks
 	closed chan struct{}
+	once   sync.Once
 
 	mu       sync.Mutex
 	requests []Request
@@ -102,8 +104,8 @@ type Server struct {
 // Option sets how the fake behaves beyond answering requests.
 type Option func(*Server)
 
-// New starts a fake endpoint that accepts token and answers each request with answer. Close it
-// when done.
+// New starts a fake endpoint that accepts token and answers each request with answer (called
+// from concurrent requests; it may block to hold a request). Close it when done.
 func New(token string, answer func(Request) Reply, opts ...Option) *Server {
 	s := &Server{Token: token, answer: answer, closed: make(chan struct{})}
 	for _, o := range opts {
@@ -117,10 +119,12 @@ func New(token string, answer func(Request) Reply, opts ...Option) *Server {
 // Root is the server's address without the API path (…, not …/v1).
 func (s *Server) Root() string { return s.srv.URL }
 
-// Close stops the server; answers still held are given up.
+// Close stops the server; answers still held are given up. Closing again does nothing.
 func (s *Server) Close() {
-	close(s.closed)
-	s.srv.Close()
+	s.once.Do(func() {
+		close(s.closed)
+		s.srv.Close()
+	})
 }
 
 // Requests returns the well-formed chat completion requests read so far, those the server then
@@ -239,7 +243,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, rep 
 	}
 	switch {
 	case rep.Raw != nil:
-		w.Header().Set("Content-Type", "application/json")
+		if w.Header().Get("Content-Type") == "" {
+			w.Header().Set("Content-Type", "application/json")
+		}
 		if rep.Status != 0 {
 			w.WriteHeader(rep.Status)
 		}
