@@ -14,6 +14,7 @@ package modelfake
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -259,18 +260,29 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, rep 
 	}
 }
 
-// complete writes a chat completion in OpenAI's documented shape.
+// complete writes a chat completion in the documented shape of the imitated server: OpenAI's
+// (with refusal, logprobs and system_fingerprint), Ollama's (fp_ollama), vLLM's (stop_reason,
+// reasoning_content and tool_calls beside the content) or llama.cpp's (its build as the
+// fingerprint).
 func (s *Server) complete(w http.ResponseWriter, req Request, rep Reply) {
-	answer := map[string]any{
-		"id": "chatcmpl-fake", "object": "chat.completion", "created": 1764892800, "model": req.Model,
-		"system_fingerprint": "fp_" + s.quirks.kind.String(),
-	}
-	finish := any("stop")
+	message := map[string]any{"role": "assistant", "content": rep.Content}
+	choice := map[string]any{"index": 0, "finish_reason": "stop", "message": message}
 	if rep.NullFinish {
-		finish = nil
+		choice["finish_reason"] = nil
 	}
-	answer["choices"] = []any{map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil,
-		"message": map[string]any{"role": "assistant", "content": rep.Content}}}
+	answer := map[string]any{"id": fmt.Sprintf("chatcmpl-%d", req.N), "object": "chat.completion", "created": 1764892800,
+		"model": req.Model, "choices": []any{choice}}
+	switch s.quirks.kind {
+	case OpenAI:
+		message["refusal"], choice["logprobs"], answer["system_fingerprint"] = nil, nil, "fp_50cad350e4"
+	case Ollama:
+		answer["system_fingerprint"] = "fp_ollama"
+	case VLLM:
+		message["reasoning_content"], message["tool_calls"] = nil, []any{}
+		choice["logprobs"], choice["stop_reason"] = nil, nil
+	case LlamaCpp:
+		answer["system_fingerprint"] = "b6100-a4ba4f5f"
+	}
 	if !rep.NoUsage {
 		usage := map[string]any{"prompt_tokens": rep.PromptTokens, "completion_tokens": rep.CompletionTokens,
 			"total_tokens": rep.PromptTokens + rep.CompletionTokens}

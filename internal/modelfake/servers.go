@@ -84,6 +84,9 @@ func WithoutPSContext() Option { return func(s *Server) { s.quirks.psNoContext =
 // when the server would refuse it, and cuts the prompt where the server would.
 func (s *Server) accepts(w http.ResponseWriter, req *Request) bool {
 	q := s.quirks
+	if q.kind == OpenAI && !s.openAIParams(w, req) {
+		return false
+	}
 	for _, p := range q.unsupported {
 		if req.Has(p) {
 			s.errorBody(w, http.StatusBadRequest, "invalid_request_error", p, "unsupported_parameter",
@@ -106,6 +109,32 @@ func (s *Server) accepts(w http.ResponseWriter, req *Request) bool {
 	s.loaded = true
 	s.requests[req.N-1] = *req
 	s.mu.Unlock()
+	return true
+}
+
+// openAIChatParams are the request fields OpenAI's chat completions take; it refuses others
+// (the compatible servers ignore them).
+var openAIChatParams = []string{"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed",
+	"response_format", "stop", "n", "stream", "stream_options", "presence_penalty", "frequency_penalty", "logit_bias",
+	"logprobs", "top_logprobs", "user", "tools", "tool_choice", "parallel_tool_calls", "metadata", "store",
+	"reasoning_effort", "service_tier", "modalities", "audio", "prediction", "web_search_options"}
+
+// openAIParams answers OpenAI's 400 for a field it does not know and for a json_schema format
+// without its required name.
+func (s *Server) openAIParams(w http.ResponseWriter, req *Request) bool {
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(req.Body, &top)
+	for k := range top {
+		if !slices.Contains(openAIChatParams, k) {
+			s.errorBody(w, http.StatusBadRequest, "invalid_request_error", nil, nil, "Unrecognized request argument supplied: "+k)
+			return false
+		}
+	}
+	if req.Format == "json_schema" && req.SchemaName == "" {
+		s.errorBody(w, http.StatusBadRequest, "invalid_request_error", "response_format.json_schema.name", "missing_required_parameter",
+			"Missing required parameter: 'response_format.json_schema.name'.")
+		return false
+	}
 	return true
 }
 
