@@ -49,13 +49,17 @@ func TestStrict(t *testing.T) {
 		{"POST", "/v1/chat/completions", "Bearer sk-x", `not json`, http.StatusBadRequest},
 		{"POST", "/v1/chat/completions", "Bearer sk-x", strings.Replace(good, `{`, `{"temprature":0,`, 1), http.StatusBadRequest},
 		{"POST", "/v1/chat/completions", "Bearer sk-x", strings.Replace(good, `{`, `{"response_format":{"type":"json_schema","json_schema":{"schema":{}}},`, 1), http.StatusBadRequest},
+		{"POST", "/v1/chat/completions", "Bearer sk-x", strings.Replace(good, `{`, `{"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,`+
+			`"schema":{"type":"object","properties":{"a":{"type":"string"}},"required":[],"additionalProperties":false}}},`, 1), http.StatusBadRequest},
+		{"POST", "/v1/chat/completions", "Bearer sk-x", strings.Replace(good, `{`, `{"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,`+
+			`"schema":{"type":"object","properties":{"a":{"type":"object","properties":{}}},"required":["a"],"additionalProperties":false}}},`, 1), http.StatusBadRequest},
 	} {
 		if got, _ := do(t, s, c.method, c.path, c.auth, c.body); got != c.want {
 			t.Errorf("%s %s %q: %d, want %d", c.method, c.path, c.auth, got, c.want)
 		}
 	}
-	if n := len(s.Requests()); n != 3 { // the good one and the two OpenAI refuses for a field
-		t.Errorf("%d requests read, want 3", n)
+	if n := len(s.Requests()); n != 5 { // the good one and the four OpenAI refuses for a field
+		t.Errorf("%d requests read, want 5", n)
 	}
 }
 

@@ -135,7 +135,50 @@ func (s *Server) openAIParams(w http.ResponseWriter, req *Request) bool {
 			"Missing required parameter: 'response_format.json_schema.name'.")
 		return false
 	}
+	if req.Strict {
+		var schema any
+		if err := json.Unmarshal(req.Schema, &schema); err != nil {
+			s.errorBody(w, http.StatusBadRequest, "invalid_request_error", "response_format", nil, "Invalid schema: "+err.Error())
+			return false
+		}
+		if msg := strictProblem(schema, "schema"); msg != "" {
+			s.errorBody(w, http.StatusBadRequest, "invalid_request_error", "response_format", nil,
+				fmt.Sprintf("Invalid schema for response_format '%s': In context=(%s), %s.", req.SchemaName, "'"+req.SchemaName+"'", msg))
+			return false
+		}
+	}
 	return true
+}
+
+// strictProblem is what OpenAI's strict structured outputs refuse in a schema ("" for nothing):
+// an object must set additionalProperties to false and require every one of its properties.
+func strictProblem(node any, at string) string {
+	switch n := node.(type) {
+	case map[string]any:
+		if props, ok := n["properties"].(map[string]any); ok {
+			if n["additionalProperties"] != false {
+				return at + ": 'additionalProperties' is required to be supplied and to be false"
+			}
+			required, _ := n["required"].([]any)
+			for name := range props {
+				if !slices.Contains(required, any(name)) {
+					return fmt.Sprintf("%s: 'required' is required to be supplied and to be an array including every key in properties. Missing '%s'", at, name)
+				}
+			}
+		}
+		for k, v := range n {
+			if msg := strictProblem(v, at+"."+k); msg != "" {
+				return msg
+			}
+		}
+	case []any:
+		for i, v := range n {
+			if msg := strictProblem(v, fmt.Sprintf("%s[%d]", at, i)); msg != "" {
+				return msg
+			}
+		}
+	}
+	return ""
 }
 
 // modelNotFound is the 404 for a model the server does not serve, in its words.
