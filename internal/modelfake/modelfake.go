@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"time"
 )
 
 // Request is one chat completion request, as the fake read it.
@@ -80,9 +81,10 @@ type Reply struct {
 	// Content-Type of Header (JSON when it has none): a body no server should send, or an
 	// exact one.
 	Raw []byte
-	// Hold, when set, delays the answer until it is closed; a client that gives up meanwhile
-	// gets nothing.
-	Hold <-chan struct{}
+	// Hold, when set, delays the answer until it is closed, and Delay by that long (a slow
+	// server); a client that gives up meanwhile gets nothing.
+	Hold  <-chan struct{}
+	Delay time.Duration
 }
 
 // Server is the fake endpoint. URL is the API base to configure (…/v1).
@@ -143,6 +145,9 @@ func (s *Server) Probes() []string {
 	return append([]string(nil), s.probes...)
 }
 
+// maxBody is the largest request body the fake reads, as servers have a limit.
+const maxBody = 8 << 20
+
 type chatBody struct {
 	Model    *string `json:"model"`
 	Messages []struct {
@@ -163,9 +168,13 @@ type chatBody struct {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
 		s.apiError(w, http.StatusBadRequest, "invalid_request_error", "unreadable body")
+		return
+	}
+	if len(raw) > maxBody {
+		s.apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request body too large")
 		return
 	}
 	if r.URL.Path != "/v1/chat/completions" {
@@ -226,11 +235,16 @@ func (s *Server) read(w http.ResponseWriter, raw []byte) (Request, bool) {
 	return req, true
 }
 
-// write sends the reply, once Hold lets it.
+// write sends the reply, once Hold and Delay let it.
 func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, rep Reply) {
-	if rep.Hold != nil {
+	if !s.wait(r, rep.Hold) {
+		return
+	}
+	if rep.Delay > 0 {
+		t := time.NewTimer(rep.Delay)
+		defer t.Stop()
 		select {
-		case <-rep.Hold:
+		case <-t.C:
 		case <-r.Context().Done():
 			return
 		case <-s.closed:
@@ -258,6 +272,21 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, rep 
 	default:
 		s.complete(w, req, rep)
 	}
+}
+
+// wait waits until release is closed (at once when it is nil); false when the client gave up
+// or the server closed first.
+func (s *Server) wait(r *http.Request, release <-chan struct{}) bool {
+	if release == nil {
+		return true
+	}
+	select {
+	case <-release:
+		return true
+	case <-r.Context().Done():
+	case <-s.closed:
+	}
+	return false
 }
 
 // complete writes a chat completion in the documented shape of the imitated server: OpenAI's

@@ -1,12 +1,14 @@
 package modelfake
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 const good = `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"u"}]}`
@@ -187,5 +189,23 @@ func TestHold(t *testing.T) {
 	close(release)
 	if body := <-done; !strings.Contains(body, `"content":"late"`) {
 		t.Fatalf("held answer %s", body)
+	}
+}
+
+// TestDelayGivesUpWithTheClient: a client that stops waiting for a delayed answer gets none, and
+// the server is not held by it.
+func TestDelayGivesUpWithTheClient(t *testing.T) {
+	s := New("k", func(Request) Reply { return Reply{Content: "late", Delay: time.Hour} })
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/chat/completions", strings.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer k")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("answered %d before the delay", resp.StatusCode)
 	}
 }

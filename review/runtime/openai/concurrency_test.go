@@ -29,8 +29,9 @@ func slowModel(tb testing.TB) *modelfake.Server {
 		for _, m := range lensLine.FindAllStringSubmatch(req.System, -1) {
 			ls = append(ls, m[1]+"=ok")
 		}
-		time.Sleep(modelDelay)
-		return reply(reviewJSON("ok", ls...))
+		rep := reply(reviewJSON("ok", ls...))
+		rep.Delay = modelDelay
+		return rep
 	})
 }
 
