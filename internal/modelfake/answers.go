@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-var lensLine = regexp.MustCompile(`(?m)^LENS ([a-z0-9-]+):$`)
+var lensLine = regexp.MustCompile(`(?m)^LENS ([a-z0-9_-]+):$`)
 
 // Lenses are the lens names a review request asks about, from its schema, or, for a request
 // without one, from the system message's "LENS name:" lines.
