@@ -5,11 +5,13 @@
 // answers is decided by the test, from the request: helpers read the lenses asked, the diff in
 // the fenced user message, and write review and judge answers in the shapes lensgate asks for.
 //
-// Options make it imitate a given server (WithKind: OpenAI, Ollama, vLLM, llama.cpp) with the
-// habits the real one has: the models it serves, the context it runs them with and what it does
-// with a longer prompt, parameters it refuses, schemas its grammar cannot take. A Reply scripts
-// one answer's quirks: an error status, a malformed body, missing usage or finish reason, an
-// answer held back until the test releases it.
+// Options make it imitate a given server (WithKind: OpenAI, the default, Ollama, vLLM,
+// llama.cpp) with the habits the real one has: the models it serves, the context it runs them
+// with and what it does with a longer prompt, parameters it refuses, schemas its grammar cannot
+// take, the paths that tell the context. As OpenAI it refuses fields it does not know and a
+// strict schema that OpenAI's structured outputs would not take. A Reply scripts one answer's
+// quirks: an error status, an exact or malformed body, missing usage or finish reason, a delay,
+// an answer held back until the test releases it.
 package modelfake
 
 import (
