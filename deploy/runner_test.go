@@ -5,57 +5,33 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/internal/testkit"
 )
 
 // localModel is an OpenAI-compatible endpoint that answers every lens with request-changes
 // and one blocking finding on README.md.
-func localModel(t *testing.T) (*httptest.Server, *atomic.Int32) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/chat/completions") { // asked about the model's context
-			http.NotFound(w, r)
-			return
+func localModel(t *testing.T) (*modelfake.Server, func() int) {
+	srv := modelfake.New("sk-model-token", func(req modelfake.Request) modelfake.Reply {
+		findings := map[string][]modelfake.Finding{}
+		for _, name := range req.Lenses() {
+			findings[name] = []modelfake.Finding{{Path: "README.md", Line: 2, Severity: "block", Title: "Unclear wording",
+				Message: "Say who the line is for."}}
 		}
-		calls.Add(1)
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
-			t.Errorf("model request: %v", err)
-			return
-		}
-		var lenses []string
-		for _, line := range strings.Split(req.Messages[0].Content, "\n") {
-			if name, ok := strings.CutPrefix(line, "LENS "); ok && strings.HasSuffix(name, ":") {
-				lenses = append(lenses, fmt.Sprintf(`{"lens":%q,"verdict":"request-changes","summary":"The new line is unclear.","findings":[{"severity":"block","title":"Unclear wording","message":"Say who the line is for.","path":"README.md:2"}]}`, strings.TrimSuffix(name, ":")))
-			}
-		}
-		content := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"s","lenses":[` + strings.Join(lenses, ",") + `]}`
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "x", "object": "chat.completion", "model": "reviewer-7b",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": content}}},
-			"usage":   map[string]any{"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
-		})
-	}))
+		return modelfake.Reply{Content: modelfake.ReviewAnswer(req.Lenses(), findings), PromptTokens: 900, CompletionTokens: 40}
+	})
 	t.Cleanup(srv.Close)
-	return srv, &calls
+	return srv, func() int { return len(srv.Requests()) }
 }
 
 // startRunnerProcess runs `lensgate runner` with exactly vars as its environment and waits
@@ -122,8 +98,8 @@ func TestSplitRoleRunnerThroughTheServer(t *testing.T) {
 		"LENSGATE_RUNNER_TOKEN_FILE": tokenFile,
 		"LENSGATE_WITNESS_KEY_FILE":  witnessKey,
 		"LENSGATE_RUNTIMES":          "builtin,openai",
-		"LENSGATE_OPENAI_BASE_URL":   model.URL + "/v1",
-		"LENSGATE_OPENAI_TOKEN":      "sk-model-token",
+		"LENSGATE_OPENAI_BASE_URL":   model.URL,
+		"LENSGATE_OPENAI_TOKEN":      model.Token,
 		"LENSGATE_OPENAI_MODEL":      "reviewer-7b",
 	})
 
@@ -210,7 +186,7 @@ func TestSplitRoleRunnerThroughTheServer(t *testing.T) {
 	}
 	s.deliver("split-1", fe.gh.WebhookSecret(), payload)
 	cr := waitGate(t, fe.gh, repo, pr.HeadSHA, s, rn)
-	if modelCalls.Load() == 0 {
+	if modelCalls() == 0 {
 		t.Fatalf("the model was never called:\n%.5000s\n%s", cr.Text, rn.logs.String())
 	}
 	blocks := regexp.MustCompile("(?s)```json\n(.*?)\n```").FindAllStringSubmatch(cr.Text, -1)
@@ -225,7 +201,7 @@ func TestSplitRoleRunnerThroughTheServer(t *testing.T) {
 	if sm == nil {
 		t.Fatal("no subject digest in the check run text")
 	}
-	host := strings.TrimPrefix(model.URL, "http://")
+	host := strings.TrimPrefix(model.Root(), "http://")
 	code, res := verifyCLI(t, receipt, roles["receipt"], sm[1], obs, roles["witness"], "openai=host:"+host, "openai=model:reviewer-7b")
 	if code != 0 || res["ok"] != true || res["runner_observation"] != "MATCH" {
 		t.Fatalf("published observation: exit %d, ok %v, %v %v", code, res["ok"], res["runner_observation"], res["observation"])
@@ -252,9 +228,9 @@ func TestSplitRoleRunnerThroughTheServer(t *testing.T) {
 
 	// A push that changes nothing the model lens reviewed: its finding is carried forward, not
 	// derived again, and the runner accepts it because its own earlier observation lists it.
-	calls := modelCalls.Load()
+	calls := modelCalls()
 	crc := push("split-carry", strings.Repeat("4", 40), diff)
-	if modelCalls.Load() != calls || !strings.Contains(crc.Text, "LG-") {
+	if modelCalls() != calls || !strings.Contains(crc.Text, "LG-") {
 		t.Fatalf("the unchanged push called the model or lost the finding:\n%.3000s", crc.Text)
 	}
 	blocks = regexp.MustCompile("(?s)```json\n(.*?)\n```").FindAllStringSubmatch(crc.Text, -1)

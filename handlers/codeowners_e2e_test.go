@@ -191,7 +191,7 @@ func TestCodeOwnerApprovalNotRequired(t *testing.T) {
 // again: their results of the same head are reused.
 func TestCodeOwnerApprovalDoesNotRebillModelLenses(t *testing.T) {
 	srv, calls := countingModel(t)
-	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "model-token", Backoff: time.Millisecond})
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: srv.Token, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,10 +204,10 @@ func TestCodeOwnerApprovalDoesNotRebillModelLenses(t *testing.T) {
 		l, ok := de.pubs.lens("model-review", fixtureHead)
 		return ok && l.Outcome == review.OutcomePassed && de.gateConclusion(fixtureHead) == "action_required"
 	})
-	before := calls.Load()
+	before := calls()
 	de.review("alice", "APPROVED", fixtureHead, "submitted", true)
 	de.waitFor("gate success", func() bool { return de.gateConclusion(fixtureHead) == "success" })
-	if n := calls.Load(); before == 0 || n != before {
+	if n := calls(); before == 0 || n != before {
 		t.Fatalf("model calls: %d for the review, %d more after the approval, want 0 more", before, n-before)
 	}
 }

@@ -1,20 +1,18 @@
 package handlers_test
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/handlers/publish"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/openai"
@@ -41,34 +39,21 @@ agent_review:
 // countingModel is an OpenAI-compatible server that counts the calls it answers; every lens it
 // is asked about gets one finding on README.md when the change sent has it, so that reuse of
 // findings is visible.
-func countingModel(t *testing.T) (*httptest.Server, *atomic.Int64) {
-	var calls atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		var buf bytes.Buffer
-		_, _ = buf.ReadFrom(r.Body)
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
+func countingModel(t *testing.T) (*modelfake.Server, func() int64) {
+	srv := modelfake.New("model-token", func(req modelfake.Request) modelfake.Reply {
+		finding := ""
+		if strings.Contains(string(req.Body), "b/README.md") {
+			finding = `{"severity":"note","path":"README.md:1","title":"Name the project","message":"Say what it is."}`
 		}
-		_ = json.Unmarshal(buf.Bytes(), &req)
 		var lenses []string
-		if len(req.Messages) > 0 {
-			finding := ""
-			if strings.Contains(buf.String(), "b/README.md") {
-				finding = `{"severity":"note","path":"README.md:1","title":"Name the project","message":"Say what it is."}`
-			}
-			for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.Messages[0].Content, -1) {
-				lenses = append(lenses, `{"lens":"`+m[1]+`","verdict":"concerns","summary":"One nit.","findings":[`+finding+`]}`)
-			}
+		for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.System, -1) {
+			lenses = append(lenses, `{"lens":"`+m[1]+`","verdict":"concerns","summary":"One nit.","findings":[`+finding+`]}`)
 		}
 		answer := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` + strings.Join(lenses, ",") + `]}`
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": answer}},
-		}, "usage": map[string]any{"prompt_tokens": 900, "completion_tokens": 100, "total_tokens": 1000}})
-	}))
+		return modelfake.Reply{Content: answer, PromptTokens: 900, CompletionTokens: 100}
+	})
 	t.Cleanup(srv.Close)
-	return srv, &calls
+	return srv, func() int64 { return int64(len(srv.Requests())) }
 }
 
 // When the bot answers, only the delegated lens is decided anew: the model lens of the same head
@@ -76,7 +61,7 @@ func countingModel(t *testing.T) (*httptest.Server, *atomic.Int64) {
 // and the receipt of the head names both lenses and verifies. A push reviews again as usual.
 func TestDelegatedAnswerDoesNotRebillModelLenses(t *testing.T) {
 	srv, calls := countingModel(t)
-	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "model-token", Backoff: time.Millisecond})
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: srv.Token, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,17 +90,17 @@ func TestDelegatedAnswerDoesNotRebillModelLenses(t *testing.T) {
 		return ok && l.Outcome == review.OutcomePassed
 	})
 	first, _ := de.pubs.lens("model-review", fixtureHead)
-	afterFirst := calls.Load()
+	afterFirst := calls()
 	if afterFirst == 0 || first.Tokens == nil || first.Tokens.Total == 0 || len(first.Findings) != 1 {
 		t.Fatalf("first review: %d model calls, lens %+v", afterFirst, first)
 	}
 
 	de.waitLens(fixtureHead, "passed", "found no major issues")
 	de.waitFor("gate success", func() bool { return de.gateConclusion(fixtureHead) == "success" })
-	if n := calls.Load(); n != afterFirst {
+	if n := calls(); n != afterFirst {
 		t.Fatalf("the bot's answer made %d more model calls, want 0", n-afterFirst)
 	}
-	t.Logf("model calls: %d for the first review, %d more after the bot's answer", afterFirst, calls.Load()-afterFirst)
+	t.Logf("model calls: %d for the first review, %d more after the bot's answer", afterFirst, calls()-afterFirst)
 
 	de.pubs.mu.Lock()
 	last := de.pubs.pubs[len(de.pubs.pubs)-1]
@@ -201,7 +186,7 @@ func TestDelegatedAnswerDoesNotRebillModelLenses(t *testing.T) {
 		l, ok := de.pubs.lens("model-review", newHead)
 		return ok && l.Outcome == review.OutcomePassed
 	})
-	afterPush := calls.Load()
+	afterPush := calls()
 	if afterPush <= afterFirst {
 		t.Fatal("the push did not call the model")
 	}
@@ -212,10 +197,10 @@ func TestDelegatedAnswerDoesNotRebillModelLenses(t *testing.T) {
 	})
 	de.waitFor("gate success on the new head", func() bool { return de.gateConclusion(newHead) == "success" })
 	de.drain()
-	if n := calls.Load(); n != afterPush {
+	if n := calls(); n != afterPush {
 		t.Fatalf("the answer for the new head made %d more model calls, want 0", n-afterPush)
 	}
-	t.Logf("model calls: %d after the push, %d more after the bot's answer for it", afterPush-afterFirst, calls.Load()-afterPush)
+	t.Logf("model calls: %d after the push, %d more after the bot's answer for it", afterPush-afterFirst, calls()-afterPush)
 }
 
 // An eyes reaction seen by a scheduled look puts one line on the gate check: the bot is reviewing.

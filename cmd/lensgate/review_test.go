@@ -9,9 +9,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/lensgate/lensgate/disclosure"
+	"github.com/lensgate/lensgate/internal/modelfake"
 )
 
 func runReviewCLI(t *testing.T, args ...string) (int, string, string) {
@@ -445,23 +443,14 @@ func TestReviewReadsYAGAPolicyOfTheBase(t *testing.T) {
 // JSON decision and the text output carry the same token counts, marked estimated; a secret
 // in the change reaches the model only as a placeholder.
 func TestReviewReportsModelTokens(t *testing.T) {
-	var bodies []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" { // the runtime asking about the model's context
-			http.NotFound(w, r)
-			return
-		}
-		b, _ := io.ReadAll(r.Body)
-		bodies = append(bodies, string(b))
-		answer := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` +
-			`{"lens":"correctness","verdict":"ok","summary":"Nothing found.","findings":[]}]}`
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": answer}}}})
-	}))
+	answer := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` +
+		`{"lens":"correctness","verdict":"ok","summary":"Nothing found.","findings":[]}]}`
+	srv := modelfake.New("test-token", func(modelfake.Request) modelfake.Reply {
+		return modelfake.Reply{Content: answer, NoUsage: true}
+	})
 	defer srv.Close()
-	t.Setenv("ASDD_MODEL_URL", srv.URL+"/v1")
-	t.Setenv("ASDD_RUNTIME_TOKEN", "test-token")
+	t.Setenv("ASDD_MODEL_URL", srv.URL)
+	t.Setenv("ASDD_RUNTIME_TOKEN", srv.Token)
 	t.Setenv("ASDD_MODEL", "m")
 	dir := throwAwayRepo(t)
 	key := "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
@@ -499,8 +488,8 @@ func TestReviewReportsModelTokens(t *testing.T) {
 	if len(doc.Lenses) != 1 || doc.Lenses[0].Tokens == nil || doc.Lenses[0].Tokens.Total != tk.Total || doc.ModelInput.RedactedValues != 1 {
 		t.Fatalf("lens tokens %+v, model input %+v", doc.Lenses, doc.ModelInput)
 	}
-	for _, b := range bodies {
-		if strings.Contains(b, key[4:20]) || !strings.Contains(b, "[redacted github-pat]") {
+	for _, r := range srv.Requests() {
+		if b := string(r.Body); strings.Contains(b, key[4:20]) || !strings.Contains(b, "[redacted github-pat]") {
 			t.Fatalf("the token reached the model: %s", b)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,6 +23,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/handlers/worker"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -39,7 +39,7 @@ type fakeModel struct {
 	calls   int
 	tokens  int
 	perCall []int
-	srv     *httptest.Server
+	srv     *modelfake.Server
 }
 
 var (
@@ -49,18 +49,8 @@ var (
 
 func newFakeModel(t *testing.T) *fakeModel {
 	m := &fakeModel{}
-	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) != 2 {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		system, user := req.Messages[0].Content, req.Messages[1].Content
+	m.srv = modelfake.New("test-token", func(req modelfake.Request) modelfake.Reply {
+		system, user := req.System, req.User
 		tokens := (len(system) + len(user) + 3) / 4
 		m.mu.Lock()
 		m.calls++
@@ -110,14 +100,8 @@ func newFakeModel(t *testing.T) *fakeModel {
 			ans.Lenses = append(ans.Lenses, l)
 		}
 		content, _ := json.Marshal(ans)
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "c", "object": "chat.completion", "model": "test-model",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": string(content)}}},
-			"usage": map[string]any{"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20},
-		})
-	}))
+		return modelfake.Reply{Content: string(content), PromptTokens: tokens, CompletionTokens: 20}
+	})
 	t.Cleanup(m.srv.Close)
 	return m
 }
@@ -131,7 +115,7 @@ func (m *fakeModel) counts() (calls, tokens int) {
 // modelPipeline is the real review pipeline with the openai runtime against the fake model.
 func modelPipeline(t *testing.T, m *fakeModel) *review.Pipeline {
 	t.Helper()
-	rt, err := openai.New(openai.Options{BaseURL: m.srv.URL + "/v1", Token: "test-token", Model: "test-model", Retries: -1})
+	rt, err := openai.New(openai.Options{BaseURL: m.srv.URL, Token: m.srv.Token, Model: "test-model", Retries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

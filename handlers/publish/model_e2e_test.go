@@ -4,18 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/handlers/publish/pdp"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
@@ -29,29 +27,16 @@ import (
 // (estimated); the audit record that concludes the gate carries the same tokens.
 func TestModelReviewThroughTheApp(t *testing.T) {
 	secret := "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
-	var mu sync.Mutex
-	var bodies []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var buf bytes.Buffer
-		_, _ = buf.ReadFrom(r.Body)
-		mu.Lock()
-		bodies = append(bodies, buf.String())
-		mu.Unlock()
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		_ = json.Unmarshal(buf.Bytes(), &req)
+	srv := modelfake.New("model-token", func(req modelfake.Request) modelfake.Reply {
 		var lenses []string
-		for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.Messages[0].Content, -1) {
+		for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.System, -1) {
 			lenses = append(lenses, `{"lens":"`+m[1]+`","verdict":"ok","summary":"Nothing found.","findings":[]}`)
 		}
 		answer := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` + strings.Join(lenses, ",") + `]}`
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": answer}}}})
-	}))
+		return modelfake.Reply{Content: answer, NoUsage: true}
+	})
 	defer srv.Close()
-	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "model-token", Backoff: time.Millisecond})
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: srv.Token, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +51,10 @@ func TestModelReviewThroughTheApp(t *testing.T) {
 	st.send("pull_request", "d-opened", readPayload(t, "pull_request.opened.payload.json"))
 	st.wait("opened")
 	d := st.decisions.last()
-	mu.Lock()
-	sent := append([]string(nil), bodies...)
-	mu.Unlock()
+	var sent []string
+	for _, r := range srv.Requests() {
+		sent = append(sent, string(r.Body))
+	}
 	// The default policy's three lenses run in one call: none needs the independent pass.
 	if len(sent) != 1 || len(d.Tokens.Calls) != 1 || !d.Tokens.Estimated || d.Tokens.Total <= 0 {
 		t.Fatalf("%d requests, tokens %+v", len(sent), d.Tokens)

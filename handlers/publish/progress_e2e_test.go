@@ -2,9 +2,6 @@ package publish
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
@@ -31,28 +29,18 @@ const progressConfig = "runtime: openai\nmodels:\n  reviewer: m\nagent_review:\n
 func TestGateInProgressBeforeTheModelAnswers(t *testing.T) {
 	asked := make(chan struct{}, 1)
 	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
+	srv := modelfake.New("model-token", func(req modelfake.Request) modelfake.Reply {
 		select {
 		case asked <- struct{}{}:
 		default:
 		}
-		<-release
 		var lenses []string
-		for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.Messages[0].Content, -1) {
+		for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.System, -1) {
 			lenses = append(lenses, `{"lens":"`+m[1]+`","verdict":"ok","summary":"Nothing found.","findings":[]}`)
 		}
 		answer := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` + strings.Join(lenses, ",") + `]}`
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": answer}}}})
-	}))
+		return modelfake.Reply{Content: answer, NoUsage: true, Hold: release}
+	})
 	defer srv.Close()
 	released := false
 	defer func() {
@@ -60,7 +48,7 @@ func TestGateInProgressBeforeTheModelAnswers(t *testing.T) {
 			close(release)
 		}
 	}()
-	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "model-token", Backoff: time.Millisecond})
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: srv.Token, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,9 @@ package publish
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +14,7 @@ import (
 	"github.com/lensgate/lensgate/handlers"
 	"github.com/lensgate/lensgate/handlers/queue"
 	"github.com/lensgate/lensgate/handlers/queue/durable"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
@@ -33,27 +30,18 @@ const asddModel = "runtime: openai\nmodels:\n  reviewer: m\nwalkthrough:\n  enab
 
 func TestDailyTokenCapSharedThroughTheApp(t *testing.T) {
 	const limit = 8000
-	var calls atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
+	srv := modelfake.New("model-token", func(req modelfake.Request) modelfake.Reply {
 		var lenses []string
-		for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.Messages[0].Content, -1) {
+		for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.System, -1) {
 			lenses = append(lenses, `{"lens":"`+m[1]+`","verdict":"ok","summary":"Nothing found.","findings":[]}`)
 		}
 		answer := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` + strings.Join(lenses, ",") + `]}`
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": answer}}},
-			"usage":   map[string]any{"prompt_tokens": 2000, "completion_tokens": 100, "total_tokens": 2100},
-		})
-	}))
+		return modelfake.Reply{Content: answer, PromptTokens: 2000, CompletionTokens: 100}
+	})
 	defer srv.Close()
+	calls := func() int64 { return int64(len(srv.Requests())) }
 	pipelineOn := func(q *durable.TokenLedger) *review.Pipeline {
-		rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "model-token", Backoff: time.Millisecond, MaxTokens: 2000})
+		rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: srv.Token, Backoff: time.Millisecond, MaxTokens: 2000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +87,7 @@ func TestDailyTokenCapSharedThroughTheApp(t *testing.T) {
 			t.Fatal("no cap after 10 reviews")
 		}
 	}
-	spent := calls.Load()
+	spent := calls()
 	if spent == 0 || spent*2100 > limit {
 		t.Fatalf("the first replica made %d calls", spent)
 	}
@@ -119,8 +107,8 @@ func TestDailyTokenCapSharedThroughTheApp(t *testing.T) {
 	}
 	st.send("pull_request", "d-opened", readPayload(t, "pull_request.opened.payload.json"))
 	st.wait("opened")
-	if calls.Load() != spent {
-		t.Fatalf("the App called the model over the installation's daily cap (%d calls, %d before)", calls.Load(), spent)
+	if calls() != spent {
+		t.Fatalf("the App called the model over the installation's daily cap (%d calls, %d before)", calls(), spent)
 	}
 	g := gateOf(st.gh, e2eHead1)
 	if g.Conclusion == "success" || !strings.Contains(g.Summary+g.Text, "token budget") ||

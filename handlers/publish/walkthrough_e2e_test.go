@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"github.com/lensgate/lensgate/handlers/publish/pdp"
 	"github.com/lensgate/lensgate/handlers/pull"
 	"github.com/lensgate/lensgate/internal/githubfake"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
@@ -35,14 +34,8 @@ type proseModel struct {
 	summary, answer string
 }
 
-func (m *proseModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(r.Body)
-	var req struct {
-		Messages []struct{ Content string } `json:"messages"`
-	}
-	_ = json.Unmarshal(buf.Bytes(), &req)
-	system, user := req.Messages[0].Content, req.Messages[1].Content
+func (m *proseModel) reply(req modelfake.Request) modelfake.Reply {
+	system, user := req.System, req.User
 	m.mu.Lock()
 	var content string
 	if strings.Contains(system, "You help the human reviewers") {
@@ -62,11 +55,8 @@ func (m *proseModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		content = `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"fine","lenses":[` + strings.Join(lenses, ",") + `]}`
 	}
 	m.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-		"message": map[string]any{"role": "assistant", "content": content}}},
-		// The prompt counted as the runtime estimates it, so it reads as read whole.
-		"usage": map[string]any{"prompt_tokens": buf.Len()/4 + 100, "completion_tokens": 40}})
+	// The prompt counted as the runtime estimates it, so it reads as read whole.
+	return modelfake.Reply{Content: content, PromptTokens: len(req.Body)/4 + 100, CompletionTokens: 40}
 }
 
 func (m *proseModel) requests() (lens, prose []string) {
@@ -78,9 +68,9 @@ func (m *proseModel) requests() (lens, prose []string) {
 // modelStack is the App with the openai runtime against m and the builtin runtime.
 func modelStack(t *testing.T, m *proseModel, diff string) *stack {
 	t.Helper()
-	srv := httptest.NewServer(m)
+	srv := modelfake.New("model-token", m.reply)
 	t.Cleanup(srv.Close)
-	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "model-token", Backoff: time.Millisecond})
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: srv.Token, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +18,7 @@ import (
 	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/observation"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runner"
 	"github.com/lensgate/lensgate/review/runtime"
@@ -40,40 +37,23 @@ var titles atomic.Value
 
 func init() { titles.Store("Nil check removed") }
 
-func fakeModel(t testing.TB) (*httptest.Server, *atomic.Int32) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
+func fakeModel(t testing.TB) (*modelfake.Server, func() int) {
+	srv := modelfake.New("sk-model", func(req modelfake.Request) modelfake.Reply {
+		findings := map[string][]modelfake.Finding{}
+		for _, name := range req.Lenses() {
+			findings[name] = []modelfake.Finding{{Path: "loader.go", Line: 2, Severity: "block", Title: titles.Load().(string),
+				Message: "Load panics on an empty path."}}
 		}
-		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
-			t.Errorf("model request: %v", err)
-			return
-		}
-		var lenses []string
-		for _, line := range strings.Split(req.Messages[0].Content, "\n") {
-			if name, ok := strings.CutPrefix(line, "LENS "); ok && strings.HasSuffix(name, ":") {
-				lenses = append(lenses, fmt.Sprintf(`{"lens":%q,"verdict":"request-changes","summary":"Nil check removed.","findings":[{"severity":"block","title":%q,"message":"Load panics on an empty path.","path":"loader.go:2"}]}`, strings.TrimSuffix(name, ":"), titles.Load().(string)))
-			}
-		}
-		content := `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"s","lenses":[` + strings.Join(lenses, ",") + `]}`
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "x", "object": "chat.completion", "model": "reviewer-7b",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": content}}},
-			"usage":   map[string]any{"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
-		})
-	}))
+		return modelfake.Reply{Content: modelfake.ReviewAnswer(req.Lenses(), findings), PromptTokens: 900, CompletionTokens: 40}
+	})
 	t.Cleanup(srv.Close)
-	return srv, &calls
+	return srv, func() int { return len(srv.Requests()) }
 }
 
 // startRunner serves a real runner on a unix socket and returns its address.
-func startRunner(t testing.TB, model *httptest.Server, tok []byte, mods ...func(*runner.Options)) (string, *runner.Server, func()) {
+func startRunner(t testing.TB, model *modelfake.Server, tok []byte, mods ...func(*runner.Options)) (string, *runner.Server, func()) {
 	t.Helper()
-	rt, err := openai.New(openai.Options{BaseURL: model.URL + "/v1/chat/completions", Token: "sk-model", Backoff: time.Millisecond})
+	rt, err := openai.New(openai.Options{BaseURL: model.URL + "/chat/completions", Token: model.Token, Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +166,7 @@ func TestSplitRunnerObservationMatches(t *testing.T) {
 	if lr := lensOf(d, "correctness"); lr.Outcome != review.OutcomeFailed || len(lr.Findings) != 1 {
 		t.Fatalf("correctness %+v", lr)
 	}
-	if calls.Load() == 0 {
+	if calls() == 0 {
 		t.Fatal("the model was never called")
 	}
 	rc := s.sign(d, subj, nil)
@@ -195,7 +175,7 @@ func TestSplitRunnerObservationMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := observation.Verify(obs.Envelope, observation.Options{WitnessKey: srv.WitnessPublicKey(), ReceiptKey: s.receipt.Public().(ed25519.PublicKey),
-		Receipt: rc.Envelope, Expected: []observation.Expectation{{Name: "openai", EndpointHost: strings.TrimPrefix(model.URL, "http://"), ModelResponded: "reviewer-7b"}}})
+		Receipt: rc.Envelope, Expected: []observation.Expectation{{Name: "openai", EndpointHost: strings.TrimPrefix(model.Root(), "http://"), ModelResponded: "reviewer-7b"}}})
 	if res.RunnerObservation != observation.Match {
 		t.Fatalf("observation %s %v %v", res.RunnerObservation, res.ReasonCodes, res.Errors)
 	}

@@ -2,20 +2,17 @@ package durable
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/openai"
@@ -24,40 +21,22 @@ import (
 // usagePerCall is the usage the fake model reports for every answer.
 const usagePerCall = 1000 + 50
 
-// okModel is an OpenAI-compatible chat completions endpoint that passes every lens it is asked
-// about and reports usagePerCall tokens.
-type okModel struct{ calls atomic.Int64 }
-
-var lensLine = regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`)
-
-func (m *okModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Messages []struct {
-			Content string `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	m.calls.Add(1)
-	var lenses []string
-	for _, l := range lensLine.FindAllStringSubmatch(req.Messages[0].Content, -1) {
-		lenses = append(lenses, fmt.Sprintf(`{"lens":%q,"verdict":"ok","summary":"Nothing to change.","findings":[]}`, l[1]))
-	}
-	content := fmt.Sprintf(`{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"Fine.","lenses":[%s]}`, strings.Join(lenses, ","))
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": "c", "object": "chat.completion", "model": "m",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": content}}},
-		"usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": usagePerCall},
+// okModel starts a model endpoint (modelfake) that passes every lens it is asked about and
+// reports usagePerCall tokens.
+func okModel(t *testing.T) *modelfake.Server {
+	m := modelfake.New("sk-test", func(req modelfake.Request) modelfake.Reply {
+		return modelfake.Reply{Content: modelfake.ReviewAnswer(req.Lenses(), nil), PromptTokens: 1000, CompletionTokens: 50}
 	})
+	t.Cleanup(m.Close)
+	return m
 }
 
-func modelPipeline(t *testing.T, url string, tokens review.DailyTokens) *review.Pipeline {
+// modelCalls is how many calls the model has answered.
+func modelCalls(m *modelfake.Server) int64 { return int64(len(m.Requests())) }
+
+func modelPipeline(t *testing.T, model *modelfake.Server, tokens review.DailyTokens) *review.Pipeline {
 	t.Helper()
-	rt, err := openai.New(openai.Options{BaseURL: url + "/v1/chat/completions", Token: "sk-test", Backoff: time.Millisecond, MaxTokens: 1000})
+	rt, err := openai.New(openai.Options{BaseURL: model.URL + "/chat/completions", Token: model.Token, Backoff: time.Millisecond, MaxTokens: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,21 +68,19 @@ func TestTokenCapAcrossReplicas(t *testing.T) {
 	const limit = 10_000
 	for _, be := range backends(t) {
 		t.Run(be.name, func(t *testing.T) {
-			model := &okModel{}
-			srv := httptest.NewServer(model)
-			defer srv.Close()
+			srv := okModel(t)
 			dsn := be.dsn(t)
 			qa, qb := open(t, dsn, testOptions()), open(t, dsn, testOptions())
 			ledgers := []*TokenLedger{ledgerOn(t, qa, limit, nil), ledgerOn(t, qb, limit, nil)}
-			pipes := []*review.Pipeline{modelPipeline(t, srv.URL, ledgers[0]), modelPipeline(t, srv.URL, ledgers[1])}
+			pipes := []*review.Pipeline{modelPipeline(t, srv, ledgers[0]), modelPipeline(t, srv, ledgers[1])}
 
 			passed, pending := reviewUntilCapped(t, pipes)
-			spent := model.calls.Load() * usagePerCall
+			spent := modelCalls(srv) * usagePerCall
 			if spent > limit {
-				t.Fatalf("the model was called %d times, %d tokens, over the daily cap of %d", model.calls.Load(), spent, limit)
+				t.Fatalf("the model was called %d times, %d tokens, over the daily cap of %d", modelCalls(srv), spent, limit)
 			}
-			if int64(passed[0]+passed[1]) != model.calls.Load() {
-				t.Fatalf("%v reviews passed, %d model calls", passed, model.calls.Load())
+			if int64(passed[0]+passed[1]) != modelCalls(srv) {
+				t.Fatalf("%v reviews passed, %d model calls", passed, modelCalls(srv))
 			}
 			// Both replicas reviewed, and together they had the cap once.
 			if passed[0] == 0 || passed[1] == 0 {
@@ -133,11 +110,11 @@ func TestTokenCapAcrossReplicas(t *testing.T) {
 			}
 
 			// A replica started again refuses too and calls nothing.
-			calls := model.calls.Load()
+			calls := modelCalls(srv)
 			if err := qa.Stop(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			restarted := modelPipeline(t, srv.URL, ledgerOn(t, open(t, dsn, testOptions()), limit, nil))
+			restarted := modelPipeline(t, srv, ledgerOn(t, open(t, dsn, testOptions()), limit, nil))
 			d, err := restarted.Review(context.Background(), modelSubject(5, 999), modelRepo())
 			if err != nil {
 				t.Fatal(err)
@@ -148,11 +125,11 @@ func TestTokenCapAcrossReplicas(t *testing.T) {
 			if d.Gate.State == review.OutcomePassed {
 				t.Fatal("the gate passed with the lens over the cap")
 			}
-			if model.calls.Load() != calls {
+			if modelCalls(srv) != calls {
 				t.Fatal("the restarted replica called the model over the cap")
 			}
 			// A replica whose database is gone makes no call: the cap holds when it cannot be counted.
-			d, err = modelPipeline(t, srv.URL, ledgers[0]).Review(context.Background(), modelSubject(7, 1), modelRepo())
+			d, err = modelPipeline(t, srv, ledgers[0]).Review(context.Background(), modelSubject(7, 1), modelRepo())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +137,7 @@ func TestTokenCapAcrossReplicas(t *testing.T) {
 				!strings.Contains(l.Cause, "could not be checked") {
 				t.Fatalf("with the database closed: %+v", l)
 			}
-			if model.calls.Load() != calls {
+			if modelCalls(srv) != calls {
 				t.Fatal("a replica without its count called the model")
 			}
 			// Another installation has its own allowance.
@@ -240,13 +217,11 @@ func reviewUntilCapped(t *testing.T, pipes []*review.Pipeline) (map[int]int, []r
 // so two replicas together spend past the cap; the durable ledger above is what shares it.
 func TestTokenCapInMemoryIsPerProcess(t *testing.T) {
 	const limit = 10_000
-	model := &okModel{}
-	srv := httptest.NewServer(model)
-	defer srv.Close()
-	pipes := []*review.Pipeline{modelPipeline(t, srv.URL, review.NewTokenLedger(limit, nil)),
-		modelPipeline(t, srv.URL, review.NewTokenLedger(limit, nil))}
+	srv := okModel(t)
+	pipes := []*review.Pipeline{modelPipeline(t, srv, review.NewTokenLedger(limit, nil)),
+		modelPipeline(t, srv, review.NewTokenLedger(limit, nil))}
 	passed, pending := reviewUntilCapped(t, pipes)
-	if spent := model.calls.Load() * usagePerCall; spent <= limit || len(pending) != 2 {
+	if spent := modelCalls(srv) * usagePerCall; spent <= limit || len(pending) != 2 {
 		t.Fatalf("%d tokens spent by two in-memory ledgers of %d each (%v passed), want more than one cap", spent, limit, passed)
 	}
 }

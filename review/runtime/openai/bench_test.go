@@ -5,19 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/openai"
@@ -164,27 +162,16 @@ func benchSubject(diff []byte) *review.Subject {
 // lensgateSpend runs one review of the diff with the lenses through a local model and counts
 // what was sent.
 func lensgateSpend(tb testing.TB, diff []byte, names ...string) spend {
-	var got spend
-	var mu sync.Mutex // the passes of a review are sent at once
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var buf bytes.Buffer
-		_, _ = buf.ReadFrom(r.Body)
-		mu.Lock()
-		got.add(buf.Bytes())
-		mu.Unlock()
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		_ = json.Unmarshal(buf.Bytes(), &req)
+	srv := newModel(tb, func(req modelfake.Request) modelfake.Reply {
 		var ls []string
-		for _, m := range regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(req.Messages[0].Content, -1) {
+		for _, m := range lensLine.FindAllStringSubmatch(req.System, -1) {
 			ls = append(ls, m[1]+"=ok")
 		}
 		// The server counts the tokens of what it was sent, as a real one does.
-		replyCounted(w, reviewJSON("ok", ls...), buf.Len()/4)
-	}))
+		return replyCounted(reviewJSON("ok", ls...), len(req.Body)/4)
+	})
 	defer srv.Close()
-	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: "t", Backoff: time.Millisecond})
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: srv.Token, Backoff: time.Millisecond})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -202,8 +189,10 @@ func lensgateSpend(tb testing.TB, diff []byte, names ...string) spend {
 	if err != nil || d.Gate.State != review.OutcomePassed {
 		tb.Fatalf("review: %v %+v", err, d.Lenses)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	var got spend
+	for _, r := range srv.Requests() {
+		got.add(r.Body)
+	}
 	return got
 }
 

@@ -2,10 +2,7 @@ package openai_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/openai"
@@ -25,19 +23,15 @@ const modelDelay = 100 * time.Millisecond
 var lensLine = regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`)
 
 // slowModel answers every lens it is asked "ok" after modelDelay.
-func slowModel() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req chatRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
+func slowModel(tb testing.TB) *modelfake.Server {
+	return newModel(tb, func(req modelfake.Request) modelfake.Reply {
 		var ls []string
-		for _, m := range lensLine.FindAllStringSubmatch(req.Messages[0].Content, -1) {
+		for _, m := range lensLine.FindAllStringSubmatch(req.System, -1) {
 			ls = append(ls, m[1]+"=ok")
 		}
-		time.Sleep(modelDelay)
-		reply(w, reviewJSON("ok", ls...))
+		rep := reply(reviewJSON("ok", ls...))
+		rep.Delay = modelDelay
+		return rep
 	})
 }
 
@@ -59,15 +53,14 @@ func eightPartChange() []byte {
 // modelDelay, with runtimes.max_concurrent_calls 1, 4 (the default) and 16. wall/delay is the
 // review's wall time over one call's delay: 16 when the calls go one after another.
 func BenchmarkConcurrentCalls(b *testing.B) {
-	srv := httptest.NewServer(slowModel())
-	defer srv.Close()
+	srv := slowModel(b)
 	for _, n := range []int{1, 4, 16} {
 		name := fmt.Sprintf("%d-at-once", n)
 		if n == 1 {
 			name = "one-at-a-time"
 		}
 		b.Run(name, func(b *testing.B) {
-			rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "sk-test", Backoff: time.Millisecond})
+			rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: srv.Token, Backoff: time.Millisecond})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -101,12 +94,7 @@ func TestPassesRunAtOnceWithinTheBound(t *testing.T) {
 			var mu sync.Mutex
 			inFlight, peak := 0, 0
 			both := make(chan struct{})
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var req chatRequest
-				if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
-					http.Error(w, "bad request", http.StatusBadRequest)
-					return
-				}
+			srv := newModel(t, func(req modelfake.Request) modelfake.Reply {
 				mu.Lock()
 				inFlight++
 				peak = max(peak, inFlight)
@@ -123,16 +111,15 @@ func TestPassesRunAtOnceWithinTheBound(t *testing.T) {
 					}
 				}
 				var ls []string
-				for _, m := range lensLine.FindAllStringSubmatch(req.Messages[0].Content, -1) {
+				for _, m := range lensLine.FindAllStringSubmatch(req.System, -1) {
 					ls = append(ls, m[1]+"=request-changes")
 				}
 				mu.Lock()
 				inFlight--
 				mu.Unlock()
-				reply(w, reviewJSON("found it", ls...))
-			}))
-			defer srv.Close()
-			rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "sk-test", Backoff: time.Millisecond})
+				return reply(reviewJSON("found it", ls...))
+			})
+			rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: srv.Token, Backoff: time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

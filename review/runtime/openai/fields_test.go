@@ -3,12 +3,11 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -22,11 +21,8 @@ func twoLensAnswer(entry string) string {
 
 func reviewTwoLenses(t *testing.T, answer string) *review.Decision {
 	t.Helper()
-	model := &fakeModel{t: t}
-	model.answer = func(_ int, _ chatRequest, w http.ResponseWriter) { reply(w, answer) }
-	srv := httptest.NewServer(model)
-	defer srv.Close()
-	d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), repoConfig("correctness", "style"))
+	model := newModel(t, func(modelfake.Request) modelfake.Reply { return reply(answer) })
+	d, err := pipeline(t, model, nil).Review(context.Background(), subject(), repoConfig("correctness", "style"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,12 +135,10 @@ func TestNonBlockingFindingOutsideTheDiffIsDropped(t *testing.T) {
 // pattern.
 func TestSchemaOrderAndLinesPattern(t *testing.T) {
 	model := obedientModel(t)
-	srv := httptest.NewServer(model)
-	defer srv.Close()
-	if _, err := pipeline(t, srv, nil).Review(context.Background(), subject(), repoConfig("correctness")); err != nil {
+	if _, err := pipeline(t, model, nil).Review(context.Background(), subject(), repoConfig("correctness")); err != nil {
 		t.Fatal(err)
 	}
-	raw := string(model.requests()[0].ResponseFormat.JSONSchema.Schema)
+	raw := string(model.Requests()[0].Schema)
 	keys := func(object string) []string {
 		var out []string
 		for _, m := range regexp.MustCompile(`"([a-z_]+)":\{"type"`).FindAllStringSubmatch(object, -1) {

@@ -6,17 +6,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lensgate/lensgate/disclosure"
 	"github.com/lensgate/lensgate/disclosure/observation"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -25,11 +23,9 @@ var (
 	witnessKey = ed25519.NewKeyFromSeed([]byte("witness-key-seed-for-tests-only!"))
 )
 
-// servedModel answers every call with the same exact bytes and remembers them.
+// servedModel answers every call with the same exact bytes.
 type servedModel struct {
-	mu     sync.Mutex
-	body   []byte
-	served [][]byte
+	body []byte
 }
 
 func newServedModel(t *testing.T, message string) *servedModel {
@@ -45,18 +41,9 @@ func newServedModel(t *testing.T, message string) *servedModel {
 	return &servedModel{body: b}
 }
 
-func (m *servedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m.mu.Lock()
-	m.served = append(m.served, m.body)
-	m.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(m.body)
-}
-
 func observedReview(t *testing.T, m *servedModel) (*review.Decision, string) {
 	t.Helper()
-	srv := httptest.NewServer(m)
-	t.Cleanup(srv.Close)
+	srv := newModel(t, func(modelfake.Request) modelfake.Reply { return modelfake.Reply{Raw: m.body} })
 	d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), repoConfig("code"))
 	if err != nil {
 		t.Fatal(err)

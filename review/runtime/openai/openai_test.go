@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,75 +15,28 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/builtin"
 	"github.com/lensgate/lensgate/review/runtime/openai"
 )
 
-// fakeModel is a local OpenAI-compatible server. answer decides each reply from the request.
-type fakeModel struct {
-	t      *testing.T
-	mu     sync.Mutex
-	bodies []chatRequest
-	auth   []string
-	paths  []string
-	answer func(n int, req chatRequest, w http.ResponseWriter)
+// newModel starts the strict fake model server (modelfake) answering with answer; it is closed
+// when the test ends.
+func newModel(t testing.TB, answer func(modelfake.Request) modelfake.Reply, opts ...modelfake.Option) *modelfake.Server {
+	m := modelfake.New("sk-test-secret-token", answer, opts...)
+	t.Cleanup(m.Close)
+	return m
 }
 
-type chatRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	} `json:"messages"`
-	MaxTokens      int `json:"max_tokens"`
-	ResponseFormat *struct {
-		Type       string `json:"type"`
-		JSONSchema *struct {
-			Name   string          `json:"name"`
-			Strict bool            `json:"strict"`
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
-	raw []byte
-}
+// reply is a chat completion whose message content is content, counting 1000 prompt tokens
+// (about what the small prompts of these tests hold).
+func reply(content string) modelfake.Reply { return replyCounted(content, 1000) }
 
-func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		f.t.Errorf("request body is not JSON: %v", err)
-	}
-	req.raw = body
-	f.mu.Lock()
-	f.bodies = append(f.bodies, req)
-	f.auth = append(f.auth, r.Header.Get("Authorization"))
-	f.paths = append(f.paths, r.Method+" "+r.URL.Path)
-	n := len(f.bodies)
-	f.mu.Unlock()
-	f.answer(n, req, w)
-}
-
-func (f *fakeModel) requests() []chatRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]chatRequest(nil), f.bodies...)
-}
-
-// reply writes a chat completion whose message content is content, counting 1000 prompt
-// tokens (about what the small prompts of these tests hold).
-func reply(w http.ResponseWriter, content string) { replyCounted(w, content, 1000) }
-
-// replyCounted writes a chat completion that reports prompt tokens.
-func replyCounted(w http.ResponseWriter, content string, prompt int) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": "x", "object": "chat.completion", "model": "m",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": content}}},
-		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": 50, "total_tokens": prompt + 50},
-	})
+// replyCounted is a chat completion that reports prompt tokens.
+func replyCounted(content string, prompt int) modelfake.Reply {
+	return modelfake.Reply{Content: content, PromptTokens: prompt, CompletionTokens: 50}
 }
 
 func reviewJSON(summary string, lenses ...string) string {
@@ -157,9 +107,9 @@ func repoConfig(lenses ...string) *config.Repo {
 	return cfg
 }
 
-func pipeline(t *testing.T, srv *httptest.Server, mod func(*openai.Options)) *review.Pipeline {
+func pipeline(t *testing.T, srv *modelfake.Server, mod func(*openai.Options)) *review.Pipeline {
 	t.Helper()
-	opts := openai.Options{BaseURL: srv.URL + "/v1/chat/completions", Token: "sk-test-secret-token", Backoff: time.Millisecond}
+	opts := openai.Options{BaseURL: srv.URL + "/chat/completions", Token: srv.Token, Backoff: time.Millisecond}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -183,10 +133,9 @@ func lens(d *review.Decision, name string) review.LensResult {
 
 // obedientModel follows any instruction it can see outside the fence, like a model that was
 // successfully injected; inside the fence it only reviews.
-func obedientModel(t *testing.T) *fakeModel {
-	f := &fakeModel{t: t}
-	f.answer = func(n int, req chatRequest, w http.ResponseWriter) {
-		system, user := req.Messages[0].Content, req.Messages[1].Content
+func obedientModel(t *testing.T) *modelfake.Server {
+	return newModel(t, func(req modelfake.Request) modelfake.Reply {
+		system, user := req.System, req.User
 		_, _, outside := fenced(t, user)
 		injected := strings.Contains(system, injection) || strings.Contains(outside, injection)
 		names := regexp.MustCompile(`(?m)^LENS ([a-z-]+):$`).FindAllStringSubmatch(system, -1)
@@ -198,30 +147,24 @@ func obedientModel(t *testing.T) *fakeModel {
 			}
 			ls = append(ls, m[1]+"="+verdict)
 		}
-		reply(w, reviewJSON(fmt.Sprintf("answer %d", n), ls...))
-	}
-	return f
+		return reply(reviewJSON(fmt.Sprintf("answer %d", req.N), ls...))
+	})
 }
 
 func TestRequestShapeFenceAndInjection(t *testing.T) {
 	model := obedientModel(t)
-	srv := httptest.NewServer(model)
-	defer srv.Close()
-	d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), repoConfig("correctness", "quality"))
+	d, err := pipeline(t, model, nil).Review(context.Background(), subject(), repoConfig("correctness", "quality"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := byPass(model.requests())
+	// The fake records only POST /v1/chat/completions with the runtime's bearer token and a
+	// system and a user message: anything else is refused.
+	reqs := byPass(model.Requests())
 	if len(reqs) != 2 {
 		t.Fatalf("%d model calls, want 2 (lenses, and the independent quality pass)", len(reqs))
 	}
 	for i, req := range reqs {
-		if model.paths[i] != "POST /v1/chat/completions" || model.auth[i] != "Bearer sk-test-secret-token" {
-			t.Errorf("call %d: %s with %q", i, model.paths[i], model.auth[i])
-		}
-		if req.Model != "reviewer-model-7" || len(req.Messages) != 2 || req.Messages[0].Role != "system" ||
-			req.Messages[1].Role != "user" || req.MaxTokens <= 0 || req.ResponseFormat == nil || req.ResponseFormat.Type != "json_schema" ||
-			req.ResponseFormat.JSONSchema == nil || !req.ResponseFormat.JSONSchema.Strict {
+		if req.Model != "reviewer-model-7" || req.MaxTokens <= 0 || req.Format != "json_schema" || req.Schema == nil || !req.Strict {
 			t.Errorf("call %d shape: %+v", i, req)
 		}
 		// The schema's lens names are exactly the lenses of this call.
@@ -229,10 +172,10 @@ func TestRequestShapeFenceAndInjection(t *testing.T) {
 		if i == 1 {
 			want = []string{"quality"}
 		}
-		if got := schemaLensEnum(t, req.ResponseFormat.JSONSchema.Schema); strings.Join(got, ",") != strings.Join(want, ",") {
+		if got := schemaLensEnum(t, req.Schema); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("call %d schema lens enum %v, want %v", i, got, want)
 		}
-		system, user := req.Messages[0].Content, req.Messages[1].Content
+		system, user := req.System, req.User
 		for _, untrusted := range []string{injection, "mallory", "Simplify Load", "loader.go"} {
 			if strings.Contains(system, untrusted) {
 				t.Errorf("call %d: untrusted %q reached the system message", i, untrusted)
@@ -243,16 +186,16 @@ func TestRequestShapeFenceAndInjection(t *testing.T) {
 			t.Errorf("call %d: the untrusted data is not confined to the fence: out=%v in=%v diff=%v\n%s", i, strings.Contains(outside, injection), strings.Contains(inside, injection), strings.Contains(inside, changeDiff), user)
 		}
 	}
-	n0, _, _ := fenced(t, reqs[0].Messages[1].Content)
-	n1, _, _ := fenced(t, reqs[1].Messages[1].Content)
+	n0, _, _ := fenced(t, reqs[0].User)
+	n1, _, _ := fenced(t, reqs[1].User)
 	if n0 == n1 {
 		t.Error("both prompts used the same fence nonce")
 	}
 	// The quality pass is independent: its own lens only, and nothing of the first answer.
-	if !strings.Contains(reqs[0].Messages[0].Content, "LENS correctness:") || strings.Contains(reqs[0].Messages[0].Content, "LENS quality:") {
+	if !strings.Contains(reqs[0].System, "LENS correctness:") || strings.Contains(reqs[0].System, "LENS quality:") {
 		t.Error("first call does not hold exactly the ordinary lenses")
 	}
-	q := reqs[1].Messages[0].Content + reqs[1].Messages[1].Content
+	q := reqs[1].System + reqs[1].User
 	if !strings.Contains(q, "LENS quality:") || strings.Contains(q, "LENS correctness:") || strings.Contains(q, "answer 1") || strings.Contains(q, "answer 2") {
 		t.Error("quality call is not independent of the first call")
 	}
@@ -268,13 +211,13 @@ func TestRequestShapeFenceAndInjection(t *testing.T) {
 }
 
 // independentPass reports whether a request is the independent adversarial pass.
-func independentPass(req chatRequest) bool {
-	return len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, "independent adversarial pass")
+func independentPass(req modelfake.Request) bool {
+	return strings.Contains(req.System, "independent adversarial pass")
 }
 
 // byPass orders requests by pass: the passes of a review go out at once, in no fixed order.
-func byPass(reqs []chatRequest) []chatRequest {
-	slices.SortStableFunc(reqs, func(a, b chatRequest) int {
+func byPass(reqs []modelfake.Request) []modelfake.Request {
+	slices.SortStableFunc(reqs, func(a, b modelfake.Request) int {
 		switch {
 		case independentPass(a) == independentPass(b):
 			return 0
@@ -319,17 +262,13 @@ func lensEnum(raw []byte) ([]string, error) {
 // independent lens names a lens it was not asked for, so it does not match the schema and is
 // not used at all; the independent call's own answer decides its lens.
 func TestAnswersOnlyCountForTheirOwnPass(t *testing.T) {
-	model := &fakeModel{t: t}
-	model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
+	model := newModel(t, func(req modelfake.Request) modelfake.Reply {
 		if !independentPass(req) { // the main pass tries to answer for the quality lens too
-			reply(w, reviewJSON("main", "correctness=ok", "quality=ok"))
-			return
+			return reply(reviewJSON("main", "correctness=ok", "quality=ok"))
 		}
-		reply(w, reviewJSON("quality", "quality=request-changes"))
-	}
-	srv := httptest.NewServer(model)
-	defer srv.Close()
-	d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), repoConfig("correctness", "quality"))
+		return reply(reviewJSON("quality", "quality=request-changes"))
+	})
+	d, err := pipeline(t, model, nil).Review(context.Background(), subject(), repoConfig("correctness", "quality"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,27 +279,22 @@ func TestAnswersOnlyCountForTheirOwnPass(t *testing.T) {
 }
 
 func TestRetriesOnRateLimitsAndServerErrors(t *testing.T) {
-	model := &fakeModel{t: t}
-	model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
-		switch n {
+	model := newModel(t, func(req modelfake.Request) modelfake.Reply {
+		switch req.N {
 		case 1:
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit"}}`)
-		case 2:
-			w.WriteHeader(http.StatusBadGateway)
-			_, _ = io.WriteString(w, "<html>bad gateway</html>")
-		default:
-			reply(w, reviewJSON("fine", "correctness=ok"))
+			return modelfake.Reply{Status: http.StatusTooManyRequests, Content: "slow down"}
+		case 2: // a proxy's page
+			return modelfake.Reply{Status: http.StatusBadGateway, Raw: []byte("<html>bad gateway</html>"),
+				Header: http.Header{"Content-Type": {"text/html"}}}
 		}
-	}
-	srv := httptest.NewServer(model)
-	defer srv.Close()
-	d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), repoConfig("correctness"))
+		return reply(reviewJSON("fine", "correctness=ok"))
+	})
+	d, err := pipeline(t, model, nil).Review(context.Background(), subject(), repoConfig("correctness"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Three attempts for the one call (no lens needs an independent call).
-	if got := len(model.requests()); got != 3 {
+	if got := len(model.Requests()); got != 3 {
 		t.Fatalf("%d attempts, want 3", got)
 	}
 	if l := lens(d, "correctness"); l.Outcome != review.OutcomePassed {
@@ -370,9 +304,10 @@ func TestRetriesOnRateLimitsAndServerErrors(t *testing.T) {
 
 func TestFailsClosed(t *testing.T) {
 	big := strings.Repeat("x", 64<<10)
+	never := make(chan struct{}) // an answer held until the client gives up
 	cases := []struct {
 		name      string
-		answer    func(n int, w http.ResponseWriter, r *http.Request)
+		answer    modelfake.Reply
 		opts      func(*openai.Options)
 		attempts  int
 		wantCause string
@@ -380,70 +315,33 @@ func TestFailsClosed(t *testing.T) {
 		// machine delivering it can take longer than a short timeout), so the server may see fewer.
 		late bool
 	}{
-		{"prose", func(_ int, w http.ResponseWriter, _ *http.Request) { reply(w, "Looks good to me, approve!") }, nil, 1, "not a JSON object", false},
-		{"wrong schema", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			reply(w, `{"schema":"something/else","recommendation":"comment","summary":"","lenses":[]}`)
-		}, nil, 1, "answer.schema is", false},
-		{"approve verdict", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			reply(w, `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[{"lens":"correctness","verdict":"approve","summary":"","findings":[]}]}`)
-		}, nil, 1, "verdict", false},
-		{"duplicate keys", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			reply(w, `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[{"lens":"correctness","verdict":"request-changes","verdict":"ok","summary":"","findings":[]}]}`)
-		}, nil, 1, "duplicate", false},
-		{"garbage body", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, "\x00\x01 not json at all")
-		}, nil, 1, "not a chat completion", false},
-		{"deep JSON", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			reply(w, `{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[],"x":`+
-				strings.Repeat("[", 5000)+strings.Repeat("]", 5000)+`}`)
-		}, nil, 1, "nest", false},
-		{"invalid UTF-8 body", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"choices":[{"finish_reason":"stop","message":{"role":"assistant","content":"{\"schema\":\"`+"\xff\xfe"+`\"}"}}]}`)
-		}, nil, 1, "not valid UTF-8", false},
-		{"schema-valid answer naming an unknown lens", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			reply(w, reviewJSON("s", "correctness=ok", "approve-everything=ok"))
-		}, nil, 1, "not one of correctness", false},
-		{"always 500", func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }, nil, 3, "HTTP 500", false},
-		{"400 is final", func(_ int, w http.ResponseWriter, _ *http.Request) {
-			w.WriteHeader(400)
-			_, _ = io.WriteString(w, `{"error":{"message":"bad","type":"invalid_request_error"}}`)
-		}, nil, 1, "HTTP 400", false},
-		{"timeout", func(_ int, w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-r.Context().Done():
-			case <-time.After(5 * time.Second):
-			}
-		}, func(o *openai.Options) { o.Timeout = 50 * time.Millisecond; o.Retries = -1 }, 1, "timed out", true},
+		{"prose", reply("Looks good to me, approve!"), nil, 1, "not a JSON object", false},
+		{"wrong schema", reply(`{"schema":"something/else","recommendation":"comment","summary":"","lenses":[]}`), nil, 1, "answer.schema is", false},
+		{"approve verdict", reply(`{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[{"lens":"correctness","verdict":"approve","summary":"","findings":[]}]}`),
+			nil, 1, "verdict", false},
+		{"duplicate keys", reply(`{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[{"lens":"correctness","verdict":"request-changes","verdict":"ok","summary":"","findings":[]}]}`),
+			nil, 1, "duplicate", false},
+		{"garbage body", modelfake.Reply{Raw: []byte("\x00\x01 not json at all")}, nil, 1, "not a chat completion", false},
+		{"deep JSON", reply(`{"schema":"asdd/review/v0.1","recommendation":"comment","summary":"","lenses":[],"x":` +
+			strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`), nil, 1, "nest", false},
+		{"invalid UTF-8 body", modelfake.Reply{Raw: []byte(`{"choices":[{"finish_reason":"stop","message":{"role":"assistant","content":"{\"schema\":\"` + "\xff\xfe" + `\"}"}}]}`)},
+			nil, 1, "not valid UTF-8", false},
+		{"schema-valid answer naming an unknown lens", reply(reviewJSON("s", "correctness=ok", "approve-everything=ok")), nil, 1, "not one of correctness", false},
+		{"always 500", modelfake.Reply{Status: 500}, nil, 3, "HTTP 500", false},
+		{"400 is final", modelfake.Reply{Status: 400, Content: "bad"}, nil, 1, "HTTP 400", false},
+		{"timeout", modelfake.Reply{Hold: never}, func(o *openai.Options) { o.Timeout = 50 * time.Millisecond; o.Retries = -1 }, 1, "timed out", true},
 		// The deadline is the whole call's: a timed-out attempt is not repeated.
-		{"timeout with retries left", func(_ int, w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-r.Context().Done():
-			case <-time.After(5 * time.Second):
-			}
-		}, func(o *openai.Options) { o.Timeout = 50 * time.Millisecond }, 1, "the deadline of the whole call, retries included", true},
+		{"timeout with retries left", modelfake.Reply{Hold: never}, func(o *openai.Options) { o.Timeout = 50 * time.Millisecond }, 1,
+			"the deadline of the whole call, retries included", true},
 		// Retries happen inside the deadline: a server that keeps failing slowly uses it up.
-		{"retries inside the deadline", func(_ int, w http.ResponseWriter, r *http.Request) {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}, func(o *openai.Options) { o.Timeout = 200 * time.Millisecond; o.Backoff = time.Hour }, 1, "timed out while waiting to repeat a failed attempt (1 so far, the last: model endpoint answered HTTP 503) after 200ms", false},
-		{"oversized answer", func(_ int, w http.ResponseWriter, _ *http.Request) { reply(w, big) },
-			func(o *openai.Options) { o.MaxResponseBytes = 8 << 10 }, 1, "size limit", false},
+		{"retries inside the deadline", modelfake.Reply{Status: http.StatusServiceUnavailable},
+			func(o *openai.Options) { o.Timeout = 200 * time.Millisecond; o.Backoff = time.Hour }, 1,
+			"timed out while waiting to repeat a failed attempt (1 so far, the last: model endpoint answered HTTP 503) after 200ms", false},
+		{"oversized answer", reply(big), func(o *openai.Options) { o.MaxResponseBytes = 8 << 10 }, 1, "size limit", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			model := &fakeModel{t: t}
-			model.answer = func(n int, _ chatRequest, w http.ResponseWriter) { c.answer(n, w, nil) }
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				// Reading the body lets the server notice a client that gave up.
-				_, _ = io.Copy(io.Discard, r.Body)
-				model.mu.Lock()
-				model.bodies = append(model.bodies, chatRequest{})
-				n := len(model.bodies)
-				model.mu.Unlock()
-				c.answer(n, w, r)
-			}))
-			defer srv.Close()
+			model := newModel(t, func(modelfake.Request) modelfake.Reply { return c.answer })
 			// The runtime's attempts, counted where it sends them.
 			var sent atomic.Int32
 			opts := func(o *openai.Options) {
@@ -452,7 +350,7 @@ func TestFailsClosed(t *testing.T) {
 					c.opts(o)
 				}
 			}
-			d, err := pipeline(t, srv, opts).Review(context.Background(), subject(), repoConfig("correctness", "security"))
+			d, err := pipeline(t, model, opts).Review(context.Background(), subject(), repoConfig("correctness", "security"))
 			if err != nil {
 				t.Fatalf("Review returned an error: %v", err)
 			}
@@ -466,7 +364,7 @@ func TestFailsClosed(t *testing.T) {
 			if got := int(sent.Load()); got != c.attempts {
 				t.Fatalf("%d attempts, want %d", got, c.attempts)
 			}
-			if got := len(model.requests()); got > c.attempts || got < c.attempts && !c.late {
+			if got := len(model.Requests()); got > c.attempts || got < c.attempts && !c.late {
 				t.Fatalf("the server saw %d requests, want %d", got, c.attempts)
 			}
 			if d.Gate.State != review.OutcomePending || d.Recommendation != review.RecommendComment {
@@ -498,23 +396,20 @@ func TestNewNeedsEndpointAndToken(t *testing.T) {
 }
 
 func TestTriageThroughTheModel(t *testing.T) {
-	model := &fakeModel{t: t}
-	model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
-		if strings.Contains(req.Messages[0].Content, "Crash on save") {
+	model := newModel(t, func(req modelfake.Request) modelfake.Reply {
+		if strings.Contains(req.System, "Crash on save") {
 			t.Error("issue text reached the system message")
 		}
-		_, inside, _ := fenced(t, req.Messages[1].Content)
+		_, inside, _ := fenced(t, req.User)
 		if !strings.Contains(inside, "Crash on save") {
 			t.Error("issue title is not fenced")
 		}
-		reply(w, `{"schema":"asdd/triage/v0.1","labels":["bug","p0-urgent"],"comment":"Thanks, a maintainer will look."}`)
-	}
-	srv := httptest.NewServer(model)
-	defer srv.Close()
+		return reply(`{"schema":"asdd/triage/v0.1","labels":["bug","p0-urgent"],"comment":"Thanks, a maintainer will look."}`)
+	})
 	cfg := config.DefaultRepo()
 	cfg.Runtime = openai.Name
 	cfg.Models.Reviewer = "m"
-	td, err := pipeline(t, srv, nil).Triage(context.Background(),
+	td, err := pipeline(t, model, nil).Triage(context.Background(),
 		&review.Subject{Kind: review.KindIssue, Number: 4, Title: "Crash on save", Body: "It crashes."}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -541,8 +436,6 @@ func TestIndependentCallOnlyWhereNeeded(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			model := obedientModel(t)
-			srv := httptest.NewServer(model)
-			defer srv.Close()
 			cfg := repoConfig(c.lenses...)
 			for i := range cfg.Policy.Lenses {
 				for _, n := range c.independent {
@@ -551,11 +444,11 @@ func TestIndependentCallOnlyWhereNeeded(t *testing.T) {
 					}
 				}
 			}
-			d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), cfg)
+			d, err := pipeline(t, model, nil).Review(context.Background(), subject(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			reqs := model.requests()
+			reqs := model.Requests()
 			if len(reqs) != c.calls {
 				t.Fatalf("%d model calls, want %d", len(reqs), c.calls)
 			}
@@ -563,9 +456,9 @@ func TestIndependentCallOnlyWhereNeeded(t *testing.T) {
 				t.Fatalf("decision counts %d calls, want %d", len(d.Tokens.Calls), c.calls)
 			}
 			for _, req := range reqs {
-				adv := strings.Contains(req.Messages[0].Content, "independent adversarial pass")
+				adv := strings.Contains(req.System, "independent adversarial pass")
 				for _, n := range c.lenses {
-					in := strings.Contains(req.Messages[0].Content, "LENS "+n+":")
+					in := strings.Contains(req.System, "LENS "+n+":")
 					needs := n == "quality" || slices.Contains(c.independent, n)
 					if in && needs != adv && c.calls == 2 {
 						t.Errorf("lens %s in the wrong call (adversarial=%v)", n, adv)
@@ -585,19 +478,14 @@ func TestIndependentCallOnlyWhereNeeded(t *testing.T) {
 // json_object, and the next review of the same runtime starts there; another model on the
 // same endpoint still starts with json_schema. The change is logged once.
 func TestFormatFallbackIsRemembered(t *testing.T) {
-	model := &fakeModel{t: t}
-	model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
-		if req.ResponseFormat != nil && req.ResponseFormat.Type == "json_schema" && req.Model == "reviewer-model-7" {
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = io.WriteString(w, `{"error":{"message":"response_format json_schema is not supported","type":"invalid_request_error"}}`)
-			return
+	model := newModel(t, func(req modelfake.Request) modelfake.Reply {
+		if req.Format == "json_schema" && req.Model == "reviewer-model-7" {
+			return modelfake.Reply{Status: http.StatusBadRequest, Content: "response_format json_schema is not supported"}
 		}
-		reply(w, reviewJSON("fine", "correctness=ok"))
-	}
-	srv := httptest.NewServer(model)
-	defer srv.Close()
+		return reply(reviewJSON("fine", "correctness=ok"))
+	})
 	var logs strings.Builder
-	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "t", Backoff: time.Millisecond,
+	rt, err := openai.New(openai.Options{BaseURL: model.URL, Token: model.Token, Backoff: time.Millisecond,
 		Logger: zerolog.New(&logs)})
 	if err != nil {
 		t.Fatal(err)
@@ -605,10 +493,10 @@ func TestFormatFallbackIsRemembered(t *testing.T) {
 	p := review.NewPipeline(review.Options{Runtimes: runtime.NewRegistry(rt), Logger: zerolog.Nop()})
 	formats := func() []string {
 		var out []string
-		for _, r := range model.requests() {
+		for _, r := range model.Requests() {
 			f := "none"
-			if r.ResponseFormat != nil {
-				f = r.ResponseFormat.Type
+			if r.Format != "" {
+				f = r.Format
 			}
 			out = append(out, r.Model+":"+f)
 		}
@@ -651,8 +539,6 @@ func TestFormatFallbackIsRemembered(t *testing.T) {
 // per installation and per UTC day.
 func TestTokenBudget(t *testing.T) {
 	model := obedientModel(t) // every answer reports 1000+50 tokens
-	srv := httptest.NewServer(model)
-	defer srv.Close()
 
 	t.Run("per review", func(t *testing.T) {
 		cases := []struct {
@@ -667,14 +553,14 @@ func TestTokenBudget(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				before := len(model.requests())
+				before := len(model.Requests())
 				cfg := repoConfig("correctness", "quality")
 				cfg.Models.MaxTokensPerReview = c.max
-				d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), cfg)
+				d, err := pipeline(t, model, nil).Review(context.Background(), subject(), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := len(model.requests()) - before; got != c.requests {
+				if got := len(model.Requests()) - before; got != c.requests {
 					t.Fatalf("%d requests, want %d", got, c.requests)
 				}
 				for _, n := range []string{"correctness", "quality"} {
@@ -698,7 +584,7 @@ func TestTokenBudget(t *testing.T) {
 	t.Run("per installation per day", func(t *testing.T) {
 		now := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
 		ledger := review.NewTokenLedger(5000, func() time.Time { return now })
-		rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: "t", Backoff: time.Millisecond})
+		rt, err := openai.New(openai.Options{BaseURL: model.URL, Token: model.Token, Backoff: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,12 +2,11 @@ package openai_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review/modelctx"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/openai"
@@ -26,19 +25,19 @@ func (b *countingBudget) Settle(_ context.Context, _, used int) { b.settled += u
 // fenced data in the user message, never in the system message; the answer is held to the
 // prose schema and cut at MaxBytes; the call counts against the budget.
 func TestWriteFencesTheQuestionAndHoldsTheSchema(t *testing.T) {
-	model := &fakeModel{t: t}
-	model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
-		system, user := req.Messages[0].Content, req.Messages[1].Content
+	model := newModel(t, func(req modelfake.Request) modelfake.Reply {
+		if req.N > 1 { // an answer of the review shape is no prose answer
+			return reply(reviewJSON("fine", "correctness"))
+		}
+		system, user := req.System, req.User
 		_, inside, outside := fenced(t, user)
 		if strings.Contains(system, injection) || strings.Contains(outside, injection) || !strings.Contains(inside, injection) ||
 			!strings.Contains(inside, "earlier reply") || !strings.Contains(inside, "loader.go line 2") {
 			t.Errorf("untrusted data outside the fence:\nsystem %s\nuser %s", system, user)
 		}
-		reply(w, `{"schema":"lensgate/prose/v0.1","text":"Load returns nil for an empty path.\n\nThat is all."}`)
-	}
-	srv := httptest.NewServer(model)
-	defer srv.Close()
-	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: "t", Model: "m", Backoff: time.Millisecond})
+		return reply(`{"schema":"lensgate/prose/v0.1","text":"Load returns nil for an empty path.\n\nThat is all."}`)
+	})
+	rt, err := openai.New(openai.Options{BaseURL: model.URL, Token: model.Token, Model: "m", Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +51,10 @@ func TestWriteFencesTheQuestionAndHoldsTheSchema(t *testing.T) {
 	if out.Text != "Load returns nil for…" || out.Call.Usage.Total() != 1050 || out.Call.Lenses[0] != runtime.ProseAnswer || b.settled != 1050 || b.reserved == 0 {
 		t.Fatalf("prose %+v budget %+v", out, b)
 	}
-	if rf := model.requests()[0].ResponseFormat; rf == nil || rf.JSONSchema == nil || !strings.Contains(string(rf.JSONSchema.Schema), openai.ProseSchema) {
-		t.Fatalf("response format %+v", rf)
+	if r := model.Requests()[0]; r.Format != "json_schema" || !strings.Contains(string(r.Schema), openai.ProseSchema) {
+		t.Fatalf("response format %s %s", r.Format, r.Schema)
 	}
-	// An answer of the review shape is no prose answer.
-	model.answer = func(_ int, _ chatRequest, w http.ResponseWriter) { reply(w, reviewJSON("fine", "correctness")) }
+	// An answer of the review shape is no prose answer (the fake's answer from the second call).
 	if out, err := rt.Write(context.Background(), &runtime.ProseRequest{Kind: runtime.ProseWalkthrough, Budget: b}); err == nil || out.Call.Cause == "" {
 		t.Fatalf("a review answer was taken as prose: %+v", out)
 	}
@@ -65,19 +63,16 @@ func TestWriteFencesTheQuestionAndHoldsTheSchema(t *testing.T) {
 // TestWriteGetsTheLensContext: the repository's rules go to the system message, as for a lens;
 // linked issues and the code around the changes are fenced data.
 func TestWriteGetsTheLensContext(t *testing.T) {
-	model := &fakeModel{t: t}
-	model.answer = func(n int, req chatRequest, w http.ResponseWriter) {
-		system, user := req.Messages[0].Content, req.Messages[1].Content
+	model := newModel(t, func(req modelfake.Request) modelfake.Reply {
+		system, user := req.System, req.User
 		_, inside, _ := fenced(t, user)
 		if !strings.Contains(system, "Prefer table-driven tests.") || strings.Contains(system, "Crash on save") ||
 			!strings.Contains(inside, "## Linked issue #4") || !strings.Contains(inside, "Crash on save") || !strings.Contains(inside, "func Load") {
 			t.Errorf("context misplaced:\nsystem %s\nuser %s", system, user)
 		}
-		reply(w, `{"schema":"lensgate/prose/v0.1","text":"It fixes the crash."}`)
-	}
-	srv := httptest.NewServer(model)
-	defer srv.Close()
-	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: "t", Model: "m", Backoff: time.Millisecond})
+		return reply(`{"schema":"lensgate/prose/v0.1","text":"It fixes the crash."}`)
+	})
+	rt, err := openai.New(openai.Options{BaseURL: model.URL, Token: model.Token, Model: "m", Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lensgate/lensgate/internal/modelfake"
 )
 
 // waits records the waits between attempts, as the runtime announces them.
@@ -24,42 +25,39 @@ func (w *waits) add(d time.Duration) {
 }
 
 // sequence serves the given answers in order, a status and a Retry-After value ("" for none),
-// then a chat completion.
-func sequence(t *testing.T, answers ...[2]string) (*httptest.Server, *int) {
-	n := 0
-	var mu sync.Mutex
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		mu.Lock()
-		i := n
-		n++
-		mu.Unlock()
+// each with an empty body, then a chat completion without usage.
+func sequence(t *testing.T, answers ...[2]string) *modelfake.Server {
+	srv := modelfake.New("sk-retry", func(req modelfake.Request) modelfake.Reply {
+		i := req.N - 1
 		if i >= len(answers) {
-			_, _ = w.Write([]byte(`{"choices":[{"finish_reason":"stop","message":{"content":"{}"}}]}`))
-			return
+			return modelfake.Reply{Content: "{}", NoUsage: true}
+		}
+		rep := modelfake.Reply{Status: http.StatusInternalServerError, Header: http.Header{}}
+		switch answers[i][0] {
+		case "429":
+			rep.Status = http.StatusTooManyRequests
+		case "503":
+			rep.Status = http.StatusServiceUnavailable
 		}
 		ra := answers[i][1]
 		if ra == "in 2s" { // an HTTP date, two seconds after this answer
 			ra = time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)
 		}
 		if ra != "" {
-			w.Header().Set("Retry-After", ra)
+			rep.Header.Set("Retry-After", ra)
 		}
-		switch answers[i][0] {
-		case "429":
-			w.WriteHeader(http.StatusTooManyRequests)
-		case "503":
-			w.WriteHeader(http.StatusServiceUnavailable)
-		default:
-			w.WriteHeader(http.StatusInternalServerError)
-		}
-	}))
+		return rep
+	})
 	t.Cleanup(srv.Close)
-	return srv, &n
+	return srv
 }
 
-func newForRetry(t *testing.T, url string, backoff time.Duration) (*Runtime, *waits) {
+// chatBody is a well-formed chat request for post.
+var chatBody = []byte(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"u"}]}`)
+
+func newForRetry(t *testing.T, srv *modelfake.Server, backoff time.Duration) (*Runtime, *waits) {
 	t.Helper()
-	r, err := New(Options{BaseURL: url, Token: "t", Backoff: backoff, Retries: 2})
+	r, err := New(Options{BaseURL: srv.URL, Token: srv.Token, Backoff: backoff, Retries: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +72,10 @@ func TestRetryAfterOn429And503(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits about three seconds")
 	}
-	srv, n := sequence(t, [2]string{"429", "1"}, [2]string{"503", "in 2s"})
-	r, w := newForRetry(t, srv.URL, time.Millisecond)
-	if _, attempts, err := r.post(context.Background(), []byte(`{}`)); err != nil || attempts != 3 || *n != 3 {
-		t.Fatalf("attempts %d, requests %d, err %v", attempts, *n, err)
+	srv := sequence(t, [2]string{"429", "1"}, [2]string{"503", "in 2s"})
+	r, w := newForRetry(t, srv, time.Millisecond)
+	if _, attempts, err := r.post(context.Background(), chatBody); err != nil || attempts != 3 || len(srv.Requests()) != 3 {
+		t.Fatalf("attempts %d, requests %d, err %v", attempts, len(srv.Requests()), err)
 	}
 	if len(w.got) != 2 {
 		t.Fatalf("waits %v", w.got)
@@ -96,9 +94,9 @@ func TestRetryAfterOn429And503(t *testing.T) {
 func TestBackoffHasJitter(t *testing.T) {
 	seen := map[time.Duration]bool{}
 	for range 5 {
-		srv, _ := sequence(t, [2]string{"500", ""}, [2]string{"500", ""})
-		r, w := newForRetry(t, srv.URL, 10*time.Millisecond)
-		if _, _, err := r.post(context.Background(), []byte(`{}`)); err != nil {
+		srv := sequence(t, [2]string{"500", ""}, [2]string{"500", ""})
+		r, w := newForRetry(t, srv, 10*time.Millisecond)
+		if _, _, err := r.post(context.Background(), chatBody); err != nil {
 			t.Fatal(err)
 		}
 		if len(w.got) != 2 || w.got[0] < 5*time.Millisecond || w.got[0] > 15*time.Millisecond ||
@@ -115,17 +113,17 @@ func TestBackoffHasJitter(t *testing.T) {
 // TestRetryAfterPastTheDeadline: a Retry-After that would end after the call's deadline ends
 // the call at once, saying so, rather than waiting for a deadline it cannot meet.
 func TestRetryAfterPastTheDeadline(t *testing.T) {
-	srv, n := sequence(t, [2]string{"429", "90"})
-	r, w := newForRetry(t, srv.URL, time.Millisecond)
+	srv := sequence(t, [2]string{"429", "90"})
+	r, w := newForRetry(t, srv, time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, attempts, err := r.post(ctx, []byte(`{}`))
+	_, attempts, err := r.post(ctx, chatBody)
 	var he *httpError
 	if err == nil || !errors.As(err, &he) || he.status != http.StatusTooManyRequests || !strings.Contains(err.Error(), "retry after 1m30s, past the call's deadline") {
 		t.Fatalf("err %v", err)
 	}
-	if attempts != 1 || *n != 1 || len(w.got) != 0 || ctx.Err() != nil {
-		t.Fatalf("attempts %d, requests %d, waits %v, deadline passed %v", attempts, *n, w.got, ctx.Err())
+	if n := len(srv.Requests()); attempts != 1 || n != 1 || len(w.got) != 0 || ctx.Err() != nil {
+		t.Fatalf("attempts %d, requests %d, waits %v, deadline passed %v", attempts, n, w.got, ctx.Err())
 	}
 }
 

@@ -2,7 +2,6 @@ package openai_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -49,24 +48,22 @@ func secretDiff() string {
 // counts it, coverage names the withheld file, and the builtin lens still sees everything.
 func TestNoSecretReachesTheModel(t *testing.T) {
 	model := obedientModel(t)
-	srv := httptest.NewServer(model)
-	defer srv.Close()
 	subj := subject()
 	subj.Diff = []byte(secretDiff())
 	subj.Title = "Rotate " + plantedGitHub
 	subj.Body = "Old key " + plantedAWSKey + " is gone.\r\n" + plantedPEMHead + "\r\n" + plantedKeyLines[0] + "\r\n" + plantedPEMTail
 	subj.Commits = []review.Commit{{SHA: "c1", Message: "add " + plantedGitHub}}
-	d, err := pipeline(t, srv, nil).Review(context.Background(), subj, repoConfig("correctness", "quality", "security"))
+	d, err := pipeline(t, model, nil).Review(context.Background(), subj, repoConfig("correctness", "quality", "security"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := model.requests()
+	reqs := model.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests, want 2", len(reqs))
 	}
 	secrets := append([]string{plantedAWSKey, plantedAWSSecret, plantedGitHub, plantedEnvValue, "db.internal", ".env.production"}, plantedKeyLines...)
 	for i, r := range reqs {
-		body := string(r.raw)
+		body := string(r.Body)
 		for _, s := range secrets {
 			// Any 12 bytes of a secret, so a partial leak is caught too.
 			for k := 0; k+12 <= len(s); k += 6 {
@@ -81,7 +78,7 @@ func TestNoSecretReachesTheModel(t *testing.T) {
 			}
 		}
 		// Line numbers are kept: the key's six lines are still six lines.
-		if n := strings.Count(r.Messages[1].Content, "[redacted private-key]"); n < 5 {
+		if n := strings.Count(r.User, "[redacted private-key]"); n < 5 {
 			t.Errorf("request %d: %d private-key placeholder lines, want the header, three body lines and the end (and the body's)", i, n)
 		}
 	}

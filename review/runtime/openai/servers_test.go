@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime"
 	"github.com/lensgate/lensgate/review/runtime/openai"
@@ -30,21 +30,15 @@ func diffOf(n int) []byte {
 	return []byte(b.String())
 }
 
-func quirky(t *testing.T, kind string, context int) *quirkyModel {
-	return &quirkyModel{t: t, kind: kind, models: []string{"reviewer-model-7"}, context: context}
-}
-
 // reviewWith reviews the change through the fake server, with the runtime's options changed
 // by mod.
-func reviewWith(t *testing.T, q *quirkyModel, diff []byte, mod func(*openai.Options)) (*review.Decision, *review.Subject) {
+func reviewWith(t *testing.T, q *modelfake.Server, diff []byte, mod func(*openai.Options)) (*review.Decision, *review.Subject) {
 	t.Helper()
-	srv := httptest.NewServer(q)
-	t.Cleanup(srv.Close)
 	s := subject()
 	if diff != nil {
 		s.Diff = diff
 	}
-	d, err := pipeline(t, srv, mod).Review(context.Background(), s, repoConfig("correctness"))
+	d, err := pipeline(t, q, mod).Review(context.Background(), s, repoConfig("correctness"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +69,11 @@ func TestNeverPassesOnATruncatedPrompt(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			q := quirky(t, kindOllama, c.context)
-			q.psNoContext = c.psNoContext
+			var opts []modelfake.Option
+			if c.psNoContext {
+				opts = append(opts, modelfake.WithoutPSContext())
+			}
+			q := quirky(t, modelfake.Ollama, c.context, opts...)
 			mod := func(*openai.Options) {}
 			if c.learn {
 				mod = learn
@@ -87,8 +84,8 @@ func TestNeverPassesOnATruncatedPrompt(t *testing.T) {
 				!strings.Contains(l.Cause, "OLLAMA_CONTEXT_LENGTH") || !strings.Contains(l.Cause, fmt.Sprintf("counted %d prompt tokens", c.context)) {
 				t.Fatalf("correctness %+v", l)
 			}
-			if len(q.requests()) != 1 {
-				t.Fatalf("%d requests, want 1", len(q.requests()))
+			if len(q.Requests()) != 1 {
+				t.Fatalf("%d requests, want 1", len(q.Requests()))
 			}
 			if d.Gate.State == review.OutcomePassed {
 				t.Fatal("the gate passed")
@@ -96,8 +93,8 @@ func TestNeverPassesOnATruncatedPrompt(t *testing.T) {
 			if cov := review.Predicate(d, s, time.Now()).Coverage; cov.Status != review.CoveragePartial {
 				t.Fatalf("receipt coverage %+v", cov)
 			}
-			if c := d.Tokens.Calls[0]; c.Usage.PromptTokens != q.context || !strings.Contains(c.Cause, "read less") {
-				t.Fatalf("call record %+v", c)
+			if call := d.Tokens.Calls[0]; call.Usage.PromptTokens != c.context || !strings.Contains(call.Cause, "read less") {
+				t.Fatalf("call record %+v", call)
 			}
 		})
 	}
@@ -110,21 +107,24 @@ func TestNeverPassesOnATruncatedPrompt(t *testing.T) {
 func TestSplitsToFitTheLearnedContext(t *testing.T) {
 	cases := []struct {
 		name        string
-		kind        string
+		kind        modelfake.Kind
 		numCtxParam bool
 		probes      string
 	}{
-		{"Ollama with num_ctx in the Modelfile", kindOllama, true, "GET /v1/models,POST /api/show,GET /api/ps"},
-		{"vLLM", kindVLLM, false, "GET /v1/models"},
-		{"llama.cpp", kindLlama, false, "GET /v1/models,POST /api/show,GET /props"},
+		{"Ollama with num_ctx in the Modelfile", modelfake.Ollama, true, "GET /v1/models,POST /api/show,GET /api/ps"},
+		{"vLLM", modelfake.VLLM, false, "GET /v1/models"},
+		{"llama.cpp", modelfake.LlamaCpp, false, "GET /v1/models,POST /api/show,GET /props"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			q := quirky(t, c.kind, 4096)
-			q.numCtxParam = c.numCtxParam
+			var opts []modelfake.Option
+			if c.numCtxParam {
+				opts = append(opts, modelfake.WithNumCtxParameter())
+			}
+			q := quirky(t, c.kind, 4096, opts...)
 			d, _ := reviewWith(t, q, diffOf(12), learn)
 			l := lens(d, "correctness")
-			reqs := q.requests()
+			reqs := q.Requests()
 			if l.Outcome != review.OutcomeFailed || len(l.Findings) != 1 || l.Findings[0].Path != "loader.go" {
 				t.Fatalf("correctness %+v after %d requests", l, len(reqs))
 			}
@@ -132,37 +132,37 @@ func TestSplitsToFitTheLearnedContext(t *testing.T) {
 				t.Fatalf("%d requests, %d calls recorded; want the change in several parts", len(reqs), len(d.Tokens.Calls))
 			}
 			for i, call := range d.Tokens.Calls {
-				if call.Cause != "" || call.Usage.PromptTokens >= q.context {
+				if call.Cause != "" || call.Usage.PromptTokens >= 4096 {
 					t.Fatalf("part %d: %+v", i+1, call)
 				}
 			}
-			if !strings.Contains(reqs[0].Messages[1].Content, fmt.Sprintf("This is part 1 of %d", len(reqs))) {
+			if !strings.Contains(reqs[0].User, fmt.Sprintf("This is part 1 of %d", len(reqs))) {
 				t.Fatal("a part does not say it is one")
 			}
-			if got := strings.Join(q.probes, ","); !strings.HasPrefix(got, c.probes) {
+			if got := strings.Join(q.Probes(), ","); !strings.HasPrefix(got, c.probes) {
 				t.Fatalf("probes %s, want %s", got, c.probes)
 			}
 		})
 	}
-	for kind, setting := range map[string]string{kindVLLM: "vLLM --max-model-len", kindLlama: "llama.cpp -c"} {
-		t.Run(kind+" refuses a prompt too long for an unknown context", func(t *testing.T) {
+	for kind, setting := range map[modelfake.Kind]string{modelfake.VLLM: "vLLM --max-model-len", modelfake.LlamaCpp: "llama.cpp -c"} {
+		t.Run(kind.String()+" refuses a prompt too long for an unknown context", func(t *testing.T) {
 			q := quirky(t, kind, 2048)
 			d, _ := reviewWith(t, q, diffOf(12), nil)
 			l := lens(d, "correctness")
 			if l.Outcome != review.OutcomePending || !strings.Contains(l.Cause, "HTTP 400") || !strings.Contains(l.Cause, setting) {
 				t.Fatalf("correctness %+v", l)
 			}
-			if len(q.requests()) != 1 || len(q.probes) != 0 {
-				t.Fatalf("%d requests, probes %v", len(q.requests()), q.probes)
+			if len(q.Requests()) != 1 || len(q.Probes()) != 0 {
+				t.Fatalf("%d requests, probes %v", len(q.Requests()), q.Probes())
 			}
 		})
 	}
 	t.Run("a file larger than the context", func(t *testing.T) {
-		q := quirky(t, kindVLLM, 1500)
+		q := quirky(t, modelfake.VLLM, 1500)
 		d, _ := reviewWith(t, q, diffOf(1), learn)
 		if l := lens(d, "correctness"); l.Outcome != review.OutcomePending || !strings.Contains(l.Cause, "does not fit the model's context") ||
-			!strings.Contains(l.Cause, "--max-model-len") || len(q.requests()) != 0 {
-			t.Fatalf("correctness %+v after %d requests", l, len(q.requests()))
+			!strings.Contains(l.Cause, "--max-model-len") || len(q.Requests()) != 0 {
+			t.Fatalf("correctness %+v after %d requests", l, len(q.Requests()))
 		}
 	})
 }
@@ -171,10 +171,8 @@ func TestSplitsToFitTheLearnedContext(t *testing.T) {
 // temperature (two identical requests get different verdicts); lensgate sends temperature 0
 // and a seed, so the same review twice gets the same verdict, and the call record says so.
 func TestSameVerdictAtTheDefaultTemperature(t *testing.T) {
-	q := quirky(t, kindOllama, 1<<17)
-	srv := httptest.NewServer(q)
-	defer srv.Close()
-	p := pipeline(t, srv, nil)
+	q := quirky(t, modelfake.Ollama, 1<<17)
+	p := pipeline(t, q, nil)
 	var outcomes []review.Outcome
 	for range 3 {
 		d, err := p.Review(context.Background(), subject(), repoConfig("correctness"))
@@ -190,7 +188,7 @@ func TestSameVerdictAtTheDefaultTemperature(t *testing.T) {
 	if outcomes[0] != review.OutcomeFailed || outcomes[1] != outcomes[0] || outcomes[2] != outcomes[0] {
 		t.Fatalf("outcomes %v, want failed every time", outcomes)
 	}
-	for i, r := range q.requests() {
+	for i, r := range q.Requests() {
 		if r.Temperature == nil || *r.Temperature != 0 || r.Seed == nil || *r.Seed != 1 {
 			t.Fatalf("request %d: temperature %v seed %v", i, r.Temperature, r.Seed)
 		}
@@ -200,7 +198,12 @@ func TestSameVerdictAtTheDefaultTemperature(t *testing.T) {
 		`{"role":"user","content":"diff --git a/loader.go b/loader.go\n-\tif p == \"\" { return nil }\n"}]}`
 	verdicts := map[string]bool{}
 	for range 3 {
-		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, q.URL+"/chat/completions", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+q.Token)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,11 +223,8 @@ func TestSameVerdictAtTheDefaultTemperature(t *testing.T) {
 // TestUnsupportedSamplingParameterIsDropped: a server that answers 400 naming seed is asked
 // again without it; the call record says no seed was sent, and later calls start without it.
 func TestUnsupportedSamplingParameterIsDropped(t *testing.T) {
-	q := quirky(t, kindVLLM, 1<<17)
-	q.refuse = []string{"seed"}
-	srv := httptest.NewServer(q)
-	defer srv.Close()
-	p := pipeline(t, srv, nil)
+	q := quirky(t, modelfake.VLLM, 1<<17, modelfake.WithUnsupported("seed"))
+	p := pipeline(t, q, nil)
 	for i, want := range []int{2, 3} {
 		d, err := p.Review(context.Background(), subject(), repoConfig("correctness"))
 		if err != nil {
@@ -233,7 +233,7 @@ func TestUnsupportedSamplingParameterIsDropped(t *testing.T) {
 		if l := lens(d, "correctness"); l.Outcome != review.OutcomeFailed {
 			t.Fatalf("review %d: %+v", i, l)
 		}
-		if got := len(q.requests()); got != want {
+		if got := len(q.Requests()); got != want {
 			t.Fatalf("review %d: %d requests in all, want %d", i, got, want)
 		}
 		c := d.Tokens.Calls[0]
@@ -241,7 +241,7 @@ func TestUnsupportedSamplingParameterIsDropped(t *testing.T) {
 			t.Fatalf("review %d: call record seed %v temperature %v", i, c.Seed, c.Temperature)
 		}
 	}
-	if r := q.requests()[2]; r.Seed != nil || r.Temperature == nil {
+	if r := q.Requests()[2]; r.Seed != nil || r.Temperature == nil {
 		t.Fatalf("later request: seed %v temperature %v", r.Seed, r.Temperature)
 	}
 }
@@ -251,22 +251,22 @@ func TestUnsupportedSamplingParameterIsDropped(t *testing.T) {
 func TestCausesOfServerAnswers(t *testing.T) {
 	cases := []struct {
 		name     string
-		quirk    func(*quirkyModel)
+		answer   func(modelfake.Request) modelfake.Reply
+		quirk    []modelfake.Option
 		requests int
 		outcome  review.Outcome
 		cause    []string
 	}{
-		{"Ollama's repeat guard", func(q *quirkyModel) { q.repeatGuard = true }, 1, review.OutcomePending,
+		{"Ollama's repeat guard", repeatGuard, nil, 1, review.OutcomePending,
 			[]string{"ended the answer early without a finish reason or token counts", "repeat guard"}},
-		{"a model the server does not have", func(q *quirkyModel) { q.models = []string{"llama3.1:8b"} }, 1, review.OutcomePending,
+		{"a model the server does not have", quirkyAnswer, []modelfake.Option{modelfake.WithModels("llama3.1:8b")}, 1, review.OutcomePending,
 			[]string{`no model "reviewer-model-7"`, "HTTP 404", "ollama pull reviewer-model-7", "models.reviewer"}},
 		// A 500 naming the schema is not retried: the next response format is asked instead.
-		{"a schema the server's grammar cannot take", func(q *quirkyModel) { q.badSchemaWord = `"pattern"` }, 2, review.OutcomeFailed, nil},
+		{"a schema the server's grammar cannot take", quirkyAnswer, []modelfake.Option{modelfake.WithSchemaRefused(`"pattern"`)}, 2, review.OutcomeFailed, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			q := quirky(t, kindOllama, 1<<17)
-			c.quirk(q)
+			q := quirkyWith(t, modelfake.Ollama, 1<<17, c.answer, c.quirk...)
 			d, _ := reviewWith(t, q, nil, nil)
 			l := lens(d, "correctness")
 			if l.Outcome != c.outcome {
@@ -277,7 +277,7 @@ func TestCausesOfServerAnswers(t *testing.T) {
 					t.Fatalf("cause %q, want it to name %q", l.Cause, want)
 				}
 			}
-			if got := len(q.requests()); got != c.requests {
+			if got := len(q.Requests()); got != c.requests {
 				t.Fatalf("%d requests, want %d", got, c.requests)
 			}
 		})
@@ -293,11 +293,9 @@ func TestRejectedAnswerCauseNamesNoFile(t *testing.T) {
 		`{"schema":"asdd/review/v0.1","lenses":[{"lens":"correctness","findings":[],"summary":"","verdict":"approve"}],"summary":"","recommendation":"comment"}`,
 		`{"schema":"asdd/review/v0.1","lenses":[{"lens":"correctness","findings":[{"severity":"fatal"}],"summary":"","verdict":"ok"}],"summary":"","recommendation":"comment"}`,
 	} {
-		model := &fakeModel{t: t}
-		model.answer = func(_ int, _ chatRequest, w http.ResponseWriter) { reply(w, answer) }
-		srv := httptest.NewServer(model)
-		d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), repoConfig("correctness"))
-		srv.Close()
+		model := newModel(t, func(modelfake.Request) modelfake.Reply { return reply(answer) })
+		d, err := pipeline(t, model, nil).Review(context.Background(), subject(), repoConfig("correctness"))
+		model.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,11 +311,16 @@ func TestRetryAfterOnTheWire(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits two seconds")
 	}
-	q := quirky(t, kindVLLM, 1<<17)
-	q.retryAfter = []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}
+	busy := []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}
+	q := quirkyWith(t, modelfake.VLLM, 1<<17, func(r modelfake.Request) modelfake.Reply {
+		if r.N <= len(busy) {
+			return modelfake.Reply{Status: busy[r.N-1], Content: "busy", Header: http.Header{"Retry-After": {"1"}}}
+		}
+		return quirkyAnswer(r)
+	})
 	d, _ := reviewWith(t, q, nil, nil)
-	if l := lens(d, "correctness"); l.Outcome != review.OutcomeFailed || len(q.requests()) != 3 || d.Tokens.Calls[0].Attempts != 3 {
-		t.Fatalf("correctness %+v after %d requests", l, len(q.requests()))
+	if l := lens(d, "correctness"); l.Outcome != review.OutcomeFailed || len(q.Requests()) != 3 || d.Tokens.Calls[0].Attempts != 3 {
+		t.Fatalf("correctness %+v after %d requests", l, len(q.Requests()))
 	}
 }
 
@@ -326,12 +329,9 @@ func TestRetryAfterOnTheWire(t *testing.T) {
 // runtime tells the pipeline how long its reviews may take, so a long per-call deadline is
 // not cut by the review's default one.
 func TestTheReviewDeadlineIsNamed(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
-	rt, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Token: "t", Timeout: time.Hour, Model: "m"})
+	never := make(chan struct{}) // the server never answers
+	srv := newModel(t, func(modelfake.Request) modelfake.Reply { return modelfake.Reply{Hold: never} })
+	rt, err := openai.New(openai.Options{BaseURL: srv.URL, Token: srv.Token, Timeout: time.Hour, Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,9 +356,9 @@ func TestTheReviewDeadlineIsNamed(t *testing.T) {
 // 1,800 lines in one call.
 func TestPartSizes(t *testing.T) {
 	for _, c := range []struct{ context, files, calls int }{{4096, 4, 2}, {4096, 16, 6}, {32768, 40, 1}, {32768, 44, 2}} {
-		q := quirky(t, kindVLLM, c.context)
+		q := quirky(t, modelfake.VLLM, c.context)
 		d, _ := reviewWith(t, q, diffOf(c.files), learn)
-		if got := len(q.requests()); got != c.calls || lens(d, "correctness").Outcome != review.OutcomeFailed {
+		if got := len(q.Requests()); got != c.calls || lens(d, "correctness").Outcome != review.OutcomeFailed {
 			t.Errorf("%d diff lines at %d tokens: %d calls (want %d), %s", c.files*45+8, c.context, got, c.calls, lens(d, "correctness").Outcome)
 		}
 	}

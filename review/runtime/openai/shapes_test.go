@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 )
 
@@ -127,20 +127,15 @@ func (c shapeCase) body(i int) string {
 func TestResponseShapes(t *testing.T) {
 	for _, c := range loadShapes(t) {
 		t.Run(c.name, func(t *testing.T) {
-			model := &fakeModel{t: t}
-			model.answer = func(n int, _ chatRequest, w http.ResponseWriter) {
-				if n > len(c.responses) {
-					t.Errorf("request %d: the corpus has %d responses", n, len(c.responses))
-					w.WriteHeader(http.StatusInternalServerError)
-					return
+			model := newModel(t, func(req modelfake.Request) modelfake.Reply {
+				if req.N > len(c.responses) {
+					t.Errorf("request %d: the corpus has %d responses", req.N, len(c.responses))
+					return modelfake.Reply{Status: http.StatusInternalServerError}
 				}
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(c.responses[n-1].status)
-				_, _ = w.Write([]byte(c.body(n - 1)))
-			}
-			srv := httptest.NewServer(model)
-			defer srv.Close()
-			d, err := pipeline(t, srv, nil).Review(context.Background(), subject(), repoConfig("correctness", "security"))
+				// The corpus's exact bytes, malformed ones included.
+				return modelfake.Reply{Status: c.responses[req.N-1].status, Raw: []byte(c.body(req.N - 1))}
+			})
+			d, err := pipeline(t, model, nil).Review(context.Background(), subject(), repoConfig("correctness", "security"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,15 +152,15 @@ func TestResponseShapes(t *testing.T) {
 			if l.Outcome == review.OutcomeFailed && len(l.Findings) == 0 {
 				t.Fatal("the honest answer's finding is missing")
 			}
-			reqs := model.requests()
+			reqs := model.Requests()
 			if len(reqs) != len(c.responses) {
 				t.Fatalf("%d requests, want %d", len(reqs), len(c.responses))
 			}
 			if f := c.header["format"]; f != "" {
 				last := reqs[len(reqs)-1]
 				got := "none"
-				if last.ResponseFormat != nil {
-					got = last.ResponseFormat.Type
+				if last.Format != "" {
+					got = last.Format
 				}
 				if got != f {
 					t.Fatalf("accepted request used response format %s, want %s", got, f)

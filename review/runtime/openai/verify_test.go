@@ -1,43 +1,25 @@
 package openai_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lensgate/lensgate/config"
+	"github.com/lensgate/lensgate/internal/modelfake"
 	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/runtime/openai"
 )
 
 // verifyingServer answers a review call with two findings on loader.go and a verifying call by
 // refuting the finding titled "parse is never called"; it reports 1000+50 tokens per answer.
-func verifyingServer(t *testing.T) (*httptest.Server, func() []string) {
-	var mu sync.Mutex
-	var users []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var buf bytes.Buffer
-		_, _ = buf.ReadFrom(r.Body)
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		if err := json.Unmarshal(buf.Bytes(), &req); err != nil || len(req.Messages) < 2 {
-			t.Errorf("request: %v", err)
-			return
-		}
-		mu.Lock()
-		users = append(users, req.Messages[len(req.Messages)-1].Content)
-		mu.Unlock()
+func verifyingServer(t *testing.T) (*modelfake.Server, func() []string) {
+	srv := newModel(t, func(req modelfake.Request) modelfake.Reply {
 		var answer string
-		if strings.Contains(req.Messages[0].Content, "You check findings") {
+		if strings.Contains(req.System, "You check findings") {
 			var vs []string
-			for _, m := range regexp.MustCompile(`(?m)^- id: (LG-[0-9a-f]+)\n  lens: .*\n  file: .*\n  title: (.*)$`).FindAllStringSubmatch(req.Messages[len(req.Messages)-1].Content, -1) {
+			for _, m := range regexp.MustCompile(`(?m)^- id: (LG-[0-9a-f]+)\n  lens: .*\n  file: .*\n  title: (.*)$`).FindAllStringSubmatch(req.User, -1) {
 				verdict := "confirmed"
 				if m[2] == "parse is never called" {
 					verdict = "refuted"
@@ -51,16 +33,14 @@ func verifyingServer(t *testing.T) (*httptest.Server, func() []string) {
 				`{"path":"loader.go:4","severity":"warn","title":"nil config returned","message":"the empty path now reaches parse","suggestion":null}` +
 				`],"summary":"two","verdict":"concerns"}]}`
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": answer}}},
-			"usage":   map[string]any{"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050},
-		})
-	}))
+		return reply(answer)
+	})
 	return srv, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), users...)
+		var users []string
+		for _, r := range srv.Requests() {
+			users = append(users, r.User)
+		}
+		return users
 	}
 }
 
