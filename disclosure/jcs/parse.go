@@ -105,6 +105,9 @@ func parse(data []byte, opts Options) (v any, canonical bool, err error) {
 		opts.MaxIntDigits = maxIntDigits
 	}
 	p := parser{data: data, stack: make([]member, 0, 16), opts: opts}
+	if len(data) <= maxSharedDoc {
+		p.doc = string(data)
+	}
 	p.skipSpace()
 	v, err = p.value(0)
 	if err != nil {
@@ -129,6 +132,21 @@ type parser struct {
 	opts  Options
 	// broken is set when the string just read held an unpaired surrogate.
 	broken bool
+	// doc is data as one string, for a document of at most maxSharedDoc bytes: the strings
+	// without escapes are slices of it instead of one allocation each.
+	doc string
+}
+
+// maxSharedDoc bounds the documents whose strings share one copy of the input. A string kept
+// from the tree keeps that copy alive, so larger documents copy each string on its own.
+const maxSharedDoc = 64 << 10
+
+// text returns data[i:j] as a string, sharing the document's copy when there is one.
+func (p *parser) text(i, j int) string {
+	if p.doc != "" {
+		return p.doc[i:j]
+	}
+	return string(p.data[i:j])
 }
 
 func (p *parser) fail(msg string) error { return &SyntaxError{p.pos, msg} }
@@ -185,7 +203,7 @@ func (p *parser) stringValue() (any, error) {
 				return v, nil
 			}
 		}
-		return string(raw), nil
+		return p.text(start, start+end), nil
 	}
 	return p.str()
 }
@@ -357,6 +375,9 @@ func (p *parser) key() (string, error) {
 	if end := indexQuoteOrEscape(p.data[start:]); end >= 0 && p.data[start+end] == '"' {
 		raw := p.data[start : start+end]
 		p.pos = start + end + 1
+		if p.doc != "" {
+			return p.doc[start : start+end], nil
+		}
 		if k, ok := internedKeys[string(raw)]; ok {
 			return k, nil
 		}
@@ -490,7 +511,7 @@ func (p *parser) str() (string, error) {
 			continue
 		}
 		if c == '"' {
-			s := string(p.data[start:p.pos])
+			s := p.text(start, p.pos)
 			p.pos++
 			return s, nil
 		}
