@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -79,6 +80,31 @@ type Options struct {
 	// does: it has no UTF-8 form, so it is read as U+FFFD and the string comes back as a
 	// BrokenString for the caller to judge (a key is replaced the same way, silently).
 	LoneSurrogates bool
+	// Objects returns each object as an Object (its members in document order) instead of a
+	// map[string]any: one allocation per object instead of a hash table, for a reader that
+	// looks up a few known members. Duplicate keys are refused all the same.
+	Objects bool
+}
+
+// Object is a JSON object as its members in document order, as ParseCanonicalWith returns it
+// under Options.Objects. Its keys are distinct.
+type Object []Field
+
+// Field is one member of an Object.
+type Field struct {
+	Key   string
+	Value any
+}
+
+// Get returns the value of member k. Objects of signed documents hold a handful of members,
+// so a scan costs less than hashing.
+func (o Object) Get(k string) (any, bool) {
+	for i := range o {
+		if o[i].Key == k {
+			return o[i].Value, true
+		}
+	}
+	return nil, false
 }
 
 // BrokenString is a string value that held an unpaired surrogate escape, each replaced by
@@ -89,6 +115,11 @@ type BrokenString string
 func ParseWith(data []byte, opts Options) (any, error) {
 	v, _, err := parse(data, opts)
 	return v, err
+}
+
+// ParseCanonicalWith is ParseCanonical under other limits or with Options.Objects.
+func ParseCanonicalWith(data []byte, opts Options) (v any, canonical bool, err error) {
+	return parse(data, opts)
 }
 
 func parse(data []byte, opts Options) (v any, canonical bool, err error) {
@@ -104,7 +135,7 @@ func parse(data []byte, opts Options) (v any, canonical bool, err error) {
 	if opts.MaxIntDigits <= 0 {
 		opts.MaxIntDigits = maxIntDigits
 	}
-	p := parser{data: data, stack: make([]member, 0, 16), opts: opts}
+	p := parser{data: data, stack: make([]Field, 0, 16), opts: opts}
 	if len(data) <= maxSharedDoc {
 		p.doc = string(data)
 	}
@@ -128,7 +159,7 @@ type parser struct {
 	// write differently; while it stays false the input is its own canonical form.
 	nonCanonical bool
 	// stack holds the members of the objects being read, innermost last.
-	stack []member
+	stack []Field
 	opts  Options
 	// broken is set when the string just read held an unpaired surrogate.
 	broken bool
@@ -256,11 +287,15 @@ func (p *parser) object(depth int) (any, error) {
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
+		if p.opts.Objects {
+			return Object{}, nil
+		}
 		return make(map[string]any), nil
 	}
 	// Members are gathered on the parser's shared stack while their keys rise strictly in
 	// byte order, which rules out a duplicate without a lookup; the map is then made at its
-	// final size. The first key out of order moves them into a map that checks each key.
+	// final size. The first key out of order moves them into a map that checks each key (under
+	// Options.Objects the map only records the keys and the members stay on the stack).
 	base := len(p.stack)
 	defer func() { p.stack = p.stack[:base] }()
 	var m map[string]any
@@ -279,7 +314,7 @@ func (p *parser) object(depth int) (any, error) {
 		if m == nil && !first && prev >= k {
 			m = make(map[string]any, len(p.stack)-base+1)
 			for _, kv := range p.stack[base:] {
-				m[kv.k] = kv.v
+				m[kv.Key] = kv.Value
 			}
 		}
 		if m != nil {
@@ -303,8 +338,9 @@ func (p *parser) object(depth int) (any, error) {
 		}
 		if m != nil {
 			m[k] = v
-		} else {
-			p.stack = append(p.stack, member{k, v})
+		}
+		if m == nil || p.opts.Objects {
+			p.stack = append(p.stack, Field{k, v})
 		}
 		p.skipSpace()
 		if p.pos >= len(p.data) {
@@ -315,10 +351,13 @@ func (p *parser) object(depth int) (any, error) {
 			p.pos++
 		case '}':
 			p.pos++
+			if p.opts.Objects {
+				return Object(slices.Clone(p.stack[base:])), nil
+			}
 			if m == nil {
 				m = make(map[string]any, len(p.stack)-base)
 				for _, kv := range p.stack[base:] {
-					m[kv.k] = kv.v
+					m[kv.Key] = kv.Value
 				}
 			}
 			return m, nil
@@ -326,12 +365,6 @@ func (p *parser) object(depth int) (any, error) {
 			return nil, p.fail("expected ',' or '}'")
 		}
 	}
-}
-
-// member is one object member held on the parser's stack until its object is complete.
-type member struct {
-	k string
-	v any
 }
 
 func (p *parser) array(depth int) (any, error) {
@@ -368,8 +401,8 @@ func (p *parser) array(depth int) (any, error) {
 	}
 }
 
-// key reads an object key, reusing a shared string for common member names so that parsing a
-// receipt does not allocate one string per key.
+// key reads an object key as a slice of the shared document or, in a larger document, as a
+// shared string for common member names, so that a receipt's keys cost no allocation each.
 func (p *parser) key() (string, error) {
 	start := p.pos + 1
 	if end := indexQuoteOrEscape(p.data[start:]); end >= 0 && p.data[start+end] == '"' {
