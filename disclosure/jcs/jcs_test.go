@@ -298,3 +298,17 @@ func TestObjects(t *testing.T) {
 		t.Fatal("an Object that repeats a key has a canonical form")
 	}
 }
+
+// Arrays and Objects share slabs; appending to one leaves the next one as it was.
+func TestContainersDoNotShareCapacity(t *testing.T) {
+	v, _, err := ParseCanonicalWith([]byte(`[[1],[2],{"a":1},{"b":2}]`), Options{Objects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := v.([]any)
+	_ = append(a[0].([]any), "x")
+	_ = append(a[2].(Object), Field{"z", true})
+	if c, err := Canonical(a); err != nil || string(c) != `[[1],[2],{"a":1},{"b":2}]` {
+		t.Fatalf("%s %v", c, err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -158,9 +157,15 @@ type parser struct {
 	// nonCanonical is set as soon as the input shows a token or layout that RFC 8785 would
 	// write differently; while it stays false the input is its own canonical form.
 	nonCanonical bool
-	// stack holds the members of the objects being read, innermost last.
+	// stack holds the members of the objects being read, innermost last; items the elements
+	// of the arrays being read.
 	stack []Field
-	opts  Options
+	items []any
+	// fields and elems are the free tails of the slabs that the document's Objects and arrays
+	// are cut from: a few allocations for the whole tree instead of one per container.
+	fields []Field
+	elems  []any
+	opts   Options
 	// broken is set when the string just read held an unpaired surrogate.
 	broken bool
 	// doc is data as one string, for a document of at most maxSharedDoc bytes: the strings
@@ -171,6 +176,24 @@ type parser struct {
 // maxSharedDoc bounds the documents whose strings share one copy of the input. A string kept
 // from the tree keeps that copy alive, so larger documents copy each string on its own.
 const maxSharedDoc = 64 << 10
+
+// Slab chunks start small for small documents and double up to this many entries.
+const (
+	minSlab = 8
+	maxSlab = 256
+)
+
+// cut copies src into a slab and returns the copy, its capacity capped so that appending to
+// it cannot reach into its neighbour.
+func cut[T any](slab *[]T, src []T) []T {
+	if cap(*slab)-len(*slab) < len(src) {
+		n := min(max(2*cap(*slab), minSlab), maxSlab)
+		*slab = make([]T, 0, max(n, len(src)))
+	}
+	i := len(*slab)
+	*slab = append(*slab, src...)
+	return (*slab)[i:len(*slab):len(*slab)]
+}
 
 // text returns data[i:j] as a string, sharing the document's copy when there is one.
 func (p *parser) text(i, j int) string {
@@ -352,7 +375,7 @@ func (p *parser) object(depth int) (any, error) {
 		case '}':
 			p.pos++
 			if p.opts.Objects {
-				return Object(slices.Clone(p.stack[base:])), nil
+				return Object(cut(&p.fields, p.stack[base:])), nil
 			}
 			if m == nil {
 				m = make(map[string]any, len(p.stack)-base)
@@ -372,19 +395,20 @@ func (p *parser) array(depth int) (any, error) {
 		return nil, p.fail(fmt.Sprintf("nesting deeper than %d", p.opts.MaxDepth))
 	}
 	p.pos++ // [
-	a := make([]any, 0, 4)
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		return a, nil
+		return []any{}, nil
 	}
+	base := len(p.items)
+	defer func() { p.items = p.items[:base] }()
 	for {
 		p.skipSpace()
 		v, err := p.value(depth)
 		if err != nil {
 			return nil, err
 		}
-		a = append(a, v)
+		p.items = append(p.items, v)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return nil, p.fail("unexpected end of array")
@@ -394,7 +418,7 @@ func (p *parser) array(depth int) (any, error) {
 			p.pos++
 		case ']':
 			p.pos++
-			return a, nil
+			return cut(&p.elems, p.items[base:]), nil
 		default:
 			return nil, p.fail("expected ',' or ']'")
 		}

@@ -228,6 +228,13 @@ func FilesDigest(entries map[string]string) string {
 // Tree returns the in-toto statement as a JSON tree. It checks the statement first, so a
 // producer cannot sign what a reader would refuse.
 func (s *Statement) Tree() (map[string]any, error) {
+	st, _, err := s.canonical()
+	return st, err
+}
+
+// canonical returns the statement as a JSON tree and in its RFC 8785 form, once the reader
+// has accepted that form.
+func (s *Statement) canonical() (map[string]any, []byte, error) {
 	calls := make([]any, 0, len(s.Calls))
 	for _, c := range s.Calls {
 		calls = append(calls, c.tree())
@@ -268,10 +275,14 @@ func (s *Statement) Tree() (map[string]any, error) {
 		}},
 		"predicate": pred,
 	}
-	if _, err := parseStatement(st); err != nil {
-		return nil, fmt.Errorf("observation: %w", err)
+	payload, err := jcs.Canonical(st)
+	if err != nil {
+		return nil, nil, fmt.Errorf("observation: %w", err)
 	}
-	return st, nil
+	if _, err := parseStatementOf(payload); err != nil {
+		return nil, nil, err
+	}
+	return st, payload, nil
 }
 
 func (c *Call) tree() map[string]any {
@@ -332,13 +343,9 @@ func Sign(s *Statement, signer Signer) (*Signed, error) {
 	if len(signer.Key) != ed25519.PrivateKeySize {
 		return nil, errors.New("observation: no witness key")
 	}
-	tree, err := s.Tree()
+	_, payload, err := s.canonical()
 	if err != nil {
 		return nil, err
-	}
-	payload, err := jcs.Canonical(tree)
-	if err != nil {
-		return nil, fmt.Errorf("observation: %w", err)
 	}
 	keyID := signer.KeyID
 	if keyID == "" {
@@ -362,11 +369,7 @@ func (s *Statement) Bound(maxBytes int) (int, error) {
 	sortBySeverity(s.Findings)
 	all := len(s.Findings)
 	for {
-		tree, err := s.Tree()
-		if err != nil {
-			return 0, err
-		}
-		payload, err := jcs.Canonical(tree)
+		_, payload, err := s.canonical()
 		if err != nil {
 			return 0, err
 		}

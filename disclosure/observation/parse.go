@@ -82,7 +82,7 @@ func Parse(envelope []byte) (*Parsed, error) {
 
 // parseStatementOf parses a payload to a tree and reads the statement from it.
 func parseStatementOf(payload []byte) (*Statement, error) {
-	st, canonical, err := jcs.ParseCanonical(payload)
+	st, canonical, err := jcs.ParseCanonicalWith(payload, jcs.Options{Objects: true})
 	if err != nil {
 		return nil, fmt.Errorf("observation: payload: %w", err)
 	}
@@ -111,27 +111,33 @@ func (r *reader) fail(format string, args ...any) {
 
 // object returns v as an object whose keys are all in required or optional, and all of
 // required are present.
-func (r *reader) object(v any, where string, required, optional []string) map[string]any {
-	m, ok := v.(map[string]any)
+func (r *reader) object(v any, where string, required, optional []string) jcs.Object {
+	m, ok := v.(jcs.Object)
 	if !ok {
 		r.fail("%s must be an object", where)
-		return map[string]any{}
+		return nil
 	}
 	for _, k := range required {
-		if _, ok := m[k]; !ok {
+		if _, ok := m.Get(k); !ok {
 			r.fail("%s: %q is required", where, k)
 		}
 	}
-	for k := range m {
-		if !slices.Contains(required, k) && !slices.Contains(optional, k) {
-			r.fail("%s: unknown member %q", where, bound(k))
+	for _, f := range m {
+		if !slices.Contains(required, f.Key) && !slices.Contains(optional, f.Key) {
+			r.fail("%s: unknown member %q", where, bound(f.Key))
 		}
 	}
 	return m
 }
 
-func (r *reader) str(m map[string]any, k, where string, maxLen int) string {
-	v, present := m[k]
+// get is the value of member k of m, nil when there is none.
+func get(m jcs.Object, k string) any {
+	v, _ := m.Get(k)
+	return v
+}
+
+func (r *reader) str(m jcs.Object, k, where string, maxLen int) string {
+	v, present := m.Get(k)
 	if !present {
 		return ""
 	}
@@ -149,9 +155,9 @@ func (r *reader) str(m map[string]any, k, where string, maxLen int) string {
 	return s
 }
 
-func (r *reader) hex64(m map[string]any, k, where string) string {
+func (r *reader) hex64(m jcs.Object, k, where string) string {
 	s := r.str(m, k, where, 64)
-	if _, present := m[k]; present && !isHex64(s) {
+	if _, present := m.Get(k); present && !isHex64(s) {
 		r.fail("%s.%s must be 64 lowercase hex characters", where, k)
 	}
 	return s
@@ -162,8 +168,8 @@ func (r *reader) digest(v any, where string) string {
 	return r.hex64(m, "sha256", where)
 }
 
-func (r *reader) integer(m map[string]any, k, where string, min, max int64) int64 {
-	v, present := m[k]
+func (r *reader) integer(m jcs.Object, k, where string, min, max int64) int64 {
+	v, present := m.Get(k)
 	if !present {
 		return 0
 	}
@@ -180,7 +186,7 @@ func (r *reader) integer(m map[string]any, k, where string, min, max int64) int6
 	return i
 }
 
-func (r *reader) time(m map[string]any, k, where string) time.Time {
+func (r *reader) time(m jcs.Object, k, where string) time.Time {
 	s := r.str(m, k, where, len(TimeLayout))
 	if r.err != nil {
 		return time.Time{}
@@ -194,8 +200,8 @@ func (r *reader) time(m map[string]any, k, where string) time.Time {
 	return t
 }
 
-func (r *reader) list(m map[string]any, k, where string, max int) []any {
-	v, present := m[k]
+func (r *reader) list(m jcs.Object, k, where string, max int) []any {
+	v, present := m.Get(k)
 	if !present {
 		return nil
 	}
@@ -211,17 +217,18 @@ func (r *reader) list(m map[string]any, k, where string, max int) []any {
 	return l
 }
 
+// parseStatement reads a statement parsed with jcs.Options.Objects.
 func parseStatement(v any) (*Statement, error) {
 	r := &reader{}
 	st := r.object(v, "statement", []string{"_type", "predicateType", "subject", "predicate"}, nil)
 	if r.err != nil {
 		return nil, r.err
 	}
-	if st["_type"] != StatementType {
+	if get(st, "_type") != StatementType {
 		return nil, fmt.Errorf("statement: _type must be %s", StatementType)
 	}
 	schema := SchemaVersion
-	switch st["predicateType"] {
+	switch get(st, "predicateType") {
 	case PredicateType:
 	case PredicateTypeV02:
 		r.v2, schema = true, SchemaVersionV02
@@ -238,27 +245,27 @@ func parseStatement(v any) (*Statement, error) {
 	}
 	sm := r.object(subj[0], "subject[0]", []string{"name", "digest"}, nil)
 	s.SubjectName = r.str(sm, "name", "subject[0]", MaxStringBytes)
-	s.SubjectDigest = r.digest(sm["digest"], "subject[0].digest")
+	s.SubjectDigest = r.digest(get(sm, "digest"), "subject[0].digest")
 
-	p := r.object(st["predicate"], "predicate",
+	p := r.object(get(st, "predicate"), "predicate",
 		[]string{"schemaVersion", "runner", "binds", "window", "calls", "findings"}, nil)
 	if r.err != nil {
 		return nil, r.err
 	}
-	if p["schemaVersion"] != schema {
+	if get(p, "schemaVersion") != schema {
 		return nil, fmt.Errorf("predicate.schemaVersion must be %q", schema)
 	}
-	run := r.object(p["runner"], "predicate.runner", []string{"id", "version"}, nil)
+	run := r.object(get(p, "runner"), "predicate.runner", []string{"id", "version"}, nil)
 	s.Runner = Runner{ID: r.str(run, "id", "runner", 64), Version: r.str(run, "version", "runner", 128)}
 
-	b := r.object(p["binds"], "predicate.binds", []string{"receipt", "reviewedDiffDigest"}, []string{"plan"})
-	s.ReceiptDigest = r.digest(b["receipt"], "binds.receipt")
+	b := r.object(get(p, "binds"), "predicate.binds", []string{"receipt", "reviewedDiffDigest"}, []string{"plan"})
+	s.ReceiptDigest = r.digest(get(b, "receipt"), "binds.receipt")
 	s.ReviewedDiffDigest = r.hex64(b, "reviewedDiffDigest", "binds")
-	if pl, ok := b["plan"]; ok {
+	if pl, ok := b.Get("plan"); ok {
 		s.PlanDigest = r.digest(pl, "binds.plan")
 	}
 
-	w := r.object(p["window"], "predicate.window", []string{"started", "finished"}, nil)
+	w := r.object(get(p, "window"), "predicate.window", []string{"started", "finished"}, nil)
 	s.Started = r.time(w, "started", "window")
 	s.Finished = r.time(w, "finished", "window")
 	if r.err == nil && s.Finished.Before(s.Started) {
@@ -276,7 +283,7 @@ func parseStatement(v any) (*Statement, error) {
 		s.Calls = append(s.Calls, c)
 	}
 
-	f := r.object(p["findings"], "predicate.findings", []string{"listed", "total", "root"}, nil)
+	f := r.object(get(p, "findings"), "predicate.findings", []string{"listed", "total", "root"}, nil)
 	s.FindingsTotal = int(r.integer(f, "total", "findings", 0, 1<<31-1))
 	s.FindingsRoot = r.hex64(f, "root", "findings")
 	for i, fv := range r.list(f, "listed", "findings", MaxFindings) {
@@ -318,7 +325,7 @@ func (r *reader) call(v any, where string) Call {
 	if r.err == nil && len(c.Lenses) == 0 {
 		r.fail("%s.lenses must name at least one lens", where)
 	}
-	c.Runtime = r.runtime(m["runtime"], where+".runtime")
+	c.Runtime = r.runtime(get(m, "runtime"), where+".runtime")
 	c.Started = r.time(m, "started", where)
 	c.Finished = r.time(m, "finished", where)
 	if r.err == nil && c.Finished.Before(c.Started) {
@@ -327,8 +334,8 @@ func (r *reader) call(v any, where string) Call {
 	for i, ev := range r.list(m, "exchanges", where, MaxExchanges) {
 		ew := where + ".exchanges[" + strconv.Itoa(i) + "]"
 		em := r.object(ev, ew, []string{"request"}, []string{"response", "status"})
-		e := Exchange{Request: r.blob(em["request"], ew+".request")}
-		if rv, ok := em["response"]; ok {
+		e := Exchange{Request: r.blob(get(em, "request"), ew+".request")}
+		if rv, ok := em.Get("response"); ok {
 			b := r.blob(rv, ew+".response")
 			e.Response = &b
 		}
@@ -336,9 +343,9 @@ func (r *reader) call(v any, where string) Call {
 		c.Exchanges = append(c.Exchanges, e)
 	}
 	c.ReviewDigest = r.hex64(m, "reviewDigest", where)
-	fm := r.object(m["files"], where+".files", []string{"digest", "count"}, nil)
+	fm := r.object(get(m, "files"), where+".files", []string{"digest", "count"}, nil)
 	c.Files = Files{Digest: r.hex64(fm, "digest", where+".files"), Count: int(r.integer(fm, "count", where+".files", 0, 1<<31-1))}
-	if tv, ok := m["tokens"]; ok {
+	if tv, ok := m.Get("tokens"); ok {
 		tm := r.object(tv, where+".tokens", []string{"input", "output"}, nil)
 		c.Tokens = &Tokens{Input: r.integer(tm, "input", where+".tokens", 0, 1<<53-1), Output: r.integer(tm, "output", where+".tokens", 0, 1<<53-1)}
 	}
@@ -372,11 +379,11 @@ func (r *reader) runtime(v any, where string) Runtime {
 		EndpointHost: r.str(m, "endpointHost", where, 255), ModelRequested: r.str(m, "modelRequested", where, 256),
 		ModelResponded: r.str(m, "modelResponded", where, 256),
 	}
-	if _, ok := m["exitStatus"]; ok {
+	if _, ok := m.Get("exitStatus"); ok {
 		n := int(r.integer(m, "exitStatus", where, -1, 255))
 		rt.ExitStatus = &n
 	}
-	if iv, ok := m["interpreter"]; ok {
+	if iv, ok := m.Get("interpreter"); ok {
 		if !r.v2 {
 			r.fail("%s: interpreter is a member of v0.2, not of v0.1", where)
 			return rt
@@ -388,10 +395,10 @@ func (r *reader) runtime(v any, where string) Runtime {
 			r.fail("%s.interpreter.path must be absolute", where)
 		}
 	}
-	has := func(k string) bool { _, ok := m[k]; return ok }
+	has := func(k string) bool { _, ok := m.Get(k); return ok }
 	only := func(keys ...string) {
-		for k := range m {
-			if k != "kind" && k != "name" && !slices.Contains(keys, k) {
+		for _, f := range m {
+			if k := f.Key; k != "kind" && k != "name" && !slices.Contains(keys, k) {
 				r.fail("%s: %q does not belong to a %s runtime", where, k, rt.Kind)
 			}
 		}
