@@ -108,6 +108,7 @@ func Verify(envelope []byte, opts Options) (res *Result) {
 	res.Statement = s
 	res.ObservationDigest = p.Digest
 	res.WindowStarted, res.WindowFinished = formatTime(s.Started), formatTime(s.Finished)
+	res.Calls = sized[CallSummary](len(s.Calls))
 	for _, c := range s.Calls {
 		res.Calls = append(res.Calls, CallSummary{Lenses: c.Lenses, Runtime: c.Runtime.Name, Identity: c.Runtime.Describe(),
 			Started: formatTime(c.Started), Finished: formatTime(c.Finished), Error: c.Error})

@@ -1,0 +1,63 @@
+package observation
+
+import (
+	"testing"
+
+	"github.com/lensgate/lensgate/disclosure/dsse"
+	"github.com/lensgate/lensgate/disclosure/jcs"
+)
+
+// The reader's errors name the place of the offending member, down to nested list entries.
+func TestParseErrorsNameThePlace(t *testing.T) {
+	f := newFixture(t, nil)
+	tree, err := f.stmt.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := jcs.Canonical(tree)
+	obj := func(v any, path ...any) map[string]any {
+		for _, p := range path {
+			switch k := p.(type) {
+			case string:
+				v = v.(map[string]any)[k]
+			case int:
+				v = v.([]any)[k]
+			}
+		}
+		return v.(map[string]any)
+	}
+	for _, tc := range []struct {
+		edit func(st map[string]any)
+		want string
+	}{
+		{func(st map[string]any) {
+			obj(st, "predicate", "calls", 1, "exchanges", 0, "response")["sha256"] = "x"
+		}, "observation: calls[1].exchanges[0].response.sha256 must be 64 lowercase hex characters"},
+		{func(st map[string]any) { obj(st, "predicate", "calls", 1, "exchanges", 0)["x"] = true },
+			`observation: calls[1].exchanges[0]: unknown member "x"`},
+		{func(st map[string]any) { obj(st, "predicate", "calls", 0, "runtime")["kind"] = "magic" },
+			"observation: calls[0].runtime.kind must be builtin, exec, openai or other"},
+		{func(st map[string]any) { obj(st, "predicate", "calls", 2, "outcomes", 0)["outcome"] = "maybe" },
+			"observation: calls[2].outcomes[0].outcome must be passed, failed or pending"},
+		{func(st map[string]any) { obj(st, "predicate", "calls", 1, "tokens")["input"] = jcs.Number("-1") },
+			"observation: calls[1].tokens.input must be an integer from 0 to 9007199254740991"},
+		{func(st map[string]any) { obj(st, "predicate", "calls", 0, "files")["count"] = jcs.Number("1.5") },
+			"observation: calls[0].files.count must be an integer"},
+		{func(st map[string]any) { obj(st, "predicate", "findings", "listed", 1)["severity"] = "urgent" },
+			`observation: findings.listed[1].severity "urgent" is not critical, high, medium, low or info`},
+		{func(st map[string]any) { obj(st, "predicate", "binds", "receipt")["sha256"] = "x" },
+			"observation: binds.receipt.sha256 must be 64 lowercase hex characters"},
+	} {
+		v, _ := jcs.Parse(raw)
+		st := v.(map[string]any)
+		tc.edit(st)
+		payload, err := jcs.Canonical(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, _ := dsse.Sign(dsse.PayloadType, payload, witnessKey, "")
+		if _, err := Parse(env); err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %s", err, tc.want)
+		}
+	}
+}
