@@ -2,6 +2,7 @@ package observation
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lensgate/lensgate/disclosure/dsse"
 	"github.com/lensgate/lensgate/disclosure/jcs"
@@ -60,4 +61,38 @@ func TestParseErrorsNameThePlace(t *testing.T) {
 			t.Errorf("got %v, want %s", err, tc.want)
 		}
 	}
+}
+
+// parseTime takes exactly the strings that time.Parse takes and formats back unchanged.
+func TestParseTimeIsTheRoundTrip(t *testing.T) {
+	roundTrip := func(s string) bool {
+		tm, err := time.Parse(TimeLayout, s)
+		return err == nil && tm.Format(TimeLayout) == s
+	}
+	for _, s := range []string{
+		"2026-12-01T10:00:00.123456789Z", "0000-01-01T00:00:00.000000000Z", "9999-12-31T23:59:59.999999999Z",
+		"2026-12-01T1:00:00.123456789Z", "2026-12-01T10:00:00.12345678Z", "2026-12-01T10:00:00.1234567890Z",
+		"2026-02-29T10:00:00.000000000Z", "2024-02-29T10:00:00.000000000Z", "2026-13-01T10:00:00.000000000Z",
+		"2026-12-01T24:00:00.000000000Z", "2026-12-01T10:60:00.000000000Z", "2026-12-01T10:00:60.000000000Z",
+		"2026-12-01 10:00:00.000000000Z", "2026-12-01T10:00:00.000000000z", "2026-12-01T10:00:00.000000000+00:00",
+		"+026-12-01T10:00:00.000000000Z", "2026-1a-01T10:00:00.000000000Z", "2026-12-01T10:00:00,000000000Z",
+		"2026-00-01T10:00:00.000000000Z", "2026-12-00T10:00:00.000000000Z", "2026-12-01T10:00:00Z", "",
+		"2026-12-01T10:00:00.00000000٣Z", "2026-12-01T-1:00:00.000000000Z",
+	} {
+		if _, ok := parseTime(s); ok != roundTrip(s) {
+			t.Errorf("parseTime(%q) = %v, the round trip says %v", s, ok, !ok)
+		}
+	}
+}
+
+func FuzzParseTime(f *testing.F) {
+	f.Add("2026-12-01T10:00:00.123456789Z")
+	f.Add("2026-12-01T1:00:00.123456789Z")
+	f.Fuzz(func(t *testing.T, s string) {
+		tm, err := time.Parse(TimeLayout, s)
+		want := err == nil && tm.Format(TimeLayout) == s
+		if got, ok := parseTime(s); ok != want || ok && !got.Equal(tm) {
+			t.Fatalf("parseTime(%q) = %v, %v; the round trip says %v", s, got, ok, want)
+		}
+	})
 }

@@ -231,13 +231,31 @@ func (r *reader) time(m jcs.Object, k string, where loc) time.Time {
 	if r.err != nil {
 		return time.Time{}
 	}
-	t, err := time.Parse(TimeLayout, s)
-	var buf [len(TimeLayout)]byte
-	if err != nil || string(t.AppendFormat(buf[:0], TimeLayout)) != s {
+	t, ok := parseTime(s)
+	if !ok {
 		r.fail("%s.%s must be a UTC time of the form %s", where, k, TimeLayout)
 		return time.Time{}
 	}
 	return t
+}
+
+// parseTime reads a time written exactly in TimeLayout. time.Parse alone also takes a
+// one-digit hour; with every digit in its place, what it takes formats back to s.
+func parseTime(s string) (time.Time, bool) {
+	if len(s) != len(TimeLayout) {
+		return time.Time{}, false
+	}
+	for i := 0; i < len(s); i++ {
+		if l := TimeLayout[i]; l >= '0' && l <= '9' {
+			if s[i] < '0' || s[i] > '9' {
+				return time.Time{}, false
+			}
+		} else if s[i] != l {
+			return time.Time{}, false
+		}
+	}
+	t, err := time.Parse(TimeLayout, s)
+	return t, err == nil
 }
 
 func (r *reader) list(m jcs.Object, k string, where loc, max int) []any {
