@@ -252,7 +252,7 @@ func (p *parser) stringValue() (any, error) {
 		// No escape: the string is the bytes up to the quote, found in one scan.
 		raw := p.data[start : start+end]
 		p.pos = start + end + 1
-		if end <= maxInternedLen {
+		if end <= maxInternedLen && internedLen[end] {
 			if v, ok := internedValues[string(raw)]; ok {
 				return v, nil
 			}
@@ -263,6 +263,15 @@ func (p *parser) stringValue() (any, error) {
 }
 
 const maxInternedLen = 64
+
+// internedLen marks the lengths of the interned values, so that a string of another length (a
+// hex digest, a title) is not hashed for a lookup that cannot succeed (a read-only table).
+var internedLen = func() (t [maxInternedLen + 1]bool) {
+	for v := range internedValues {
+		t[len(v)] = true
+	}
+	return t
+}()
 
 // internedValues holds enumerated string values of envelopes and agent-review predicates (a
 // read-only table).
