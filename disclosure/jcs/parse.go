@@ -177,18 +177,20 @@ type parser struct {
 // from the tree keeps that copy alive, so larger documents copy each string on its own.
 const maxSharedDoc = 64 << 10
 
-// Slab chunks start small for small documents and double up to this many entries.
+// A new slab chunk is sized for the rest of the document, guessing a member per bytesPerField
+// and an array element per bytesPerElem bytes of it, within minSlab..maxSlab entries.
 const (
-	minSlab = 8
-	maxSlab = 256
+	bytesPerField = 32
+	bytesPerElem  = 128
+	minSlab       = 8
+	maxSlab       = 256
 )
 
 // cut copies src into a slab and returns the copy, its capacity capped so that appending to
-// it cannot reach into its neighbour.
-func cut[T any](slab *[]T, src []T) []T {
+// it cannot reach into its neighbour. want is the size of a new chunk when one is needed.
+func cut[T any](slab *[]T, src []T, want int) []T {
 	if cap(*slab)-len(*slab) < len(src) {
-		n := min(max(2*cap(*slab), minSlab), maxSlab)
-		*slab = make([]T, 0, max(n, len(src)))
+		*slab = make([]T, 0, max(min(max(want, minSlab), maxSlab), len(src)))
 	}
 	i := len(*slab)
 	*slab = append(*slab, src...)
@@ -384,7 +386,7 @@ func (p *parser) object(depth int) (any, error) {
 		case '}':
 			p.pos++
 			if p.opts.Objects {
-				return Object(cut(&p.fields, p.stack[base:])), nil
+				return Object(cut(&p.fields, p.stack[base:], (len(p.data)-p.pos)/bytesPerField)), nil
 			}
 			if m == nil {
 				m = make(map[string]any, len(p.stack)-base)
@@ -427,7 +429,7 @@ func (p *parser) array(depth int) (any, error) {
 			p.pos++
 		case ']':
 			p.pos++
-			return cut(&p.elems, p.items[base:]), nil
+			return cut(&p.elems, p.items[base:], (len(p.data)-p.pos)/bytesPerElem), nil
 		default:
 			return nil, p.fail("expected ',' or ']'")
 		}
