@@ -81,7 +81,8 @@ func DecodePayload(payloadType, p64 string) (*Decoded, error) {
 	}
 	// The prefix's last number is the payload's length, known once it is decoded: leave room
 	// for the longest and move the prefix against the payload afterwards.
-	room := len(AppendPAEPrefix(nil, payloadType, DecodedLenBound(len(p64))))
+	var pre [64]byte
+	room := len(AppendPAEPrefix(pre[:0], payloadType, DecodedLenBound(len(p64))))
 	buf := make([]byte, room+DecodedLenBound(len(p64)))
 	src := []byte(p64)
 	alpha := Standard
@@ -92,7 +93,6 @@ func DecodePayload(payloadType, p64 string) (*Decoded, error) {
 			return nil, ErrNotCanonicalBase64
 		}
 	}
-	var pre [64]byte
 	prefix := AppendPAEPrefix(pre[:0], payloadType, n)
 	start := room - len(prefix)
 	copy(buf[start:room], prefix)
