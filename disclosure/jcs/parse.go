@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -464,8 +465,10 @@ func indexQuoteOrEscape(b []byte) int {
 		q := x ^ (ones * '"')
 		bs := x ^ (ones * '\\')
 		// A byte is flagged when it is zero in q or bs (a quote or backslash) or below 0x20.
-		if ((q-ones)&^q|(bs-ones)&^bs|(x-ones*0x20)&^x)&highs != 0 {
-			break
+		// A borrow can flag a byte above a flagged one, never below: the lowest flag is the
+		// first special byte.
+		if m := ((q-ones)&^q | (bs-ones)&^bs | (x-ones*0x20)&^x) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
 	for ; i < len(b); i++ {

@@ -104,3 +104,20 @@ func TestIndexQuoteOrEscapeMatchesBytewiseScan(t *testing.T) {
 		}
 	}
 }
+
+func FuzzIndexQuoteOrEscape(f *testing.F) {
+	f.Add([]byte("abcdefgh\"\x00\\ijklmnop"))
+	f.Add([]byte("\x21\x23\x01\x22\x5c\x5d\x1f\x20"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := -1
+		for i, c := range b {
+			if c == '"' || c == '\\' || c < 0x20 {
+				want = i
+				break
+			}
+		}
+		if got := indexQuoteOrEscape(b); got != want {
+			t.Fatalf("%q: %d, want %d", b, got, want)
+		}
+	})
+}
