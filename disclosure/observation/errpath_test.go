@@ -1,6 +1,7 @@
 package observation
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +96,41 @@ func FuzzParseTime(f *testing.F) {
 			t.Fatalf("parseTime(%q) = %v, %v; the round trip says %v", s, got, ok, want)
 		}
 	})
+}
+
+// A report shows each runtime's identity and the times exactly as the statement wrote them.
+func TestReportShowsTheStatementsText(t *testing.T) {
+	f := newFixture(t, nil)
+	exit := 3
+	f.stmt.Calls[1].Runtime.ExitStatus = &exit
+	f.stmt.Calls[1].Runtime.InterpreterPath = "/bin/sh"
+	f.stmt.Calls[1].Runtime.InterpreterSHA256 = strings.Repeat("f", 64)
+	res := Verify(f.sign(t, witnessKey), opts(f))
+	if res.RunnerObservation != Match {
+		t.Fatalf("%s %v", res.RunnerObservation, res.Errors)
+	}
+	if res.WindowStarted != "2026-12-01T10:00:00.123456789Z" || res.WindowFinished != "2026-12-01T10:00:03.123456789Z" {
+		t.Fatalf("window %s .. %s", res.WindowStarted, res.WindowFinished)
+	}
+	want := []CallSummary{
+		{Identity: "lensgate test, binary sha256:" + strings.Repeat("1", 64), Started: "2026-12-01T10:00:00.123456789Z", Finished: "2026-12-01T10:00:01.123456789Z"},
+		{Identity: "adapter lint, executable sha256:" + strings.Repeat("6", 64) + ", interpreter /bin/sh sha256:" + strings.Repeat("f", 64) + ", exit status 3",
+			Started: "2026-12-01T10:00:01.123456789Z", Finished: "2026-12-01T10:00:02.623456789Z"},
+		{Identity: "endpoint 127.0.0.1:1, model requested m, model answered m-2", Started: "2026-12-01T10:00:02.123456789Z", Finished: "2026-12-01T10:00:03.123456789Z"},
+	}
+	for i, w := range want {
+		if c := res.Calls[i]; c.Identity != w.Identity || c.Started != w.Started || c.Finished != w.Finished {
+			t.Errorf("calls[%d]: %+v, want %+v", i, c, w)
+		}
+	}
+	for rt, want := range map[*Runtime]string{
+		{Kind: KindExec, Name: "x", ExecutableSHA256: "e"}:         "adapter x, executable sha256:e, no exit status",
+		{Kind: KindOpenAI, EndpointHost: "h", ModelRequested: "m"}: "endpoint h, model requested m",
+		{Kind: KindOther, Name: "n", Version: "1"}:                 "other n, 1",
+		{Kind: KindOther, Name: "n"}:                               "other n",
+	} {
+		if got := rt.Describe(); got != want {
+			t.Errorf("Describe() = %q, want %q", got, want)
+		}
+	}
 }

@@ -72,6 +72,9 @@ type Statement struct {
 	ReviewedDiffDigest string
 	// Started and Finished bound the whole review on the runner's clock.
 	Started, Finished time.Time
+	// started and finished are their text in a parsed statement, which is exactly
+	// formatTime's, kept so that a report does not format them again.
+	started, finished string
 	Calls             []Call
 	// Findings are the findings the runner derived from the observed responses, listed up to
 	// the bound; FindingsTotal counts all of them and FindingsRoot covers all of them.
@@ -92,6 +95,7 @@ type Call struct {
 	Lenses            []string
 	Runtime           Runtime
 	Started, Finished time.Time
+	started, finished string // their text in a parsed statement
 	Exchanges         []Exchange
 	// ReviewDigest is the SHA-256 of the RFC 8785 form of the parsed review ("" when the call
 	// failed before a review could be parsed).

@@ -226,17 +226,18 @@ func (r *reader) integer(m jcs.Object, k string, where loc, min, max int64) int6
 	return i
 }
 
-func (r *reader) time(m jcs.Object, k string, where loc) time.Time {
+// time reads a time and returns it with its text.
+func (r *reader) time(m jcs.Object, k string, where loc) (time.Time, string) {
 	s := r.str(m, k, where, len(TimeLayout))
 	if r.err != nil {
-		return time.Time{}
+		return time.Time{}, ""
 	}
 	t, ok := parseTime(s)
 	if !ok {
 		r.fail("%s.%s must be a UTC time of the form %s", where, k, TimeLayout)
-		return time.Time{}
+		return time.Time{}, ""
 	}
-	return t
+	return t, s
 }
 
 // parseTime reads a time written exactly in TimeLayout. time.Parse alone also takes a
@@ -324,8 +325,8 @@ func parseStatement(v any) (*Statement, error) {
 	}
 
 	w := r.object(get(p, "window"), at("predicate.window"), []string{"started", "finished"}, nil)
-	s.Started = r.time(w, "started", at("window"))
-	s.Finished = r.time(w, "finished", at("window"))
+	s.Started, s.started = r.time(w, "started", at("window"))
+	s.Finished, s.finished = r.time(w, "finished", at("window"))
 	if r.err == nil && s.Finished.Before(s.Started) {
 		r.fail("window: finished is before started")
 	}
@@ -390,8 +391,8 @@ func (r *reader) call(v any, where loc) Call {
 		r.fail("%s.lenses must name at least one lens", where)
 	}
 	c.Runtime = r.runtime(get(m, "runtime"), where.then(".runtime"))
-	c.Started = r.time(m, "started", where)
-	c.Finished = r.time(m, "finished", where)
+	c.Started, c.started = r.time(m, "started", where)
+	c.Finished, c.finished = r.time(m, "finished", where)
 	if r.err == nil && c.Finished.Before(c.Started) {
 		r.fail("%s: finished is before started", where)
 	}

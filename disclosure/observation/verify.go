@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -107,11 +108,11 @@ func Verify(envelope []byte, opts Options) (res *Result) {
 	s := p.Statement
 	res.Statement = s
 	res.ObservationDigest = p.Digest
-	res.WindowStarted, res.WindowFinished = formatTime(s.Started), formatTime(s.Finished)
+	res.WindowStarted, res.WindowFinished = s.started, s.finished
 	res.Calls = sized[CallSummary](len(s.Calls))
 	for _, c := range s.Calls {
 		res.Calls = append(res.Calls, CallSummary{Lenses: c.Lenses, Runtime: c.Runtime.Name, Identity: c.Runtime.Describe(),
-			Started: formatTime(c.Started), Finished: formatTime(c.Finished), Error: c.Error})
+			Started: c.started, Finished: c.finished, Error: c.Error})
 	}
 
 	// Signature and role.
@@ -311,32 +312,44 @@ func readReceipt(env []byte) (*receipt, error) {
 
 // Describe is a runtime identity in one line.
 func (rt Runtime) Describe() string {
-	var parts []string
-	switch rt.Kind {
-	case KindBuiltin:
-		parts = append(parts, "lensgate "+rt.Version, "binary sha256:"+rt.ExecutableSHA256)
-	case KindExec:
-		parts = append(parts, "adapter "+rt.Name, "executable sha256:"+rt.ExecutableSHA256)
-		if rt.InterpreterSHA256 != "" {
-			parts = append(parts, "interpreter "+rt.InterpreterPath+" sha256:"+rt.InterpreterSHA256)
+	var b strings.Builder
+	// part adds one comma-separated part made of pieces.
+	part := func(pieces ...string) {
+		if b.Len() > 0 {
+			b.WriteString(", ")
 		}
-		if rt.ExitStatus != nil {
-			parts = append(parts, fmt.Sprintf("exit status %d", *rt.ExitStatus))
-		} else {
-			parts = append(parts, "no exit status")
-		}
-	case KindOpenAI:
-		parts = append(parts, "endpoint "+rt.EndpointHost, "model requested "+rt.ModelRequested)
-		if rt.ModelResponded != "" {
-			parts = append(parts, "model answered "+rt.ModelResponded)
-		}
-	default:
-		parts = append(parts, rt.Kind+" "+rt.Name)
-		if rt.Version != "" {
-			parts = append(parts, rt.Version)
+		for _, p := range pieces {
+			b.WriteString(p)
 		}
 	}
-	return strings.Join(parts, ", ")
+	switch rt.Kind {
+	case KindBuiltin:
+		part("lensgate ", rt.Version)
+		part("binary sha256:", rt.ExecutableSHA256)
+	case KindExec:
+		part("adapter ", rt.Name)
+		part("executable sha256:", rt.ExecutableSHA256)
+		if rt.InterpreterSHA256 != "" {
+			part("interpreter ", rt.InterpreterPath, " sha256:", rt.InterpreterSHA256)
+		}
+		if rt.ExitStatus != nil {
+			part("exit status ", strconv.Itoa(*rt.ExitStatus))
+		} else {
+			part("no exit status")
+		}
+	case KindOpenAI:
+		part("endpoint ", rt.EndpointHost)
+		part("model requested ", rt.ModelRequested)
+		if rt.ModelResponded != "" {
+			part("model answered ", rt.ModelResponded)
+		}
+	default:
+		part(rt.Kind, " ", rt.Name)
+		if rt.Version != "" {
+			part(rt.Version)
+		}
+	}
+	return b.String()
 }
 
 func contains(l []string, s string) bool {
