@@ -345,10 +345,11 @@ func checkSemantics(r *Report, v2 bool, st, pred map[string]any, payload []byte,
 		}
 	}
 	// A canonical payload already holds the canonical bytes of every member: hash those
-	// instead of serialising the parsed tree again.
+	// instead of serialising the parsed tree again. Only members inside the predicate are
+	// read, so its own end is not looked for.
 	var canonPred []byte
 	if canonicalOK {
-		canonPred = jcs.Member(payload, "predicate")
+		canonPred = jcs.MemberFrom(payload, "predicate")
 	}
 	bindSubject(r, st, pred, expectedSubject, canonPred)
 	checkFindingsAndAssurance(r, pred, canonPred)
