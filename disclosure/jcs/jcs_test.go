@@ -312,3 +312,22 @@ func TestContainersDoNotShareCapacity(t *testing.T) {
 		t.Fatalf("%s %v", c, err)
 	}
 }
+
+// Under Options.Objects every refusal stays the same error at the same offset, and every
+// non-canonical form is still found.
+func TestObjectsRefuseTheSame(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, MaxDepth) + "1" + strings.Repeat("}", MaxDepth)
+	deeper := strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1)
+	for _, in := range []string{
+		`{"a":1,"a":1}`, `{"a":1,"\u0061":2}`, `{"b":1,"a":2,"b":3}`, `{"a":1,"b":2,"c":3,"b":4}`,
+		`{"a":{"x":1,"y":2},"b":{"x":1,"x":2}}`, `{"a":{"z":1},"b":1,"a":1}`, deep, deeper,
+		`{"a":"\ud800"}`, "{\"a\":\"\xff\"}", `{"a":NaN}`, `{"a":01}`, `{"a":1,}`, `{"a":1} {}`,
+		"{\"a\":\"a\tb\"}", `{"a":"\x"}`, `{"a":` + strings.Repeat("9", 2468) + `}`, "\ufeff{}",
+		`{"a":` + strings.Repeat("9", 20) + `}`, `{"a":1.0}`, `{"a":1e2}`, `{"a":-0}`, `{ "a":1}`,
+		`{"b":1,"a":2}`, `{"a":"\/"}`, `{"a":"\u00E9"}`, `{"a":"\u0041"}`, `{"\ud83d\ude00":1,"\uffff":2}`,
+		`{"\uffff":1,"\ud83d\ude00":2}`, `{"a":[{"b":{}},[],{"c":[1,{"d":null}]}]}`, `{}`, `[]`, `"x"`,
+	} {
+		v, canonical, err := ParseCanonical([]byte(in))
+		sameUnderObjects(t, []byte(in), v, canonical, err)
+	}
+}

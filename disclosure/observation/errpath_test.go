@@ -134,3 +134,37 @@ func TestReportShowsTheStatementsText(t *testing.T) {
 		}
 	}
 }
+
+// The payload is read with jcs.Objects: a duplicate key anywhere, invalid UTF-8, an integer
+// beyond the bounds and a non-canonical layout are refused as before.
+func TestPayloadRefusals(t *testing.T) {
+	f := newFixture(t, nil)
+	tree, err := f.stmt.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := jcs.Canonical(tree)
+	sign := func(payload string) []byte {
+		env, _ := dsse.Sign(dsse.PayloadType, []byte(payload), witnessKey, "")
+		return env
+	}
+	good := string(raw)
+	for name, tc := range map[string]struct{ payload, want string }{
+		"duplicate nested key": {strings.Replace(good, `"size":10}`, `"size":10,"sha256":"x"}`, 1), "duplicate object key"},
+		"duplicate top key":    {strings.Replace(good, `{"_type":`, `{"_type":"x","_type":`, 1), "duplicate object key"},
+		"invalid UTF-8":        {strings.Replace(good, `"lint"`, "\"li\xffnt\"", 1), "not valid UTF-8"},
+		"big integer":          {strings.Replace(good, `"size":10}`, `"size":99999999999999999999}`, 1), "RFC 8785"},
+		"integer out of range": {strings.Replace(good, `"size":10}`, `"size":9007199254740992}`, 1), "RFC 8785"},
+		"fraction":             {strings.Replace(good, `"size":10}`, `"size":10.5}`, 1), "must be an integer"},
+		"whitespace":           {strings.Replace(good, `"size":10}`, `"size": 10}`, 1), "RFC 8785"},
+		"keys out of order":    {strings.Replace(good, `{"_type":"https://in-toto.io/Statement/v1",`, `{"zz":1,"_type":"https://in-toto.io/Statement/v1",`, 1), "RFC 8785"},
+		"unknown member":       {strings.Replace(good, `"size":10}`, `"size":10,"tz":1}`, 1), `unknown member "tz"`},
+	} {
+		if tc.payload == good {
+			t.Fatalf("%s: the edit did not apply", name)
+		}
+		if _, err := Parse(sign(tc.payload)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", name, err, tc.want)
+		}
+	}
+}
