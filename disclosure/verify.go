@@ -156,7 +156,7 @@ func readStatement(env any) (map[string]any, []byte, error) {
 type parsed struct {
 	statement map[string]any
 	payload   []byte
-	alphabet  dsse.Alphabet
+	decoded   *dsse.Decoded
 	canonical bool // the payload is its own RFC 8785 form
 }
 
@@ -172,10 +172,12 @@ func readParsed(env any) (*parsed, error) {
 	if dsse.DecodedLenBound(len(p64)) > dsse.MaxPayload+2 {
 		return nil, errors.New("payload exceeds the input budget")
 	}
-	payload, alpha, err := dsse.DecodeBase64(p64)
+	pt, _ := m["payloadType"].(string)
+	d, err := dsse.DecodePayload(pt, p64)
 	if err != nil {
 		return nil, fmt.Errorf("payload: %w", err)
 	}
+	payload := d.Payload
 	st, canonical, err := jcs.ParseCanonical(payload)
 	if err != nil {
 		return nil, err
@@ -184,7 +186,7 @@ func readParsed(env any) (*parsed, error) {
 	if !ok {
 		return nil, errors.New("statement is not a JSON object")
 	}
-	return &parsed{statement: sm, payload: payload, alphabet: alpha, canonical: canonical}, nil
+	return &parsed{statement: sm, payload: payload, decoded: d, canonical: canonical}, nil
 }
 
 func failClosed(r *Report, err error) {
@@ -246,7 +248,7 @@ func verifyTree(v Version, env any, opts Options, pre *parsed) *Report {
 func openSigned(r *Report, env any, opts Options, pre *parsed) (o *dsse.Opened, crypto, ok bool) {
 	var err error
 	if pre != nil {
-		o, err = dsse.OpenDecoded(env, pre.payload, pre.alphabet)
+		o, err = dsse.OpenDecoded(env, pre.decoded)
 	} else {
 		o, err = dsse.Open(env)
 	}
@@ -343,10 +345,11 @@ func checkSemantics(r *Report, v2 bool, st, pred map[string]any, payload []byte,
 		}
 	}
 	// A canonical payload already holds the canonical bytes of every member: hash those
-	// instead of serialising the parsed tree again.
+	// instead of serialising the parsed tree again. Only members inside the predicate are
+	// read, so its own end is not looked for.
 	var canonPred []byte
 	if canonicalOK {
-		canonPred = jcs.Member(payload, "predicate")
+		canonPred = jcs.MemberFrom(payload, "predicate")
 	}
 	bindSubject(r, st, pred, expectedSubject, canonPred)
 	checkFindingsAndAssurance(r, pred, canonPred)

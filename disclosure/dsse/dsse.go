@@ -63,19 +63,40 @@ func DecodeBase64(s string) ([]byte, Alphabet, error) {
 	return nil, 0, ErrNotCanonicalBase64
 }
 
-// DecodeBase64Into is DecodeBase64 over bytes: it decodes src into dst, which must hold
-// DecodedLenBound(len(src)) bytes, and returns the decoded length.
-func DecodeBase64Into(dst, src []byte) (int, Alphabet, error) {
-	if len(src)%4 != 0 || bytes.IndexByte(src, '\n') >= 0 || bytes.IndexByte(src, '\r') >= 0 {
-		return 0, 0, ErrNotCanonicalBase64
+// Decoded is an envelope's payload decoded from its base64 text, held right after room for
+// its PAE prefix so that checking a signature does not copy the payload into a new message.
+type Decoded struct {
+	Payload  []byte
+	Alphabet Alphabet
+	// pae is PAE(payloadType, Payload), sharing Payload's bytes.
+	pae         []byte
+	payloadType string
+}
+
+// DecodePayload decodes an envelope's payload text as DecodeBase64 does, for an envelope whose
+// payloadType is payloadType.
+func DecodePayload(payloadType, p64 string) (*Decoded, error) {
+	if len(p64)%4 != 0 || strings.IndexByte(p64, '\n') >= 0 || strings.IndexByte(p64, '\r') >= 0 {
+		return nil, ErrNotCanonicalBase64
 	}
-	if n, err := stdStrict.Decode(dst, src); err == nil {
-		return n, Standard, nil
+	// The prefix's last number is the payload's length, known once it is decoded: leave room
+	// for the longest and move the prefix against the payload afterwards.
+	var pre [64]byte
+	room := len(AppendPAEPrefix(pre[:0], payloadType, DecodedLenBound(len(p64))))
+	buf := make([]byte, room+DecodedLenBound(len(p64)))
+	src := []byte(p64)
+	alpha := Standard
+	n, err := stdStrict.Decode(buf[room:], src)
+	if err != nil {
+		alpha = URLSafe
+		if n, err = urlStrict.Decode(buf[room:], src); err != nil {
+			return nil, ErrNotCanonicalBase64
+		}
 	}
-	if n, err := urlStrict.Decode(dst, src); err == nil {
-		return n, URLSafe, nil
-	}
-	return 0, 0, ErrNotCanonicalBase64
+	prefix := AppendPAEPrefix(pre[:0], payloadType, n)
+	start := room - len(prefix)
+	copy(buf[start:room], prefix)
+	return &Decoded{Payload: buf[room : room+n : room+n], Alphabet: alpha, pae: buf[start : room+n], payloadType: payloadType}, nil
 }
 
 // DecodeStdBase64 decodes canonical padded standard base64 only.
@@ -198,6 +219,7 @@ type Opened struct {
 	Payload     []byte
 	Alphabet    Alphabet
 	sigs        [][]byte
+	pae         []byte // PAE(PayloadType, Payload) when it was made with the payload
 }
 
 // Open applies the structural rules to a parsed envelope (a map from a strict JSON parse).
@@ -219,16 +241,16 @@ func Open(env any) (*Opened, error) {
 	if DecodedLenBound(len(p64)) > MaxPayload+2 {
 		return nil, fmt.Errorf("payload exceeds the %d byte budget", MaxPayload)
 	}
-	payload, alpha, err := DecodeBase64(p64)
+	d, err := DecodePayload(pt, p64)
 	if err != nil {
 		return nil, fmt.Errorf("payload: %w", err)
 	}
-	return OpenDecoded(env, payload, alpha)
+	return OpenDecoded(env, d)
 }
 
 // OpenDecoded is Open for a caller that already decoded the envelope's payload string with
-// DecodeBase64; it applies the remaining rules without decoding it again.
-func OpenDecoded(env any, payload []byte, alpha Alphabet) (*Opened, error) {
+// DecodePayload; it applies the remaining rules without decoding it again.
+func OpenDecoded(env any, d *Decoded) (*Opened, error) {
 	m, ok := env.(map[string]any)
 	if !ok {
 		return nil, errors.New("envelope is not a JSON object")
@@ -237,14 +259,17 @@ func OpenDecoded(env any, payload []byte, alpha Alphabet) (*Opened, error) {
 	if !ok || pt == "" {
 		return nil, errors.New("payloadType must be a non-empty string")
 	}
-	if len(payload) > MaxPayload {
+	if len(d.Payload) > MaxPayload {
 		return nil, fmt.Errorf("payload exceeds the %d byte budget", MaxPayload)
 	}
 	list, ok := m["signatures"].([]any)
 	if !ok || len(list) == 0 || len(list) > MaxSignatures {
 		return nil, fmt.Errorf("signatures must be a list of 1..%d entries", MaxSignatures)
 	}
-	o := &Opened{PayloadType: pt, Payload: payload, Alphabet: alpha}
+	o := &Opened{PayloadType: pt, Payload: d.Payload, Alphabet: d.Alphabet}
+	if d.payloadType == pt {
+		o.pae = d.pae
+	}
 	for _, e := range list {
 		em, ok := e.(map[string]any)
 		if !ok {
@@ -269,7 +294,10 @@ func (o *Opened) Verify(pub ed25519.PublicKey) bool {
 	if CheckPublicKey(pub) != nil {
 		return false
 	}
-	pae := PAE(o.PayloadType, o.Payload)
+	pae := o.pae
+	if pae == nil {
+		pae = PAE(o.PayloadType, o.Payload)
+	}
 	for _, s := range o.sigs {
 		if ed25519.Verify(pub, pae, s) {
 			return true

@@ -243,3 +243,32 @@ func BenchmarkOpenVerify(b *testing.B) {
 	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
 	b.ReportMetric(float64(cpu)/float64(n), "cpu-ns/op")
 }
+
+// DecodePayload takes what DecodeBase64 takes, gives the same bytes, and the PAE message that
+// Verify signs over is exactly PAE of them.
+func FuzzDecodePayload(f *testing.F) {
+	for _, s := range []string{"", "e30=", "e30", "e3 0=", "-_-_", "+/+/", "YQ==", "YR==", "YQ==YQ==", "e30=\n", strings.Repeat("QUJD", 400)} {
+		f.Add(PayloadType, s)
+	}
+	f.Add("", "YWJj")
+	f.Add(strings.Repeat("t", 100), "YWJj")
+	f.Fuzz(func(t *testing.T, payloadType, p64 string) {
+		want, walpha, werr := DecodeBase64(p64)
+		d, err := DecodePayload(payloadType, p64)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: DecodePayload error %v, DecodeBase64 error %v", p64, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(d.Payload, want) || d.Alphabet != walpha {
+			t.Fatalf("%q: %q %v, want %q %v", p64, d.Payload, d.Alphabet, want, walpha)
+		}
+		if !bytes.Equal(d.pae, PAE(payloadType, want)) {
+			t.Fatalf("%q: PAE %q", p64, d.pae)
+		}
+		if cap(d.Payload) != len(d.Payload) {
+			t.Fatalf("%q: the payload's capacity reaches past it", p64)
+		}
+	})
+}

@@ -15,8 +15,9 @@ import (
 // maxSafeInt is 2^53-1: larger integers cannot round-trip through an IEEE double.
 const maxSafeInt = 1<<53 - 1
 
-// Canonical returns the RFC 8785 form of v. v may hold the types Parse produces, plus int,
-// int64, []string and map[string]string for convenience when building documents in Go.
+// Canonical returns the RFC 8785 form of v. v may hold the types Parse produces (Object
+// included), plus int, int64, []string and map[string]string for convenience when building
+// documents in Go.
 func Canonical(v any) ([]byte, error) {
 	return AppendCanonical(make([]byte, 0, 256), v)
 }
@@ -82,6 +83,8 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 			}
 		}
 		return append(dst, '}'), nil
+	case Object:
+		return appendObject(dst, x, depth)
 	case map[string]string:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -101,6 +104,32 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("jcs: unsupported type %T", v)
 	}
+}
+
+// appendObject writes an Object's members in key order; an Object built by hand that repeats
+// a key has no canonical form.
+func appendObject(dst []byte, o Object, depth int) ([]byte, error) {
+	cmp := func(a, b Field) int { return CompareKeys(a.Key, b.Key) }
+	if !slices.IsSortedFunc(o, cmp) {
+		o = slices.Clone(o)
+		slices.SortFunc(o, cmp)
+	}
+	dst = append(dst, '{')
+	for i, f := range o {
+		if i > 0 {
+			if o[i-1].Key == f.Key {
+				return nil, fmt.Errorf("jcs: duplicate object key %q", f.Key)
+			}
+			dst = append(dst, ',')
+		}
+		dst = AppendString(dst, f.Key)
+		dst = append(dst, ':')
+		var err error
+		if dst, err = appendValue(dst, f.Value, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
 }
 
 func appendInt(dst []byte, n int64) ([]byte, error) {

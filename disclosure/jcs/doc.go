@@ -6,4 +6,6 @@
 // stays exact and distinct from a float token, which the predicate rules depend on. ParseWith
 // applies the same grammar under other limits (deeper nesting, longer integers, no value count,
 // lone surrogates kept as BrokenString) for a format read as Python's json module reads it.
+// Under Options.Objects the same parser returns each object as an Object, its members in
+// document order, for a reader that looks up a few known members of a small document.
 package jcs

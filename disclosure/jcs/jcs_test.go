@@ -155,6 +155,7 @@ func FuzzCanonical(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, canonical, err := ParseCanonical(data)
+		sameUnderObjects(t, data, v, canonical, err)
 		if err != nil {
 			return
 		}
@@ -240,5 +241,93 @@ func TestParseWithOptions(t *testing.T) {
 	v, err := ParseWith([]byte(`{"\ud800":"x"}`), Options{LoneSurrogates: true})
 	if err != nil || v.(map[string]any)["\ufffd"] != "x" {
 		t.Fatalf("key with a lone surrogate: %#v, %v", v, err)
+	}
+}
+
+// sameUnderObjects checks that Options.Objects changes only the type of the objects: the same
+// error, the same canonical verdict and the same canonical form.
+func sameUnderObjects(t *testing.T, data []byte, v any, canonical bool, err error) {
+	t.Helper()
+	ov, ocanonical, oerr := ParseCanonicalWith(data, Options{Objects: true})
+	if (err == nil) != (oerr == nil) || err != nil && err.Error() != oerr.Error() {
+		t.Fatalf("Objects changes the error of %q: %v / %v", data, err, oerr)
+	}
+	if err != nil {
+		return
+	}
+	if ocanonical != canonical {
+		t.Fatalf("Objects changes the canonical verdict of %q", data)
+	}
+	c, cerr := Canonical(v)
+	oc, ocerr := Canonical(ov)
+	if (cerr == nil) != (ocerr == nil) || string(c) != string(oc) {
+		t.Fatalf("Objects changes the canonical form of %q: %s / %s (%v / %v)", data, c, oc, cerr, ocerr)
+	}
+}
+
+// Under Options.Objects an object is its members in document order, with the same refusals.
+func TestObjects(t *testing.T) {
+	v, canonical, err := ParseCanonicalWith([]byte(`{"b":{},"a":[{"x":1}],"c":"\u00e9"}`), Options{Objects: true})
+	if err != nil || canonical {
+		t.Fatalf("%v, canonical %v", err, canonical)
+	}
+	o := v.(Object)
+	if len(o) != 3 || o[0].Key != "b" || o[1].Key != "a" || o[2].Key != "c" {
+		t.Fatalf("members %#v", o)
+	}
+	if x, ok := o.Get("a"); !ok || x.([]any)[0].(Object)[0] != (Field{"x", Number("1")}) {
+		t.Fatalf("Get a: %#v %v", x, ok)
+	}
+	if e, ok := o.Get("b"); !ok || e.(Object) == nil || len(e.(Object)) != 0 {
+		t.Fatalf("Get b: %#v %v", e, ok)
+	}
+	if _, ok := o.Get("d"); ok {
+		t.Fatal("Get found a member that is not there")
+	}
+	if c, err := Canonical(o); err != nil || string(c) != `{"a":[{"x":1}],"b":{},"c":"é"}` {
+		t.Fatalf("canonical %s %v", c, err)
+	}
+	for _, doc := range []string{`{"a":1,"a":2}`, `{"b":1,"a":1,"b":2}`, `{"a":1,"b":{"c":1,"c":2}}`, `{"b":1,"a":1,"a":2}`} {
+		_, _, err := ParseCanonicalWith([]byte(doc), Options{Objects: true})
+		_, want := Parse([]byte(doc))
+		if err == nil || want == nil || err.Error() != want.Error() || !strings.Contains(err.Error(), ErrDuplicateKey.Error()) {
+			t.Fatalf("%s: %v, want %v", doc, err, want)
+		}
+	}
+	if _, err := Canonical(Object{{"a", true}, {"a", false}}); err == nil {
+		t.Fatal("an Object that repeats a key has a canonical form")
+	}
+}
+
+// Arrays and Objects share slabs; appending to one leaves the next one as it was.
+func TestContainersDoNotShareCapacity(t *testing.T) {
+	v, _, err := ParseCanonicalWith([]byte(`[[1],[2],{"a":1},{"b":2}]`), Options{Objects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := v.([]any)
+	_ = append(a[0].([]any), "x")
+	_ = append(a[2].(Object), Field{"z", true})
+	if c, err := Canonical(a); err != nil || string(c) != `[[1],[2],{"a":1},{"b":2}]` {
+		t.Fatalf("%s %v", c, err)
+	}
+}
+
+// Under Options.Objects every refusal stays the same error at the same offset, and every
+// non-canonical form is still found.
+func TestObjectsRefuseTheSame(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, MaxDepth) + "1" + strings.Repeat("}", MaxDepth)
+	deeper := strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1)
+	for _, in := range []string{
+		`{"a":1,"a":1}`, `{"a":1,"\u0061":2}`, `{"b":1,"a":2,"b":3}`, `{"a":1,"b":2,"c":3,"b":4}`,
+		`{"a":{"x":1,"y":2},"b":{"x":1,"x":2}}`, `{"a":{"z":1},"b":1,"a":1}`, deep, deeper,
+		`{"a":"\ud800"}`, "{\"a\":\"\xff\"}", `{"a":NaN}`, `{"a":01}`, `{"a":1,}`, `{"a":1} {}`,
+		"{\"a\":\"a\tb\"}", `{"a":"\x"}`, `{"a":` + strings.Repeat("9", 2468) + `}`, "\ufeff{}",
+		`{"a":` + strings.Repeat("9", 20) + `}`, `{"a":1.0}`, `{"a":1e2}`, `{"a":-0}`, `{ "a":1}`,
+		`{"b":1,"a":2}`, `{"a":"\/"}`, `{"a":"\u00E9"}`, `{"a":"\u0041"}`, `{"\ud83d\ude00":1,"\uffff":2}`,
+		`{"\uffff":1,"\ud83d\ude00":2}`, `{"a":[{"b":{}},[],{"c":[1,{"d":null}]}]}`, `{}`, `[]`, `"x"`,
+	} {
+		v, canonical, err := ParseCanonical([]byte(in))
+		sameUnderObjects(t, []byte(in), v, canonical, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -79,6 +80,31 @@ type Options struct {
 	// does: it has no UTF-8 form, so it is read as U+FFFD and the string comes back as a
 	// BrokenString for the caller to judge (a key is replaced the same way, silently).
 	LoneSurrogates bool
+	// Objects returns each object as an Object (its members in document order) instead of a
+	// map[string]any: one allocation per object instead of a hash table, for a reader that
+	// looks up a few known members. Duplicate keys are refused all the same.
+	Objects bool
+}
+
+// Object is a JSON object as its members in document order, as ParseCanonicalWith returns it
+// under Options.Objects. Its keys are distinct.
+type Object []Field
+
+// Field is one member of an Object.
+type Field struct {
+	Key   string
+	Value any
+}
+
+// Get returns the value of member k. Objects of signed documents hold a handful of members,
+// so a scan costs less than hashing.
+func (o Object) Get(k string) (any, bool) {
+	for i := range o {
+		if o[i].Key == k {
+			return o[i].Value, true
+		}
+	}
+	return nil, false
 }
 
 // BrokenString is a string value that held an unpaired surrogate escape, each replaced by
@@ -89,6 +115,11 @@ type BrokenString string
 func ParseWith(data []byte, opts Options) (any, error) {
 	v, _, err := parse(data, opts)
 	return v, err
+}
+
+// ParseCanonicalWith is ParseCanonical under other limits or with Options.Objects.
+func ParseCanonicalWith(data []byte, opts Options) (v any, canonical bool, err error) {
+	return parse(data, opts)
 }
 
 func parse(data []byte, opts Options) (v any, canonical bool, err error) {
@@ -104,7 +135,10 @@ func parse(data []byte, opts Options) (v any, canonical bool, err error) {
 	if opts.MaxIntDigits <= 0 {
 		opts.MaxIntDigits = maxIntDigits
 	}
-	p := parser{data: data, stack: make([]member, 0, 16), opts: opts}
+	p := parser{data: data, stack: make([]Field, 0, 16), opts: opts}
+	if len(data) <= maxSharedDoc {
+		p.doc = string(data)
+	}
 	p.skipSpace()
 	v, err = p.value(0)
 	if err != nil {
@@ -124,11 +158,52 @@ type parser struct {
 	// nonCanonical is set as soon as the input shows a token or layout that RFC 8785 would
 	// write differently; while it stays false the input is its own canonical form.
 	nonCanonical bool
-	// stack holds the members of the objects being read, innermost last.
-	stack []member
-	opts  Options
+	// stack holds the members of the objects being read, innermost last; items the elements
+	// of the arrays being read.
+	stack []Field
+	items []any
+	// fields and elems are the free tails of the slabs that the document's Objects and arrays
+	// are cut from: a few allocations for the whole tree instead of one per container.
+	fields []Field
+	elems  []any
+	opts   Options
 	// broken is set when the string just read held an unpaired surrogate.
 	broken bool
+	// doc is data as one string, for a document of at most maxSharedDoc bytes: the strings
+	// without escapes are slices of it instead of one allocation each.
+	doc string
+}
+
+// maxSharedDoc bounds the documents whose strings share one copy of the input. A string kept
+// from the tree keeps that copy alive, so larger documents copy each string on its own.
+const maxSharedDoc = 64 << 10
+
+// A new slab chunk is sized for the rest of the document, guessing a member per bytesPerField
+// and an array element per bytesPerElem bytes of it, within minSlab..maxSlab entries.
+const (
+	bytesPerField = 32
+	bytesPerElem  = 128
+	minSlab       = 8
+	maxSlab       = 256
+)
+
+// cut copies src into a slab and returns the copy, its capacity capped so that appending to
+// it cannot reach into its neighbour. want is the size of a new chunk when one is needed.
+func cut[T any](slab *[]T, src []T, want int) []T {
+	if cap(*slab)-len(*slab) < len(src) {
+		*slab = make([]T, 0, max(min(max(want, minSlab), maxSlab), len(src)))
+	}
+	i := len(*slab)
+	*slab = append(*slab, src...)
+	return (*slab)[i:len(*slab):len(*slab)]
+}
+
+// text returns data[i:j] as a string, sharing the document's copy when there is one.
+func (p *parser) text(i, j int) string {
+	if p.doc != "" {
+		return p.doc[i:j]
+	}
+	return string(p.data[i:j])
 }
 
 func (p *parser) fail(msg string) error { return &SyntaxError{p.pos, msg} }
@@ -180,17 +255,26 @@ func (p *parser) stringValue() (any, error) {
 		// No escape: the string is the bytes up to the quote, found in one scan.
 		raw := p.data[start : start+end]
 		p.pos = start + end + 1
-		if end <= maxInternedLen {
+		if end <= maxInternedLen && internedLen[end] {
 			if v, ok := internedValues[string(raw)]; ok {
 				return v, nil
 			}
 		}
-		return string(raw), nil
+		return p.text(start, start+end), nil
 	}
 	return p.str()
 }
 
 const maxInternedLen = 64
+
+// internedLen marks the lengths of the interned values, so that a string of another length (a
+// hex digest, a title) is not hashed for a lookup that cannot succeed (a read-only table).
+var internedLen = func() (t [maxInternedLen + 1]bool) {
+	for v := range internedValues {
+		t[len(v)] = true
+	}
+	return t
+}()
 
 // internedValues holds enumerated string values of envelopes and agent-review predicates (a
 // read-only table).
@@ -238,11 +322,15 @@ func (p *parser) object(depth int) (any, error) {
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
+		if p.opts.Objects {
+			return Object{}, nil
+		}
 		return make(map[string]any), nil
 	}
 	// Members are gathered on the parser's shared stack while their keys rise strictly in
 	// byte order, which rules out a duplicate without a lookup; the map is then made at its
-	// final size. The first key out of order moves them into a map that checks each key.
+	// final size. The first key out of order moves them into a map that checks each key (under
+	// Options.Objects the map only records the keys and the members stay on the stack).
 	base := len(p.stack)
 	defer func() { p.stack = p.stack[:base] }()
 	var m map[string]any
@@ -261,7 +349,7 @@ func (p *parser) object(depth int) (any, error) {
 		if m == nil && !first && prev >= k {
 			m = make(map[string]any, len(p.stack)-base+1)
 			for _, kv := range p.stack[base:] {
-				m[kv.k] = kv.v
+				m[kv.Key] = kv.Value
 			}
 		}
 		if m != nil {
@@ -285,8 +373,9 @@ func (p *parser) object(depth int) (any, error) {
 		}
 		if m != nil {
 			m[k] = v
-		} else {
-			p.stack = append(p.stack, member{k, v})
+		}
+		if m == nil || p.opts.Objects {
+			p.stack = append(p.stack, Field{k, v})
 		}
 		p.skipSpace()
 		if p.pos >= len(p.data) {
@@ -297,10 +386,13 @@ func (p *parser) object(depth int) (any, error) {
 			p.pos++
 		case '}':
 			p.pos++
+			if p.opts.Objects {
+				return Object(cut(&p.fields, p.stack[base:], (len(p.data)-p.pos)/bytesPerField)), nil
+			}
 			if m == nil {
 				m = make(map[string]any, len(p.stack)-base)
 				for _, kv := range p.stack[base:] {
-					m[kv.k] = kv.v
+					m[kv.Key] = kv.Value
 				}
 			}
 			return m, nil
@@ -310,30 +402,25 @@ func (p *parser) object(depth int) (any, error) {
 	}
 }
 
-// member is one object member held on the parser's stack until its object is complete.
-type member struct {
-	k string
-	v any
-}
-
 func (p *parser) array(depth int) (any, error) {
 	if depth > p.opts.MaxDepth {
 		return nil, p.fail(fmt.Sprintf("nesting deeper than %d", p.opts.MaxDepth))
 	}
 	p.pos++ // [
-	a := make([]any, 0, 4)
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		return a, nil
+		return []any{}, nil
 	}
+	base := len(p.items)
+	defer func() { p.items = p.items[:base] }()
 	for {
 		p.skipSpace()
 		v, err := p.value(depth)
 		if err != nil {
 			return nil, err
 		}
-		a = append(a, v)
+		p.items = append(p.items, v)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return nil, p.fail("unexpected end of array")
@@ -343,20 +430,23 @@ func (p *parser) array(depth int) (any, error) {
 			p.pos++
 		case ']':
 			p.pos++
-			return a, nil
+			return cut(&p.elems, p.items[base:], (len(p.data)-p.pos)/bytesPerElem), nil
 		default:
 			return nil, p.fail("expected ',' or ']'")
 		}
 	}
 }
 
-// key reads an object key, reusing a shared string for common member names so that parsing a
-// receipt does not allocate one string per key.
+// key reads an object key as a slice of the shared document or, in a larger document, as a
+// shared string for common member names, so that a receipt's keys cost no allocation each.
 func (p *parser) key() (string, error) {
 	start := p.pos + 1
 	if end := indexQuoteOrEscape(p.data[start:]); end >= 0 && p.data[start+end] == '"' {
 		raw := p.data[start : start+end]
 		p.pos = start + end + 1
+		if p.doc != "" {
+			return p.doc[start : start+end], nil
+		}
 		if k, ok := internedKeys[string(raw)]; ok {
 			return k, nil
 		}
@@ -375,8 +465,10 @@ func indexQuoteOrEscape(b []byte) int {
 		q := x ^ (ones * '"')
 		bs := x ^ (ones * '\\')
 		// A byte is flagged when it is zero in q or bs (a quote or backslash) or below 0x20.
-		if ((q-ones)&^q|(bs-ones)&^bs|(x-ones*0x20)&^x)&highs != 0 {
-			break
+		// A borrow can flag a byte above a flagged one, never below: the lowest flag is the
+		// first special byte.
+		if m := ((q-ones)&^q | (bs-ones)&^bs | (x-ones*0x20)&^x) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
 	for ; i < len(b); i++ {
@@ -490,7 +582,7 @@ func (p *parser) str() (string, error) {
 			continue
 		}
 		if c == '"' {
-			s := string(p.data[start:p.pos])
+			s := p.text(start, p.pos)
 			p.pos++
 			return s, nil
 		}

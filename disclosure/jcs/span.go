@@ -8,30 +8,51 @@ package jcs
 
 // Member returns the bytes of the value of key in the JSON object obj, or nil.
 func Member(obj []byte, key string) []byte {
-	if len(obj) < 2 || obj[0] != '{' {
+	vs := valueOf(obj, key)
+	if vs < 0 {
 		return nil
+	}
+	ve := skipValue(obj, vs)
+	if ve < 0 {
+		return nil
+	}
+	return obj[vs:ve]
+}
+
+// MemberFrom is Member without finding where the value ends: the bytes of obj from the value
+// of key on, or nil. Member, MemberFrom and Elements read such bytes up to the end of the
+// object or array they start with, so a caller that only looks into the value saves a scan of
+// all of it.
+func MemberFrom(obj []byte, key string) []byte {
+	if vs := valueOf(obj, key); vs >= 0 {
+		return obj[vs:]
+	}
+	return nil
+}
+
+// valueOf returns the index in the JSON object obj where the value of key starts, or -1.
+func valueOf(obj []byte, key string) int {
+	if len(obj) < 2 || obj[0] != '{' {
+		return -1
 	}
 	i := 1
 	for i < len(obj) && obj[i] == '"' {
 		ks := i + 1
 		ke := skipString(obj, i)
 		if ke < 0 || ke >= len(obj) || obj[ke] != ':' {
-			return nil
+			return -1
 		}
 		vs := ke + 1
-		ve := skipValue(obj, vs)
-		if ve < 0 {
-			return nil
-		}
 		if string(obj[ks:ke-1]) == key {
-			return obj[vs:ve]
+			return vs
 		}
-		if ve >= len(obj) || obj[ve] != ',' {
-			return nil
+		ve := skipValue(obj, vs)
+		if ve < 0 || ve >= len(obj) || obj[ve] != ',' {
+			return -1
 		}
 		i = ve + 1
 	}
-	return nil
+	return -1
 }
 
 // Elements returns the bytes of each element of the JSON array arr; ok is false when arr is

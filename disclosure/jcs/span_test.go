@@ -104,3 +104,48 @@ func TestIndexQuoteOrEscapeMatchesBytewiseScan(t *testing.T) {
 		}
 	}
 }
+
+func FuzzIndexQuoteOrEscape(f *testing.F) {
+	f.Add([]byte("abcdefgh\"\x00\\ijklmnop"))
+	f.Add([]byte("\x21\x23\x01\x22\x5c\x5d\x1f\x20"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := -1
+		for i, c := range b {
+			if c == '"' || c == '\\' || c < 0x20 {
+				want = i
+				break
+			}
+		}
+		if got := indexQuoteOrEscape(b); got != want {
+			t.Fatalf("%q: %d, want %d", b, got, want)
+		}
+	})
+}
+
+// MemberFrom reads the same nested members and elements as Member without bounding the value.
+func FuzzMemberFrom(f *testing.F) {
+	f.Add([]byte(`{"a":{"b":[1,{"c":"}"}],"d":{}},"e":"f"}`), "a", "b")
+	f.Add([]byte(`{"a":{"b\"":[]},"b":1}`), "a", "b")
+	f.Fuzz(func(t *testing.T, data []byte, k1, k2 string) {
+		if _, canonical, err := ParseCanonical(data); err != nil || !canonical {
+			return
+		}
+		from, whole := MemberFrom(data, k1), Member(data, k1)
+		if (from == nil) != (whole == nil) || !bytes.HasPrefix(from, whole) {
+			t.Fatalf("MemberFrom %q, Member %q", from, whole)
+		}
+		if a, b := Member(from, k2), Member(whole, k2); !bytes.Equal(a, b) {
+			t.Fatalf("nested member %q, want %q", a, b)
+		}
+		a, aok := Elements(from, nil)
+		b, bok := Elements(whole, nil)
+		if aok != bok || len(a) != len(b) {
+			t.Fatalf("elements %q %v, want %q %v", a, aok, b, bok)
+		}
+		for i := range a {
+			if !bytes.Equal(a[i], b[i]) {
+				t.Fatalf("element %d: %q, want %q", i, a[i], b[i])
+			}
+		}
+	})
+}

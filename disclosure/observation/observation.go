@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -71,6 +72,9 @@ type Statement struct {
 	ReviewedDiffDigest string
 	// Started and Finished bound the whole review on the runner's clock.
 	Started, Finished time.Time
+	// started and finished are their text in a parsed statement, which is exactly
+	// formatTime's, kept so that a report does not format them again.
+	started, finished string
 	Calls             []Call
 	// Findings are the findings the runner derived from the observed responses, listed up to
 	// the bound; FindingsTotal counts all of them and FindingsRoot covers all of them.
@@ -91,6 +95,7 @@ type Call struct {
 	Lenses            []string
 	Runtime           Runtime
 	Started, Finished time.Time
+	started, finished string // their text in a parsed statement
 	Exchanges         []Exchange
 	// ReviewDigest is the SHA-256 of the RFC 8785 form of the parsed review ("" when the call
 	// failed before a review could be parsed).
@@ -183,17 +188,27 @@ func FindingsRoot(fs []Finding) string {
 	for i, f := range fs {
 		ps[i] = pair{f.ID, f.Severity}
 	}
-	sort.Slice(ps, func(i, j int) bool {
-		if ps[i].id != ps[j].id {
-			return jcs.CompareKeys(ps[i].id, ps[j].id) < 0
+	slices.SortFunc(ps, func(a, b pair) int {
+		if c := jcs.CompareKeys(a.id, b.id); c != 0 {
+			return c
 		}
-		return jcs.CompareKeys(ps[i].sev, ps[j].sev) < 0
+		return jcs.CompareKeys(a.sev, b.sev)
 	})
-	arr := make([]any, len(ps))
+	// Each element is the two-member object written in RFC 8785 form directly ("id" sorts
+	// before "severity"), which is what jcs.Canonical makes of it without a map per finding.
+	b := make([]byte, 0, 2+len(ps)*48)
+	b = append(b, '[')
 	for i, p := range ps {
-		arr[i] = map[string]any{"id": p.id, "severity": p.sev}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = jcs.AppendString(b, p.id)
+		b = append(b, `,"severity":`...)
+		b = jcs.AppendString(b, p.sev)
+		b = append(b, '}')
 	}
-	b, _ := jcs.Canonical(arr) // strings only: cannot fail
+	b = append(b, ']')
 	return digest.SHA256Hex(b)
 }
 
@@ -217,6 +232,13 @@ func FilesDigest(entries map[string]string) string {
 // Tree returns the in-toto statement as a JSON tree. It checks the statement first, so a
 // producer cannot sign what a reader would refuse.
 func (s *Statement) Tree() (map[string]any, error) {
+	st, _, err := s.canonical()
+	return st, err
+}
+
+// canonical returns the statement as a JSON tree and in its RFC 8785 form, once the reader
+// has accepted that form.
+func (s *Statement) canonical() (map[string]any, []byte, error) {
 	calls := make([]any, 0, len(s.Calls))
 	for _, c := range s.Calls {
 		calls = append(calls, c.tree())
@@ -257,10 +279,14 @@ func (s *Statement) Tree() (map[string]any, error) {
 		}},
 		"predicate": pred,
 	}
-	if _, err := parseStatement(st); err != nil {
-		return nil, fmt.Errorf("observation: %w", err)
+	payload, err := jcs.Canonical(st)
+	if err != nil {
+		return nil, nil, fmt.Errorf("observation: %w", err)
 	}
-	return st, nil
+	if _, err := parseStatementOf(payload); err != nil {
+		return nil, nil, err
+	}
+	return st, payload, nil
 }
 
 func (c *Call) tree() map[string]any {
@@ -321,13 +347,9 @@ func Sign(s *Statement, signer Signer) (*Signed, error) {
 	if len(signer.Key) != ed25519.PrivateKeySize {
 		return nil, errors.New("observation: no witness key")
 	}
-	tree, err := s.Tree()
+	_, payload, err := s.canonical()
 	if err != nil {
 		return nil, err
-	}
-	payload, err := jcs.Canonical(tree)
-	if err != nil {
-		return nil, fmt.Errorf("observation: %w", err)
 	}
 	keyID := signer.KeyID
 	if keyID == "" {
@@ -351,11 +373,7 @@ func (s *Statement) Bound(maxBytes int) (int, error) {
 	sortBySeverity(s.Findings)
 	all := len(s.Findings)
 	for {
-		tree, err := s.Tree()
-		if err != nil {
-			return 0, err
-		}
-		payload, err := jcs.Canonical(tree)
+		_, payload, err := s.canonical()
 		if err != nil {
 			return 0, err
 		}

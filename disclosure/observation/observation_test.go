@@ -357,3 +357,35 @@ func TestPublishedExample(t *testing.T) {
 		t.Fatalf("%v", res.ReasonCodes)
 	}
 }
+
+// FindingsRoot is the SHA-256 of the RFC 8785 form of the sorted {"id","severity"} objects,
+// for ids that need escapes or sort differently in UTF-16 than in UTF-8 too.
+func TestFindingsRootIsTheCanonicalArray(t *testing.T) {
+	for _, fs := range [][]Finding{
+		nil,
+		{{ID: "LG-2", Severity: "low"}, {ID: "LG-1", Severity: "high"}},
+		{{ID: "b", Severity: "low"}, {ID: "b", Severity: "high"}, {ID: "a\"\\\n\u0001", Severity: "info"}},
+		{{ID: "\U0001F600", Severity: "low"}, {ID: "\uff61", Severity: "low"}, {ID: "é", Severity: "low"}},
+		{{ID: "x", Severity: "low"}, {ID: "x", Severity: "low"}},
+	} {
+		ps := slices.Clone(fs)
+		slices.SortFunc(ps, func(a, b Finding) int {
+			if c := jcs.CompareKeys(a.ID, b.ID); c != 0 {
+				return c
+			}
+			return jcs.CompareKeys(a.Severity, b.Severity)
+		})
+		arr := make([]any, len(ps))
+		for i, f := range ps {
+			arr[i] = map[string]any{"severity": f.Severity, "id": f.ID}
+		}
+		b, err := jcs.Canonical(arr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		if got, want := FindingsRoot(fs), hex.EncodeToString(sum[:]); got != want {
+			t.Errorf("FindingsRoot(%q) = %s, want %s (%s)", fs, got, want, b)
+		}
+	}
+}

@@ -82,7 +82,7 @@ func Parse(envelope []byte) (*Parsed, error) {
 
 // parseStatementOf parses a payload to a tree and reads the statement from it.
 func parseStatementOf(payload []byte) (*Statement, error) {
-	st, canonical, err := jcs.ParseCanonical(payload)
+	st, canonical, err := jcs.ParseCanonicalWith(payload, jcs.Options{Objects: true})
 	if err != nil {
 		return nil, fmt.Errorf("observation: payload: %w", err)
 	}
@@ -94,6 +94,46 @@ func parseStatementOf(payload []byte) (*Statement, error) {
 		return nil, fmt.Errorf("observation: %w", err)
 	}
 	return s, nil
+}
+
+// loc names a place in a statement for an error message, such as calls[1].exchanges[0].request:
+// names, each followed by an optional index. It is spelled out only when an error is reported,
+// so reading a valid statement builds no strings for it.
+type loc struct {
+	names [maxLocDepth]string
+	idx   [maxLocDepth]int // the index after names[k] plus one; 0 for none
+	n     int
+}
+
+// maxLocDepth is the deepest place the reader names (calls[i].exchanges[j].request).
+const maxLocDepth = 3
+
+func at(name string) loc { return loc{names: [maxLocDepth]string{name}, n: 1} }
+
+// then is the place name (".runtime") inside l.
+func (l loc) then(name string) loc {
+	l.names[l.n] = name
+	l.n++
+	return l
+}
+
+// index is entry i of the list l names.
+func (l loc) index(i int) loc {
+	l.idx[l.n-1] = i + 1
+	return l
+}
+
+func (l loc) String() string {
+	var b strings.Builder
+	for k := range l.n {
+		b.WriteString(l.names[k])
+		if l.idx[k] > 0 {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(l.idx[k] - 1))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
 }
 
 // reader walks a JSON tree with closed key sets and collects the first error. v2 is set while
@@ -111,27 +151,33 @@ func (r *reader) fail(format string, args ...any) {
 
 // object returns v as an object whose keys are all in required or optional, and all of
 // required are present.
-func (r *reader) object(v any, where string, required, optional []string) map[string]any {
-	m, ok := v.(map[string]any)
+func (r *reader) object(v any, where loc, required, optional []string) jcs.Object {
+	m, ok := v.(jcs.Object)
 	if !ok {
 		r.fail("%s must be an object", where)
-		return map[string]any{}
+		return nil
 	}
 	for _, k := range required {
-		if _, ok := m[k]; !ok {
+		if _, ok := m.Get(k); !ok {
 			r.fail("%s: %q is required", where, k)
 		}
 	}
-	for k := range m {
-		if !slices.Contains(required, k) && !slices.Contains(optional, k) {
-			r.fail("%s: unknown member %q", where, bound(k))
+	for _, f := range m {
+		if !slices.Contains(required, f.Key) && !slices.Contains(optional, f.Key) {
+			r.fail("%s: unknown member %q", where, bound(f.Key))
 		}
 	}
 	return m
 }
 
-func (r *reader) str(m map[string]any, k, where string, maxLen int) string {
-	v, present := m[k]
+// get is the value of member k of m, nil when there is none.
+func get(m jcs.Object, k string) any {
+	v, _ := m.Get(k)
+	return v
+}
+
+func (r *reader) str(m jcs.Object, k string, where loc, maxLen int) string {
+	v, present := m.Get(k)
 	if !present {
 		return ""
 	}
@@ -149,21 +195,21 @@ func (r *reader) str(m map[string]any, k, where string, maxLen int) string {
 	return s
 }
 
-func (r *reader) hex64(m map[string]any, k, where string) string {
+func (r *reader) hex64(m jcs.Object, k string, where loc) string {
 	s := r.str(m, k, where, 64)
-	if _, present := m[k]; present && !isHex64(s) {
+	if _, present := m.Get(k); present && !isHex64(s) {
 		r.fail("%s.%s must be 64 lowercase hex characters", where, k)
 	}
 	return s
 }
 
-func (r *reader) digest(v any, where string) string {
+func (r *reader) digest(v any, where loc) string {
 	m := r.object(v, where, []string{"sha256"}, nil)
 	return r.hex64(m, "sha256", where)
 }
 
-func (r *reader) integer(m map[string]any, k, where string, min, max int64) int64 {
-	v, present := m[k]
+func (r *reader) integer(m jcs.Object, k string, where loc, min, max int64) int64 {
+	v, present := m.Get(k)
 	if !present {
 		return 0
 	}
@@ -180,22 +226,41 @@ func (r *reader) integer(m map[string]any, k, where string, min, max int64) int6
 	return i
 }
 
-func (r *reader) time(m map[string]any, k, where string) time.Time {
+// time reads a time and returns it with its text.
+func (r *reader) time(m jcs.Object, k string, where loc) (time.Time, string) {
 	s := r.str(m, k, where, len(TimeLayout))
 	if r.err != nil {
-		return time.Time{}
+		return time.Time{}, ""
 	}
-	t, err := time.Parse(TimeLayout, s)
-	var buf [len(TimeLayout)]byte
-	if err != nil || string(t.AppendFormat(buf[:0], TimeLayout)) != s {
+	t, ok := parseTime(s)
+	if !ok {
 		r.fail("%s.%s must be a UTC time of the form %s", where, k, TimeLayout)
-		return time.Time{}
+		return time.Time{}, ""
 	}
-	return t
+	return t, s
 }
 
-func (r *reader) list(m map[string]any, k, where string, max int) []any {
-	v, present := m[k]
+// parseTime reads a time written exactly in TimeLayout. time.Parse alone also takes a
+// one-digit hour; with every digit in its place, what it takes formats back to s.
+func parseTime(s string) (time.Time, bool) {
+	if len(s) != len(TimeLayout) {
+		return time.Time{}, false
+	}
+	for i := 0; i < len(s); i++ {
+		if l := TimeLayout[i]; l >= '0' && l <= '9' {
+			if s[i] < '0' || s[i] > '9' {
+				return time.Time{}, false
+			}
+		} else if s[i] != l {
+			return time.Time{}, false
+		}
+	}
+	t, err := time.Parse(TimeLayout, s)
+	return t, err == nil
+}
+
+func (r *reader) list(m jcs.Object, k string, where loc, max int) []any {
+	v, present := m.Get(k)
 	if !present {
 		return nil
 	}
@@ -211,17 +276,18 @@ func (r *reader) list(m map[string]any, k, where string, max int) []any {
 	return l
 }
 
+// parseStatement reads a statement parsed with jcs.Options.Objects.
 func parseStatement(v any) (*Statement, error) {
 	r := &reader{}
-	st := r.object(v, "statement", []string{"_type", "predicateType", "subject", "predicate"}, nil)
+	st := r.object(v, at("statement"), []string{"_type", "predicateType", "subject", "predicate"}, nil)
 	if r.err != nil {
 		return nil, r.err
 	}
-	if st["_type"] != StatementType {
+	if get(st, "_type") != StatementType {
 		return nil, fmt.Errorf("statement: _type must be %s", StatementType)
 	}
 	schema := SchemaVersion
-	switch st["predicateType"] {
+	switch get(st, "predicateType") {
 	case PredicateType:
 	case PredicateTypeV02:
 		r.v2, schema = true, SchemaVersionV02
@@ -229,58 +295,62 @@ func parseStatement(v any) (*Statement, error) {
 		return nil, fmt.Errorf("statement: predicateType must be %s or %s (unknown version or another format)", PredicateType, PredicateTypeV02)
 	}
 	s := &Statement{}
-	subj := r.list(st, "subject", "statement", 1)
+	subj := r.list(st, "subject", at("statement"), 1)
 	if r.err == nil && len(subj) != 1 {
 		r.fail("statement.subject must hold exactly one entry")
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
-	sm := r.object(subj[0], "subject[0]", []string{"name", "digest"}, nil)
-	s.SubjectName = r.str(sm, "name", "subject[0]", MaxStringBytes)
-	s.SubjectDigest = r.digest(sm["digest"], "subject[0].digest")
+	sm := r.object(subj[0], at("subject[0]"), []string{"name", "digest"}, nil)
+	s.SubjectName = r.str(sm, "name", at("subject[0]"), MaxStringBytes)
+	s.SubjectDigest = r.digest(get(sm, "digest"), at("subject[0].digest"))
 
-	p := r.object(st["predicate"], "predicate",
+	p := r.object(get(st, "predicate"), at("predicate"),
 		[]string{"schemaVersion", "runner", "binds", "window", "calls", "findings"}, nil)
 	if r.err != nil {
 		return nil, r.err
 	}
-	if p["schemaVersion"] != schema {
+	if get(p, "schemaVersion") != schema {
 		return nil, fmt.Errorf("predicate.schemaVersion must be %q", schema)
 	}
-	run := r.object(p["runner"], "predicate.runner", []string{"id", "version"}, nil)
-	s.Runner = Runner{ID: r.str(run, "id", "runner", 64), Version: r.str(run, "version", "runner", 128)}
+	run := r.object(get(p, "runner"), at("predicate.runner"), []string{"id", "version"}, nil)
+	s.Runner = Runner{ID: r.str(run, "id", at("runner"), 64), Version: r.str(run, "version", at("runner"), 128)}
 
-	b := r.object(p["binds"], "predicate.binds", []string{"receipt", "reviewedDiffDigest"}, []string{"plan"})
-	s.ReceiptDigest = r.digest(b["receipt"], "binds.receipt")
-	s.ReviewedDiffDigest = r.hex64(b, "reviewedDiffDigest", "binds")
-	if pl, ok := b["plan"]; ok {
-		s.PlanDigest = r.digest(pl, "binds.plan")
+	b := r.object(get(p, "binds"), at("predicate.binds"), []string{"receipt", "reviewedDiffDigest"}, []string{"plan"})
+	s.ReceiptDigest = r.digest(get(b, "receipt"), at("binds.receipt"))
+	s.ReviewedDiffDigest = r.hex64(b, "reviewedDiffDigest", at("binds"))
+	if pl, ok := b.Get("plan"); ok {
+		s.PlanDigest = r.digest(pl, at("binds.plan"))
 	}
 
-	w := r.object(p["window"], "predicate.window", []string{"started", "finished"}, nil)
-	s.Started = r.time(w, "started", "window")
-	s.Finished = r.time(w, "finished", "window")
+	w := r.object(get(p, "window"), at("predicate.window"), []string{"started", "finished"}, nil)
+	s.Started, s.started = r.time(w, "started", at("window"))
+	s.Finished, s.finished = r.time(w, "finished", at("window"))
 	if r.err == nil && s.Finished.Before(s.Started) {
 		r.fail("window: finished is before started")
 	}
 
-	for i, cv := range r.list(p, "calls", "predicate", MaxCalls) {
+	calls := r.list(p, "calls", at("predicate"), MaxCalls)
+	s.Calls = sized[Call](len(calls))
+	for i, cv := range calls {
 		if r.err != nil {
 			break
 		}
-		c := r.call(cv, "calls["+strconv.Itoa(i)+"]")
+		c := r.call(cv, at("calls").index(i))
 		if r.err == nil && (c.Started.Before(s.Started) || c.Finished.After(s.Finished)) {
 			r.fail("calls[%d]: its times lie outside the window", i)
 		}
 		s.Calls = append(s.Calls, c)
 	}
 
-	f := r.object(p["findings"], "predicate.findings", []string{"listed", "total", "root"}, nil)
-	s.FindingsTotal = int(r.integer(f, "total", "findings", 0, 1<<31-1))
-	s.FindingsRoot = r.hex64(f, "root", "findings")
-	for i, fv := range r.list(f, "listed", "findings", MaxFindings) {
-		where := "findings.listed[" + strconv.Itoa(i) + "]"
+	f := r.object(get(p, "findings"), at("predicate.findings"), []string{"listed", "total", "root"}, nil)
+	s.FindingsTotal = int(r.integer(f, "total", at("findings"), 0, 1<<31-1))
+	s.FindingsRoot = r.hex64(f, "root", at("findings"))
+	listed := r.list(f, "listed", at("findings"), MaxFindings)
+	s.Findings = sized[Finding](len(listed))
+	for i, fv := range listed {
+		where := at("findings.listed").index(i)
 		fm := r.object(fv, where, []string{"id", "lens", "severity"}, nil)
 		fd := Finding{ID: r.str(fm, "id", where, 256), Lens: r.str(fm, "lens", where, 256), Severity: r.str(fm, "severity", where, 16)}
 		if r.err == nil && severity.Rank(fd.Severity) < 0 {
@@ -300,14 +370,16 @@ func parseStatement(v any) (*Statement, error) {
 	return s, nil
 }
 
-func (r *reader) call(v any, where string) Call {
+func (r *reader) call(v any, where loc) Call {
 	m := r.object(v, where, []string{"lenses", "runtime", "started", "finished", "exchanges", "files", "outcomes"},
 		[]string{"reviewDigest", "tokens", "error"})
 	if r.err != nil {
 		return Call{}
 	}
 	c := Call{}
-	for i, lv := range r.list(m, "lenses", where, MaxLensesPerCall) {
+	lenses := r.list(m, "lenses", where, MaxLensesPerCall)
+	c.Lenses = sized[string](len(lenses))
+	for i, lv := range lenses {
 		l, ok := lv.(string)
 		if !ok || l == "" || len(l) > 256 {
 			r.fail("%s.lenses[%d] must be a non-empty string", where, i)
@@ -318,33 +390,37 @@ func (r *reader) call(v any, where string) Call {
 	if r.err == nil && len(c.Lenses) == 0 {
 		r.fail("%s.lenses must name at least one lens", where)
 	}
-	c.Runtime = r.runtime(m["runtime"], where+".runtime")
-	c.Started = r.time(m, "started", where)
-	c.Finished = r.time(m, "finished", where)
+	c.Runtime = r.runtime(get(m, "runtime"), where.then(".runtime"))
+	c.Started, c.started = r.time(m, "started", where)
+	c.Finished, c.finished = r.time(m, "finished", where)
 	if r.err == nil && c.Finished.Before(c.Started) {
 		r.fail("%s: finished is before started", where)
 	}
-	for i, ev := range r.list(m, "exchanges", where, MaxExchanges) {
-		ew := where + ".exchanges[" + strconv.Itoa(i) + "]"
+	exchanges := r.list(m, "exchanges", where, MaxExchanges)
+	c.Exchanges = sized[Exchange](len(exchanges))
+	for i, ev := range exchanges {
+		ew := where.then(".exchanges").index(i)
 		em := r.object(ev, ew, []string{"request"}, []string{"response", "status"})
-		e := Exchange{Request: r.blob(em["request"], ew+".request")}
-		if rv, ok := em["response"]; ok {
-			b := r.blob(rv, ew+".response")
+		e := Exchange{Request: r.blob(get(em, "request"), ew.then(".request"))}
+		if rv, ok := em.Get("response"); ok {
+			b := r.blob(rv, ew.then(".response"))
 			e.Response = &b
 		}
 		e.Status = int(r.integer(em, "status", ew, 100, 599))
 		c.Exchanges = append(c.Exchanges, e)
 	}
 	c.ReviewDigest = r.hex64(m, "reviewDigest", where)
-	fm := r.object(m["files"], where+".files", []string{"digest", "count"}, nil)
-	c.Files = Files{Digest: r.hex64(fm, "digest", where+".files"), Count: int(r.integer(fm, "count", where+".files", 0, 1<<31-1))}
-	if tv, ok := m["tokens"]; ok {
-		tm := r.object(tv, where+".tokens", []string{"input", "output"}, nil)
-		c.Tokens = &Tokens{Input: r.integer(tm, "input", where+".tokens", 0, 1<<53-1), Output: r.integer(tm, "output", where+".tokens", 0, 1<<53-1)}
+	fm := r.object(get(m, "files"), where.then(".files"), []string{"digest", "count"}, nil)
+	c.Files = Files{Digest: r.hex64(fm, "digest", where.then(".files")), Count: int(r.integer(fm, "count", where.then(".files"), 0, 1<<31-1))}
+	if tv, ok := m.Get("tokens"); ok {
+		tm := r.object(tv, where.then(".tokens"), []string{"input", "output"}, nil)
+		c.Tokens = &Tokens{Input: r.integer(tm, "input", where.then(".tokens"), 0, 1<<53-1), Output: r.integer(tm, "output", where.then(".tokens"), 0, 1<<53-1)}
 	}
 	c.Error = r.str(m, "error", where, MaxErrorBytes)
-	for i, ov := range r.list(m, "outcomes", where, MaxLensesPerCall) {
-		ow := where + ".outcomes[" + strconv.Itoa(i) + "]"
+	outcomes := r.list(m, "outcomes", where, MaxLensesPerCall)
+	c.Outcomes = sized[Outcome](len(outcomes))
+	for i, ov := range outcomes {
+		ow := where.then(".outcomes").index(i)
 		om := r.object(ov, ow, []string{"lens", "outcome"}, nil)
 		o := Outcome{Lens: r.str(om, "lens", ow, 256), Outcome: r.str(om, "outcome", ow, 16)}
 		switch o.Outcome {
@@ -360,7 +436,7 @@ func (r *reader) call(v any, where string) Call {
 	return c
 }
 
-func (r *reader) runtime(v any, where string) Runtime {
+func (r *reader) runtime(v any, where loc) Runtime {
 	m := r.object(v, where, []string{"kind", "name"},
 		[]string{"version", "executableSha256", "exitStatus", "endpointHost", "modelRequested", "modelResponded", "interpreter"})
 	if r.err != nil {
@@ -372,26 +448,26 @@ func (r *reader) runtime(v any, where string) Runtime {
 		EndpointHost: r.str(m, "endpointHost", where, 255), ModelRequested: r.str(m, "modelRequested", where, 256),
 		ModelResponded: r.str(m, "modelResponded", where, 256),
 	}
-	if _, ok := m["exitStatus"]; ok {
+	if _, ok := m.Get("exitStatus"); ok {
 		n := int(r.integer(m, "exitStatus", where, -1, 255))
 		rt.ExitStatus = &n
 	}
-	if iv, ok := m["interpreter"]; ok {
+	if iv, ok := m.Get("interpreter"); ok {
 		if !r.v2 {
 			r.fail("%s: interpreter is a member of v0.2, not of v0.1", where)
 			return rt
 		}
-		im := r.object(iv, where+".interpreter", []string{"path", "sha256"}, nil)
-		rt.InterpreterPath = r.str(im, "path", where+".interpreter", MaxStringBytes)
-		rt.InterpreterSHA256 = r.hex64(im, "sha256", where+".interpreter")
+		im := r.object(iv, where.then(".interpreter"), []string{"path", "sha256"}, nil)
+		rt.InterpreterPath = r.str(im, "path", where.then(".interpreter"), MaxStringBytes)
+		rt.InterpreterSHA256 = r.hex64(im, "sha256", where.then(".interpreter"))
 		if r.err == nil && !strings.HasPrefix(rt.InterpreterPath, "/") {
 			r.fail("%s.interpreter.path must be absolute", where)
 		}
 	}
-	has := func(k string) bool { _, ok := m[k]; return ok }
+	has := func(k string) bool { _, ok := m.Get(k); return ok }
 	only := func(keys ...string) {
-		for k := range m {
-			if k != "kind" && k != "name" && !slices.Contains(keys, k) {
+		for _, f := range m {
+			if k := f.Key; k != "kind" && k != "name" && !slices.Contains(keys, k) {
 				r.fail("%s: %q does not belong to a %s runtime", where, k, rt.Kind)
 			}
 		}
@@ -420,9 +496,17 @@ func (r *reader) runtime(v any, where string) Runtime {
 	return rt
 }
 
-func (r *reader) blob(v any, where string) Blob {
+func (r *reader) blob(v any, where loc) Blob {
 	m := r.object(v, where, []string{"sha256", "size"}, nil)
 	return Blob{SHA256: r.hex64(m, "sha256", where), Size: r.integer(m, "size", where, 0, 1<<53-1)}
+}
+
+// sized is an empty slice with room for n entries, nil for none (as appending to nil gives).
+func sized[T any](n int) []T {
+	if n == 0 {
+		return nil
+	}
+	return make([]T, 0, n)
 }
 
 // bound keeps a value quoted in an error short and printable.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -107,10 +108,11 @@ func Verify(envelope []byte, opts Options) (res *Result) {
 	s := p.Statement
 	res.Statement = s
 	res.ObservationDigest = p.Digest
-	res.WindowStarted, res.WindowFinished = formatTime(s.Started), formatTime(s.Finished)
+	res.WindowStarted, res.WindowFinished = s.started, s.finished
+	res.Calls = sized[CallSummary](len(s.Calls))
 	for _, c := range s.Calls {
 		res.Calls = append(res.Calls, CallSummary{Lenses: c.Lenses, Runtime: c.Runtime.Name, Identity: c.Runtime.Describe(),
-			Started: formatTime(c.Started), Finished: formatTime(c.Finished), Error: c.Error})
+			Started: c.started, Finished: c.finished, Error: c.Error})
 	}
 
 	// Signature and role.
@@ -259,46 +261,46 @@ func readReceipt(env []byte) (*receipt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("receipt: %w", err)
 	}
-	st, err := jcs.Parse(op.Payload)
+	st, _, err := jcs.ParseCanonicalWith(op.Payload, jcs.Options{Objects: true})
 	if err != nil {
 		return nil, fmt.Errorf("receipt payload: %w", err)
 	}
 	sum := sha256.Sum256(op.Payload)
 	rc := &receipt{digest: hex.EncodeToString(sum[:])}
-	m, _ := st.(map[string]any)
-	if subj, _ := m["subject"].([]any); len(subj) == 1 {
-		sm, _ := subj[0].(map[string]any)
-		rc.subjectName, _ = sm["name"].(string)
-		dm, _ := sm["digest"].(map[string]any)
-		rc.subjectDigest, _ = dm["sha256"].(string)
+	m, _ := st.(jcs.Object)
+	if subj, _ := get(m, "subject").([]any); len(subj) == 1 {
+		sm, _ := subj[0].(jcs.Object)
+		rc.subjectName, _ = get(sm, "name").(string)
+		dm, _ := get(sm, "digest").(jcs.Object)
+		rc.subjectDigest, _ = get(dm, "sha256").(string)
 	}
-	pred, _ := m["predicate"].(map[string]any)
-	sc, _ := pred["subjectContext"].(map[string]any)
-	rc.reviewedDiff, _ = sc["reviewedDiffDigest"].(string)
-	rc.headSHA, _ = sc["headSha"].(string)
-	rc.baseSHA, _ = sc["baseSha"].(string)
-	if pr, ok := pred["planRef"].(map[string]any); ok {
-		rc.plan, _ = pr["sha256"].(string)
+	pred, _ := get(m, "predicate").(jcs.Object)
+	sc, _ := get(pred, "subjectContext").(jcs.Object)
+	rc.reviewedDiff, _ = get(sc, "reviewedDiffDigest").(string)
+	rc.headSHA, _ = get(sc, "headSha").(string)
+	rc.baseSHA, _ = get(sc, "baseSha").(string)
+	if pr, ok := get(pred, "planRef").(jcs.Object); ok {
+		rc.plan, _ = get(pr, "sha256").(string)
 	}
-	decl, _ := pred["declaration"].(map[string]any)
-	fs, _ := decl["findings"].([]any)
+	decl, _ := get(pred, "declaration").(jcs.Object)
+	fs, _ := get(decl, "findings").([]any)
 	for _, fv := range fs {
-		fm, _ := fv.(map[string]any)
-		id, _ := fm["id"].(string)
-		sev, _ := fm["severity"].(string)
+		fm, _ := fv.(jcs.Object)
+		id, _ := get(fm, "id").(string)
+		sev, _ := get(fm, "severity").(string)
 		rc.findings = append(rc.findings, Finding{ID: id, Severity: sev})
 	}
 	rc.total = len(rc.findings)
-	if n, ok := decl["findingsTotal"].(jcs.Number); ok {
+	if n, ok := get(decl, "findingsTotal").(jcs.Number); ok {
 		if v, ok := n.Int64(); ok && v >= int64(rc.total) && v < 1<<31 {
 			rc.total = int(v)
 		}
 	}
-	tcs, _ := decl["timeClaims"].([]any)
+	tcs, _ := get(decl, "timeClaims").([]any)
 	for _, tv := range tcs {
-		tm, _ := tv.(map[string]any)
-		if tm["kind"] == "reviewCompleted" {
-			v, _ := tm["value"].(string)
+		tm, _ := tv.(jcs.Object)
+		if get(tm, "kind") == "reviewCompleted" {
+			v, _ := get(tm, "value").(string)
 			rc.completed = append(rc.completed, v)
 		}
 	}
@@ -310,32 +312,44 @@ func readReceipt(env []byte) (*receipt, error) {
 
 // Describe is a runtime identity in one line.
 func (rt Runtime) Describe() string {
-	var parts []string
-	switch rt.Kind {
-	case KindBuiltin:
-		parts = append(parts, "lensgate "+rt.Version, "binary sha256:"+rt.ExecutableSHA256)
-	case KindExec:
-		parts = append(parts, "adapter "+rt.Name, "executable sha256:"+rt.ExecutableSHA256)
-		if rt.InterpreterSHA256 != "" {
-			parts = append(parts, "interpreter "+rt.InterpreterPath+" sha256:"+rt.InterpreterSHA256)
+	var b strings.Builder
+	// part adds one comma-separated part made of pieces.
+	part := func(pieces ...string) {
+		if b.Len() > 0 {
+			b.WriteString(", ")
 		}
-		if rt.ExitStatus != nil {
-			parts = append(parts, fmt.Sprintf("exit status %d", *rt.ExitStatus))
-		} else {
-			parts = append(parts, "no exit status")
-		}
-	case KindOpenAI:
-		parts = append(parts, "endpoint "+rt.EndpointHost, "model requested "+rt.ModelRequested)
-		if rt.ModelResponded != "" {
-			parts = append(parts, "model answered "+rt.ModelResponded)
-		}
-	default:
-		parts = append(parts, rt.Kind+" "+rt.Name)
-		if rt.Version != "" {
-			parts = append(parts, rt.Version)
+		for _, p := range pieces {
+			b.WriteString(p)
 		}
 	}
-	return strings.Join(parts, ", ")
+	switch rt.Kind {
+	case KindBuiltin:
+		part("lensgate ", rt.Version)
+		part("binary sha256:", rt.ExecutableSHA256)
+	case KindExec:
+		part("adapter ", rt.Name)
+		part("executable sha256:", rt.ExecutableSHA256)
+		if rt.InterpreterSHA256 != "" {
+			part("interpreter ", rt.InterpreterPath, " sha256:", rt.InterpreterSHA256)
+		}
+		if rt.ExitStatus != nil {
+			part("exit status ", strconv.Itoa(*rt.ExitStatus))
+		} else {
+			part("no exit status")
+		}
+	case KindOpenAI:
+		part("endpoint ", rt.EndpointHost)
+		part("model requested ", rt.ModelRequested)
+		if rt.ModelResponded != "" {
+			part("model answered ", rt.ModelResponded)
+		}
+	default:
+		part(rt.Kind, " ", rt.Name)
+		if rt.Version != "" {
+			part(rt.Version)
+		}
+	}
+	return b.String()
 }
 
 func contains(l []string, s string) bool {
