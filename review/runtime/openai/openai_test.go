@@ -2,7 +2,6 @@ package openai_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -172,7 +171,7 @@ func TestRequestShapeFenceAndInjection(t *testing.T) {
 		if i == 1 {
 			want = []string{"quality"}
 		}
-		if got := schemaLensEnum(t, req.Schema); strings.Join(got, ",") != strings.Join(want, ",") {
+		if got := req.Lenses(); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("call %d schema lens enum %v, want %v", i, got, want)
 		}
 		system, user := req.System, req.User
@@ -227,35 +226,6 @@ func byPass(reqs []modelfake.Request) []modelfake.Request {
 		return 1
 	})
 	return reqs
-}
-
-// schemaLensEnum reads properties.lenses.items.properties.lens.enum of a sent schema.
-func schemaLensEnum(t *testing.T, raw json.RawMessage) []string {
-	t.Helper()
-	enum, err := lensEnum(raw)
-	if err != nil {
-		t.Fatalf("schema: %v", err)
-	}
-	return enum
-}
-
-// lensEnum reads properties.lenses.items.properties.lens.enum of a schema.
-func lensEnum(raw []byte) ([]string, error) {
-	var s struct {
-		Properties struct {
-			Lenses struct {
-				Items struct {
-					Properties struct {
-						Lens struct {
-							Enum []string `json:"enum"`
-						} `json:"lens"`
-					} `json:"properties"`
-				} `json:"items"`
-			} `json:"lenses"`
-		} `json:"properties"`
-	}
-	err := json.Unmarshal(raw, &s)
-	return s.Properties.Lenses.Items.Properties.Lens.Enum, err
 }
 
 // TestAnswersOnlyCountForTheirOwnPass: an answer of the first call that also speaks for the
