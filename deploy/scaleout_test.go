@@ -159,17 +159,30 @@ func (s *scaleOut) waitReviewed(prs []int, procs ...*server) {
 	s.t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		missing := 0
+		var missing []string
 		for _, pr := range prs {
+			// The head GitHub shows, not the last one the test made: a load generator's pushes
+			// to one pull request may land in another order than they were made, and lensgate
+			// must review the head GitHub has.
+			head := s.fe.gh.PullRequest(s.repo, pr).HeadSHA
 			done := false
-			for _, cr := range s.gate(s.heads[pr]) {
+			for _, cr := range s.gate(head) {
 				done = done || cr.Status == "completed"
 			}
 			if !done {
-				missing++
+				missing = append(missing, fmt.Sprintf("#%d at %.12s", pr, head))
 			}
 		}
-		if missing == 0 {
+		if len(missing) == 0 {
+			reordered := 0
+			for _, pr := range prs {
+				if s.fe.gh.PullRequest(s.repo, pr).HeadSHA != s.heads[pr] {
+					reordered++
+				}
+			}
+			if reordered > 0 {
+				s.t.Logf("%d of %d pull requests ended at another head than the last one made: their pushes landed out of order", reordered, len(prs))
+			}
 			return
 		}
 		if time.Now().After(deadline) {
@@ -177,7 +190,8 @@ func (s *scaleOut) waitReviewed(prs []int, procs ...*server) {
 			for _, p := range procs {
 				logs.WriteString(p.logs.String())
 			}
-			s.t.Fatalf("%d pull requests not reviewed at their final head; GitHub calls %s\n%s", missing, s.fe.gh.CallSummary(), logs.String())
+			s.t.Fatalf("%d pull requests not reviewed at their final head (%s); GitHub calls %s\n%s", len(missing),
+				strings.Join(missing, ", "), s.fe.gh.CallSummary(), logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
