@@ -119,7 +119,7 @@ type Publisher struct {
 	records  queue.CheckRecords
 	feedback review.FeedbackStore
 	// gateLocks order Begin and MarkQueued on a head within this process (by checkKey).
-	gateLocks [gateLockStripes]sync.Mutex
+	gateLocks headLocks
 }
 
 var _ publication.Publisher = (*Publisher)(nil)

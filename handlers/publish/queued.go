@@ -2,7 +2,7 @@ package publish
 
 import (
 	"context"
-	"hash/fnv"
+	"sync"
 
 	"github.com/google/go-github/v62/github"
 
@@ -12,17 +12,49 @@ import (
 
 var _ publication.QueueMarking = (*Publisher)(nil)
 
-// gateLockStripes is how many locks order the gate check writes of heads in this process.
-const gateLockStripes = 64
+// headLocks order the gate check writes of one head within this process: Begin and MarkQueued
+// hold a head's lock across their GitHub calls, which can wait minutes (a secondary rate limit,
+// retries), so a head's lock is its own: the writes of other heads, above all of other
+// installations, never wait behind it (a lock shared by several heads would let one slow or
+// stuck write hold back reviews that have nothing to do with it).
+type headLocks struct {
+	mu    sync.Mutex
+	locks map[string]*headLock
+}
+
+// headLock is one head's lock and how many hold it or wait for it.
+type headLock struct {
+	sync.Mutex
+	refs int
+}
+
+// lock takes the lock of the head named by key and returns its release; a lock nobody holds or
+// waits for is forgotten.
+func (h *headLocks) lock(key string) func() {
+	h.mu.Lock()
+	if h.locks == nil {
+		h.locks = map[string]*headLock{}
+	}
+	l := h.locks[key]
+	if l == nil {
+		l = &headLock{}
+		h.locks[key] = l
+	}
+	l.refs++
+	h.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		h.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(h.locks, key)
+		}
+		h.mu.Unlock()
+	}
+}
 
 // lockGate takes the lock of the head named by key and returns its release.
-func (p *Publisher) lockGate(key string) func() {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(key))
-	mu := &p.gateLocks[h.Sum32()%gateLockStripes]
-	mu.Lock()
-	return mu.Unlock
-}
+func (p *Publisher) lockGate(key string) func() { return p.gateLocks.lock(key) }
 
 // MarkQueued implements publication.QueueMarking: the head's gate check is created queued,
 // unless the head has a gate check already (a review began, or an earlier review concluded
