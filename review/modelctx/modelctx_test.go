@@ -3,7 +3,6 @@ package modelctx
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
@@ -11,47 +10,23 @@ import (
 	"github.com/lensgate/lensgate/review/diff"
 )
 
-// memTree is a revision held in a map, listed like a git tree.
+// memTree is the package's MapTree that counts its listings.
 type memTree struct {
-	commit string
-	files  map[string]string
-	lists  int
+	MapTree
+	lists int
 }
 
-func (t *memTree) Commit() string { return t.commit }
+func newMemTree(commit string, files map[string]string) *memTree {
+	t := &memTree{MapTree: MapTree{CommitID: commit, Files: map[string][]byte{}}}
+	for p, s := range files {
+		t.Files[p] = []byte(s)
+	}
+	return t
+}
 
-func (t *memTree) List(_ context.Context, dir string) ([]Entry, error) {
+func (t *memTree) List(ctx context.Context, dir string) ([]Entry, error) {
 	t.lists++
-	prefix := dir + "/"
-	if dir == "" {
-		prefix = ""
-	}
-	seen := map[string]bool{}
-	var out []Entry
-	for p := range t.files {
-		rest, ok := strings.CutPrefix(p, prefix)
-		if !ok {
-			continue
-		}
-		name, _, isDir := strings.Cut(rest, "/")
-		if !seen[name] {
-			seen[name] = true
-			out = append(out, Entry{Name: name, Dir: isDir})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-func (t *memTree) Read(_ context.Context, p string, limit int) ([]byte, bool, error) {
-	s, ok := t.files[p]
-	if !ok {
-		return nil, false, nil
-	}
-	if len(s) > limit {
-		return nil, true, ErrTooLarge
-	}
-	return []byte(s), true, nil
+	return t.MapTree.List(ctx, dir)
 }
 
 type memIssues map[int]Issue
@@ -64,7 +39,7 @@ func (m memIssues) Issue(_ context.Context, n int) (Issue, bool, error) {
 const agentsRoot = "# Project\nGeneral notes for agents.\n\n## Code Review Rules\nEvery exported function needs a doc comment.\n\n## Build\nmake all\n"
 
 func baseTree() *memTree {
-	return &memTree{commit: strings.Repeat("b", 40), files: map[string]string{
+	return newMemTree(strings.Repeat("b", 40), map[string]string{
 		"AGENTS.md":                                 agentsRoot,
 		"services/api/AGENTS.md":                    "API services: every handler must check authorisation.\n",
 		"services/api/handler.go":                   "package api\n",
@@ -76,7 +51,7 @@ func baseTree() *memTree {
 		".cursor/rules/py.mdc":                      "---\nglobs: [\"*.py\"]\n---\nType hints everywhere.\n",
 		"web/.cursor/BUGBOT.md":                     "Web: watch for XSS.\n",
 		"CLAUDE.md":                                 "Claude notes.\n",
-	}}
+	})
 }
 
 func names(rules []Rule) []string {
@@ -112,7 +87,7 @@ func TestInstructionsApplyByDirectoryAndGlob(t *testing.T) {
 			if r.Section != "Code Review Rules" || !strings.Contains(r.Text, "doc comment") || strings.Contains(r.Text, "make all") {
 				t.Errorf("root AGENTS.md: only its Code Review Rules section is read, got section %q text %q", r.Section, r.Text)
 			}
-			if r.SHA256 != digest.SHA256Hex([]byte(agentsRoot)) || r.Commit != base.commit {
+			if r.SHA256 != digest.SHA256Hex([]byte(agentsRoot)) || r.Commit != base.CommitID {
 				t.Errorf("the digest covers the whole file at the base commit: %+v", r)
 			}
 		}
@@ -138,8 +113,8 @@ func TestInstructionModes(t *testing.T) {
 	if len(m.Instructions) != 1 || m.Instructions[0].Path != "CLAUDE.md" || len(m.Notes) != 1 || !strings.Contains(m.Notes[0], "docs/RULES.md") {
 		t.Errorf("listed paths: %+v notes %v", m.Instructions, m.Notes)
 	}
-	org := &memTree{commit: strings.Repeat("c", 40), files: map[string]string{"AGENTS.md": "Org-wide rules.\n", "x/AGENTS.md": "not listed"}}
-	empty := &memTree{commit: strings.Repeat("d", 40), files: map[string]string{"main.go": "package main\n"}}
+	org := newMemTree(strings.Repeat("c", 40), map[string]string{"AGENTS.md": "Org-wide rules.\n", "x/AGENTS.md": "not listed"})
+	empty := newMemTree(strings.Repeat("d", 40), map[string]string{"main.go": "package main\n"})
 	m = Gather(ctx, Sources{Base: empty, Org: org, OrgName: "acme/.github"}, Request{Changed: changed, Settings: Settings{Instructions: InstructionsAuto}})
 	if len(m.Instructions) != 1 || m.Instructions[0].Repository != "acme/.github" || m.Instructions[0].Path != "AGENTS.md" {
 		t.Errorf("organisation fallback: %+v", m.Instructions)
@@ -158,7 +133,7 @@ func TestInstructionBounds(t *testing.T) {
 	for i := range 5 {
 		files[fmt.Sprintf(".github/instructions/r%d.instructions.md", i)] = "---\napplyTo: '**'\n---\n" + big
 	}
-	m := Gather(context.Background(), Sources{Base: &memTree{commit: "c", files: files}}, Request{Changed: []ChangedFile{{Path: "a.go"}},
+	m := Gather(context.Background(), Sources{Base: newMemTree("c", files)}, Request{Changed: []ChangedFile{{Path: "a.go"}},
 		Settings: Settings{Instructions: InstructionsAuto}})
 	c := Build(m, []diff.File{{NewPath: "a.go"}})
 	total := 0
