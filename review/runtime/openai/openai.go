@@ -206,12 +206,9 @@ func NeedsIndependent(l runtime.Lens) bool {
 // whose call failed is skipped with the cause, which the pipeline shows as pending. Every call
 // made is in Result.Calls with its tokens, answered or not.
 func (r *Runtime) Review(ctx context.Context, req *runtime.Request) (*runtime.Result, error) {
-	model := req.Settings.Model
+	model := r.reviewerModel(req.Settings)
 	if model == "" {
-		model = r.opts.Model
-	}
-	if model == "" {
-		return nil, errors.New("no reviewer model: set models.reviewer in .asdd.yml or ASDD_MODEL")
+		return nil, errNoModel
 	}
 	if req.Kind == runtime.KindTriage {
 		return r.triage(ctx, req, model)
@@ -419,6 +416,17 @@ func diffPaths(req *runtime.Request) map[string]bool {
 
 // errBudget marks a call that a token cap did not allow.
 var errBudget = errors.New("token budget")
+
+// errNoModel answers a call when neither the repository nor the server names a reviewer model.
+var errNoModel = errors.New("no reviewer model: set models.reviewer in .asdd.yml or ASDD_MODEL")
+
+// reviewerModel is the repository's reviewer model, else the server's ("" when neither names one).
+func (r *Runtime) reviewerModel(s runtime.Settings) string {
+	if s.Model != "" {
+		return s.Model
+	}
+	return r.opts.Model
+}
 
 // callTimeout is the deadline of one whole call.
 func (r *Runtime) callTimeout(req *runtime.Request) time.Duration {

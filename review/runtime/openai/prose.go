@@ -27,12 +27,9 @@ func proseSchema() *schema {
 // slot, deadline and response-format fallback as a review call. The text is cut at
 // req.MaxBytes.
 func (r *Runtime) Write(ctx context.Context, req *runtime.ProseRequest) (*runtime.Prose, error) {
-	model := req.Settings.Model
+	model := r.reviewerModel(req.Settings)
 	if model == "" {
-		model = r.opts.Model
-	}
-	if model == "" {
-		return nil, errors.New("no reviewer model: set models.reviewer in .asdd.yml or ASDD_MODEL")
+		return nil, errNoModel
 	}
 	out := &runtime.Prose{Model: model, Call: runtime.Call{Lenses: []string{req.Kind}, Model: model}}
 	// The review request carries what ask needs of it: the budget, the slots, the settings

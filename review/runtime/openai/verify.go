@@ -41,17 +41,14 @@ const verifySystem = "You check findings that another reviewer reported on a pro
 // Verify implements runtime.Verifier: one call, under the review's token budget and call slots,
 // that confirms or refutes each candidate against the diff of its files.
 func (r *Runtime) Verify(ctx context.Context, req *runtime.Request, cands []runtime.Candidate) ([]runtime.Confirmation, runtime.Call, error) {
-	model := req.Settings.Model
-	if model == "" {
-		model = r.opts.Model
-	}
+	model := r.reviewerModel(req.Settings)
 	call := runtime.Call{Independent: true, Model: model}
 	fail := func(err error) ([]runtime.Confirmation, runtime.Call, error) {
 		call.Cause = err.Error()
 		return nil, call, err
 	}
 	if model == "" {
-		return fail(errors.New("no reviewer model: set models.reviewer in .asdd.yml or ASDD_MODEL"))
+		return fail(errNoModel)
 	}
 	if len(cands) == 0 {
 		return nil, call, nil
