@@ -9,15 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
-	"github.com/lensgate/lensgate/config"
 	"github.com/lensgate/lensgate/internal/modelfake"
-	"github.com/lensgate/lensgate/review"
 	"github.com/lensgate/lensgate/review/diff"
 	"github.com/lensgate/lensgate/review/eval"
-	"github.com/lensgate/lensgate/review/runtime"
-	"github.com/lensgate/lensgate/review/runtime/builtin"
 )
 
 const shipped = "testdata/corpus/corpus.yml"
@@ -115,11 +109,7 @@ func TestShippedCorpusBuiltin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := eval.Run(context.Background(), c, eval.Options{
-		Pipeline: review.NewPipeline(review.Options{Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{})), Logger: zerolog.Nop()}),
-		Config:   func(context.Context, string, string, string) (*config.Repo, error) { return config.DefaultRepo(), nil },
-		Window:   -1,
-	})
+	rep, err := eval.Run(context.Background(), c, builtinOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,6 +152,16 @@ func modelOptions(t *testing.T, srv *modelfake.Server) eval.Options {
 	}
 }
 
+// builtinOptions evaluates with the built-in runtime and the default policy, matching within
+// the default line window.
+func builtinOptions() eval.Options {
+	return eval.Options{
+		Pipeline: review.NewPipeline(review.Options{Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{})), Logger: zerolog.Nop()}),
+		Config:   func(context.Context, string, string, string) (*config.Repo, error) { return config.DefaultRepo(), nil },
+		Window:   -1,
+	}
+}
+
 // goldenOf returns the golden findings of the synthetic corpus by case and index.
 func goldenOf(cases []synthCase, id string, i int) eval.Golden {
 	for _, c := range cases {
@@ -415,11 +425,7 @@ func TestRepositoryCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := eval.Run(context.Background(), c, eval.Options{
-		Pipeline: review.NewPipeline(review.Options{Runtimes: runtime.NewRegistry(builtin.New(builtin.Options{})), Logger: zerolog.Nop()}),
-		Config:   func(context.Context, string, string, string) (*config.Repo, error) { return config.DefaultRepo(), nil },
-		Window:   -1,
-	})
+	rep, err := eval.Run(context.Background(), c, builtinOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
