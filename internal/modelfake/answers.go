@@ -44,13 +44,7 @@ func (r Request) IsJudge() bool { return r.SchemaName == "lensgate_judge" }
 // Diff is the diff a review request carries: the part of the fenced user message after its
 // "## Diff" heading, up to the next heading (the code around the changes) or the fence.
 func (r Request) Diff() string {
-	_, rest, ok := strings.Cut(r.User, "\n## Diff\n")
-	if !ok {
-		return ""
-	}
-	if i := strings.LastIndex(rest, "\nLENSGATE_UNTRUSTED_DATA_"); i >= 0 {
-		rest = rest[:i+1]
-	}
+	rest := r.fenced("\n## Diff\n")
 	if i := strings.Index(rest, "\n## "); i >= 0 { // no diff line starts with '#'
 		rest = rest[:i+1]
 	}
@@ -58,8 +52,11 @@ func (r Request) Diff() string {
 }
 
 // Code is the code around the changes a review request carries ("" when none).
-func (r Request) Code() string {
-	_, rest, ok := strings.Cut(r.User, "\n## Code around the changes")
+func (r Request) Code() string { return r.fenced("\n## Code around the changes") }
+
+// fenced is the user message after heading up to the closing fence ("" without the heading).
+func (r Request) fenced(heading string) string {
+	_, rest, ok := strings.Cut(r.User, heading)
 	if !ok {
 		return ""
 	}
